@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: GPL-2.0
+# cepm: the two commands a user needs are `make demo` and `make check` (see README.md).
+#
+#   make deps      install build/test dependencies (idempotent)
+#   make kernel    build the cached test kernel (~/.cache/cepm/linux-*)
+#   make           build cepm.ko against KDIR (default: the cached kernel)
+#   make user      build the userspace crate and cepmctl
+#   make host-test host-side Rust tests
+#   make selftest  boot the test kernel once and run every selftest in it
+#   make check     all of the above, as CI runs it
+#   make demo      boot the VM and show the module live
+#   make lint      cepm.ko under clippy (CLIPPY=1), plus cargo clippy on the host crates
+
+CEPM_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cepm
+export CEPM_CACHE
+export PATH := $(CEPM_CACHE)/tools/bin:$(CEPM_CACHE)/venv/bin:$(HOME)/.cargo/bin:$(PATH)
+export LIBCLANG_PATH ?= $(firstword $(wildcard $(CEPM_CACHE)/venv/lib/python3*/site-packages/clang/native))
+
+# Any CONFIG_RUST tree built with this machine's rustc works; the cached one is the default.
+KDIR ?= $(shell cat $(CEPM_CACHE)/current-kernel 2>/dev/null)
+
+CARGO ?= cargo
+
+.PHONY: all module deps kernel user host-test selftest selftest-progs check demo lint clean need-kdir
+
+all: module
+
+need-kdir:
+	@test -n "$(KDIR)" -a -f "$(KDIR)/Module.symvers" || \
+		{ echo "No built kernel tree: run 'make kernel' or pass KDIR=<built CONFIG_RUST tree>"; exit 1; }
+
+module: need-kdir
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+lint: need-kdir
+	$(MAKE) -C $(KDIR) M=$(CURDIR) CLIPPY=1 modules
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+deps:
+	scripts/deps.sh
+
+kernel:
+	scripts/kernel.sh
+
+user:
+	$(CARGO) build --release -p cepmctl
+
+host-test:
+	$(CARGO) test --workspace
+	@if [ -x proto/check.sh ]; then proto/check.sh; fi
+
+# C selftest programs, built on the host against the UAPI header and the kernel's kselftest harness.
+selftest-progs: need-kdir
+	@mkdir -p out/selftests
+	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -I$(KDIR)/tools/testing/selftests \
+		-o out/selftests/ioctl_abi selftests/cepm/ioctl_abi.c
+
+selftest: module user selftest-progs
+	scripts/vm -- selftests/run.sh
+
+check:
+	scripts/check.sh
+
+demo:
+	scripts/demo.sh
+
+clean:
+	-[ -n "$(KDIR)" ] && $(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -f rust/shim_bindings.rs rust/uapi_bindings.rs
+	$(CARGO) clean

@@ -1,0 +1,155 @@
+//! Userspace access to cepm, the InfiniBand/RoCE connection manager kernel module.
+//!
+//! [`Cepm`] wraps `/dev/cepm`; [`umad`] injects raw CM MADs through the kernel's user MAD
+//! interface (`/dev/infiniband/umadN`), which tests use to put CM traffic on a port.
+
+pub mod sys;
+pub mod umad;
+
+use std::{
+    fs::{File, OpenOptions},
+    io,
+    os::fd::AsRawFd,
+};
+
+pub use cepm_proto::mad::AttrId;
+
+/// Path of the character device.
+pub const DEVICE_PATH: &str = "/dev/cepm";
+
+/// Number of per-attribute receive counters: indexed by attribute ID.
+pub const ATTR_SLOTS: usize = sys::CEPM_ATTR_SLOTS as usize;
+
+/// An open `/dev/cepm`.
+pub struct Cepm {
+    file: File,
+}
+
+/// One port on which cepm owns the CM class.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortInfo {
+    /// RDMA device name, e.g. `rxe0`.
+    pub device: String,
+    /// Port number on the device.
+    pub port: u32,
+    /// RoCE link layer (otherwise InfiniBand).
+    pub roce: bool,
+    /// Received CM MADs, indexed by attribute ID.
+    pub rx_by_attr: [u64; ATTR_SLOTS],
+    /// Received CM MADs whose attribute ID is at least [`ATTR_SLOTS`].
+    pub rx_other_attr: u64,
+    /// Received MADs too short for a MAD header.
+    pub rx_malformed: u64,
+}
+
+impl PortInfo {
+    /// Received MADs with attribute `attr`.
+    pub fn rx(&self, attr: AttrId) -> u64 {
+        self.rx_by_attr.get(usize::from(attr.to_u16())).copied().unwrap_or(0)
+    }
+
+    fn from_sys(raw: &sys::cepm_port_info) -> Self {
+        let name: Vec<u8> = raw.dev_name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        Self {
+            device: String::from_utf8_lossy(&name).into_owned(),
+            port: raw.port_num,
+            roce: raw.flags & sys::CEPM_PORT_ROCE != 0,
+            rx_by_attr: raw.rx_by_attr,
+            rx_other_attr: raw.rx_other_attr,
+            rx_malformed: raw.rx_malformed,
+        }
+    }
+}
+
+/// What `CEPM_IOC_QUERY` reports.
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// The module's ABI version ([`sys::CEPM_ABI_VERSION`] when it matches this crate).
+    pub abi_version: u32,
+    /// The managed ports.
+    pub ports: Vec<PortInfo>,
+}
+
+impl Cepm {
+    /// Opens [`DEVICE_PATH`].
+    pub fn open() -> io::Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(DEVICE_PATH)?;
+        Ok(Self { file })
+    }
+
+    /// One `CEPM_IOC_QUERY` call with room for `capacity` ports.
+    fn query_once(&self, capacity: usize) -> io::Result<(sys::cepm_query, Vec<sys::cepm_port_info>)> {
+        let mut ports = vec![sys::cepm_port_info::default(); capacity];
+        let mut q = sys::cepm_query {
+            port_capacity: u32::try_from(capacity).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?,
+            ports: if capacity == 0 { 0 } else { ports.as_mut_ptr() as u64 },
+            ..Default::default()
+        };
+        // SAFETY: `q` is a valid `cepm_query` for the duration of the call, and `ports` points at
+        // `capacity` writable `cepm_port_info` entries (or is 0 when capacity is 0).
+        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), libc::c_ulong::from(sys::CEPM_IOCTL_QUERY), &mut q) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        ports.truncate((q.num_ports as usize).min(capacity));
+        Ok((q, ports))
+    }
+
+    /// The ABI version and every managed port with its counters.
+    pub fn query(&self) -> io::Result<Query> {
+        let mut capacity = 0;
+        loop {
+            let (q, ports) = self.query_once(capacity)?;
+            // Ports can come and go between calls: retry until the answer fits.
+            if q.num_ports as usize <= capacity {
+                return Ok(Query {
+                    abi_version: q.abi_version,
+                    ports: ports.iter().map(PortInfo::from_sys).collect(),
+                });
+            }
+            capacity = q.num_ports as usize;
+        }
+    }
+}
+
+/// Parses an attribute given by name (`REQ`, `SIDR_REQ`, ...) or number (`0x10`, `16`).
+pub fn parse_attr(s: &str) -> Option<AttrId> {
+    let by_name = AttrId::ALL.iter().copied().find(|a| a.name().eq_ignore_ascii_case(s));
+    by_name.or_else(|| {
+        let n = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            Some(hex) => u16::from_str_radix(hex, 16).ok()?,
+            None => s.parse().ok()?,
+        };
+        AttrId::from_u16(n)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_parse_by_name_and_number() {
+        for attr in AttrId::ALL {
+            assert_eq!(parse_attr(attr.name()), Some(attr));
+            assert_eq!(parse_attr(&attr.to_u16().to_string()), Some(attr));
+            assert_eq!(parse_attr(&format!("{:#x}", attr.to_u16())), Some(attr));
+        }
+        assert_eq!(parse_attr("req"), Some(AttrId::Req));
+        assert_eq!(parse_attr("0x0002"), None);
+        assert_eq!(parse_attr("bogus"), None);
+    }
+
+    #[test]
+    fn abi_structs_have_the_sizes_the_kernel_asserts() {
+        assert_eq!(std::mem::size_of::<sys::cepm_query>(), 24);
+        assert_eq!(std::mem::size_of::<sys::cepm_port_info>(), 64 + 4 + 4 + 8 * 32 + 8 + 8);
+    }
+
+    #[test]
+    fn every_cm_attribute_has_a_counter_slot() {
+        for attr in AttrId::ALL {
+            assert!(usize::from(attr.to_u16()) < ATTR_SLOTS, "{}", attr.name());
+        }
+    }
+}

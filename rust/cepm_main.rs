@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! cepm: an InfiniBand/RoCE Connection Manager.
+//!
+//! The module registers an `ib_client`, owns the CM management class (0x07, version 2) on every
+//! port of the RDMA devices it manages, and exposes `/dev/cepm` to userspace.
+//!
+//! Files, one concept each:
+//! - [`rdma`]: the only FFI: safe wrappers over the C shim (`cepm_shim.h`);
+//! - [`registry`]: the managed devices, added and removed by the `ib_client` callbacks;
+//! - [`device`] and [`port`]: one managed device and its CM ports;
+//! - [`chardev`] and [`uapi`]: `/dev/cepm` and its ABI (`include/uapi/cepm.h`);
+//! - [`proto`]: the protocol core, shared with the host tests (`proto/`).
+
+mod chardev;
+mod device;
+mod port;
+mod rdma;
+mod registry;
+mod uapi;
+
+/// The protocol core: `core`-only code that the host also tests (see `proto/src/lib.rs`).
+#[path = "../proto/src"]
+pub mod proto {
+    pub mod error;
+    pub mod mad;
+}
+
+use kernel::{
+    miscdevice::{
+        MiscDeviceOptions,
+        MiscDeviceRegistration, //
+    },
+    prelude::*,
+};
+
+module! {
+    type: CepmModule,
+    name: "cepm",
+    authors: ["The cepm developers"],
+    description: "InfiniBand/RoCE Connection Manager with a /dev/cepm interface",
+    license: "GPL",
+}
+
+/// The loaded module.
+///
+/// Fields are dropped in declaration order: the `ib_client` goes first, so that every device
+/// is released (and no MAD handler runs) before `/dev/cepm` and the device list go away.
+#[pin_data]
+struct CepmModule {
+    _client: rdma::ClientRegistration,
+    #[pin]
+    _chardev: MiscDeviceRegistration<chardev::CepmFile>,
+    _devices: registry::Devices,
+}
+
+impl kernel::InPlaceModule for CepmModule {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            _devices: registry::Devices::new(),
+            _chardev <- MiscDeviceRegistration::register(MiscDeviceOptions { name: c"cepm" }),
+            // Last, so that devices only appear once everything they may need exists.
+            _client: rdma::ClientRegistration::new()?,
+        })
+    }
+}

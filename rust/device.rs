@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One RDMA device under cepm's management, with a CM MAD agent on each of its CM ports.
+
+use kernel::{
+    prelude::*,
+    sync::Arc, //
+};
+
+use crate::{
+    port::CmPort,
+    rdma::{
+        IbDevice,
+        MadAgent, //
+    },
+    uapi, //
+};
+
+/// A port and the agent that feeds it.
+struct ManagedPort {
+    /// Unregistered first, so that no MAD reaches `port` once it is dropped.
+    _agent: MadAgent,
+    port: Arc<CmPort>,
+}
+
+/// A managed device.
+///
+/// # Invariants
+///
+/// `ports` is not empty: a device without a CM port is not managed.
+pub(crate) struct CmDevice {
+    /// Dropped before `ib`: the agents are unregistered while the device is still valid.
+    ports: KVec<ManagedPort>,
+    ib: IbDevice,
+}
+
+impl CmDevice {
+    /// Registers a CM agent on every port of `ib` that speaks the IB CM protocol.
+    ///
+    /// The device is all or nothing: if any port cannot be claimed (typically because the in-tree
+    /// `ib_cm` owns it), no agent is kept and the device is skipped with one log line.
+    pub(crate) fn new(ib: IbDevice) -> Result<Self> {
+        let name = ib.name();
+        let name = CStr::from_bytes_until_nul(&name).unwrap_or(c"?");
+        let mut ports = KVec::new();
+        for num in ib.ports() {
+            if !ib.port_has_ib_cm(num) {
+                continue;
+            }
+            let port = Arc::new(CmPort::new(num, ib.port_is_roce(num)), GFP_KERNEL)?;
+            match MadAgent::register(&ib, port.clone()) {
+                Ok(agent) => ports.push(ManagedPort { _agent: agent, port }, GFP_KERNEL)?,
+                Err(e) => {
+                    pr_warn!(
+                        "{}: port {}: cannot register the CM MAD agent ({:?}); another CM such as ib_cm owns it; skipping this device\n",
+                        name.to_str().unwrap_or("?"),
+                        num,
+                        e
+                    );
+                    return Err(e);
+                }
+            }
+        }
+        if ports.is_empty() {
+            return Err(ENODEV);
+        }
+        pr_info!(
+            "{}: managing the CM on {} port(s)\n",
+            name.to_str().unwrap_or("?"),
+            ports.len()
+        );
+        // INVARIANT: `ports` is not empty.
+        Ok(Self { ports, ib })
+    }
+
+    /// The underlying RDMA device.
+    pub(crate) fn ib(&self) -> &IbDevice {
+        &self.ib
+    }
+
+    /// Appends the ABI description of each port to `out`.
+    pub(crate) fn port_infos(&self, out: &mut KVec<uapi::cepm_port_info>) -> Result {
+        let name = self.ib.name();
+        for managed in self.ports.iter() {
+            out.push(managed.port.info(&name), GFP_KERNEL)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The only module that talks to C: safe wrappers over the shim declared in `cepm_shim.h`.
+//!
+//! The declarations are generated from that header by bindgen at build time (see `Kbuild`), and
+//! the callbacks below are checked against its `cepm_*_fn` typedefs, so the two sides cannot
+//! drift apart silently.
+
+use core::{
+    ffi::c_void,
+    ops::RangeInclusive,
+    ptr::NonNull, //
+};
+use kernel::{
+    error::{
+        from_err_ptr,
+        to_result, //
+    },
+    ffi::c_int,
+    prelude::*,
+    sync::Arc,
+    types::ForeignOwnable,
+};
+
+use crate::{
+    port::CmPort,
+    registry, //
+};
+
+/// Declarations generated from `cepm_shim.h`.
+#[allow(
+    dead_code,
+    missing_docs,
+    non_camel_case_types,
+    non_upper_case_globals,
+    unreachable_pub,
+    clippy::all
+)]
+mod shim {
+    use kernel::ffi;
+    use pin_init::MaybeZeroable;
+
+    include!("shim_bindings.rs");
+}
+
+// The callbacks C calls must have exactly the signatures the header declares.
+const _: shim::cepm_add_device_fn = Some(cepm_rust_add_device);
+const _: shim::cepm_remove_device_fn = Some(cepm_rust_remove_device);
+const _: shim::cepm_recv_mad_fn = Some(cepm_rust_recv_mad);
+
+/// Registration of cepm's `ib_client`.
+///
+/// # Invariants
+///
+/// The client is registered for as long as this value exists.
+pub(crate) struct ClientRegistration(());
+
+impl ClientRegistration {
+    /// Registers the client; `add` runs at once for every existing RDMA device.
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: No preconditions; the client is a static in the shim.
+        to_result(unsafe { shim::cepm_shim_client_register() })?;
+        // INVARIANT: registration succeeded.
+        Ok(Self(()))
+    }
+}
+
+impl Drop for ClientRegistration {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the client is registered. Unregistering calls `remove`
+        // for every device, which releases all of cepm's use of it.
+        unsafe { shim::cepm_shim_client_unregister() };
+    }
+}
+
+/// The name of an RDMA device, as a NUL-terminated byte array.
+pub(crate) type DeviceName = [u8; 64];
+
+/// An RDMA device that cepm's `ib_client` has been told about.
+///
+/// # Invariants
+///
+/// `ptr` points at an `ib_device` for which the client's `add` callback ran and whose `remove`
+/// callback has not returned yet. Values are only created in `add`, and the registry drops them
+/// inside `remove`.
+pub(crate) struct IbDevice {
+    ptr: NonNull<shim::ib_device>,
+}
+
+// SAFETY: The shim functions called through `IbDevice` only read immutable device attributes
+// (port range, capabilities) or take the device's own locks, so any thread may call them.
+unsafe impl Send for IbDevice {}
+// SAFETY: See `Send`; `&IbDevice` offers nothing that needs exclusive access.
+unsafe impl Sync for IbDevice {}
+
+impl IbDevice {
+    /// Whether this value wraps the C device `ptr`.
+    pub(crate) fn is(&self, ptr: *mut c_void) -> bool {
+        self.ptr.as_ptr().cast::<c_void>() == ptr
+    }
+
+    /// The device's current name (devices can be renamed while registered).
+    pub(crate) fn name(&self) -> DeviceName {
+        let mut name = [0u8; 64];
+        // SAFETY: The device is valid by the type invariant, and the buffer's length is passed.
+        unsafe { shim::cepm_shim_device_name(self.ptr.as_ptr(), name.as_mut_ptr(), name.len()) };
+        name
+    }
+
+    /// The device's port numbers.
+    pub(crate) fn ports(&self) -> RangeInclusive<u32> {
+        // SAFETY: The device is valid by the type invariant.
+        let (start, end) = unsafe {
+            (
+                shim::cepm_shim_start_port(self.ptr.as_ptr()),
+                shim::cepm_shim_end_port(self.ptr.as_ptr()),
+            )
+        };
+        start..=end
+    }
+
+    /// Whether `port` speaks the IB CM protocol (InfiniBand or RoCE, not iWARP).
+    pub(crate) fn port_has_ib_cm(&self, port: u32) -> bool {
+        // SAFETY: The device is valid by the type invariant; the shim checks nothing else.
+        unsafe { shim::cepm_shim_port_has_ib_cm(self.ptr.as_ptr(), port) }
+    }
+
+    /// Whether `port` runs RoCE.
+    pub(crate) fn port_is_roce(&self, port: u32) -> bool {
+        // SAFETY: The device is valid by the type invariant.
+        unsafe { shim::cepm_shim_port_is_roce(self.ptr.as_ptr(), port) }
+    }
+}
+
+/// A CM MAD agent (class 0x07, version 2, method SEND) on one port.
+///
+/// # Invariants
+///
+/// `agent` is registered, and its context is a reference to `port` obtained from
+/// [`Arc::into_foreign`], owned by this value and released after unregistration.
+pub(crate) struct MadAgent {
+    agent: NonNull<shim::ib_mad_agent>,
+    port: *mut c_void,
+}
+
+// SAFETY: Unregistering an agent is allowed from any thread.
+unsafe impl Send for MadAgent {}
+// SAFETY: `&MadAgent` gives no access to the agent.
+unsafe impl Sync for MadAgent {}
+
+impl MadAgent {
+    /// Registers the agent; its received MADs go to [`CmPort::mad_received`] on `port`.
+    ///
+    /// Fails with `EINVAL` when another CM (the in-tree `ib_cm`) already owns the class.
+    pub(crate) fn register(device: &IbDevice, port: Arc<CmPort>) -> Result<Self> {
+        let port_num = port.num();
+        let ctx = port.into_foreign();
+        // SAFETY: The device is valid by its type invariant; `ctx` stays valid until we call
+        // `from_foreign` on it below or in `drop`.
+        let agent = from_err_ptr(unsafe {
+            shim::cepm_shim_agent_register(device.ptr.as_ptr(), port_num, ctx)
+        });
+        match agent.ok().and_then(NonNull::new) {
+            // INVARIANT: The agent is registered with `ctx` as its context.
+            Some(agent) => Ok(Self { agent, port: ctx }),
+            None => {
+                // SAFETY: `ctx` came from `into_foreign` above and no agent uses it.
+                drop(unsafe { Arc::<CmPort>::from_foreign(ctx) });
+                Err(agent.err().unwrap_or(ENOMEM))
+            }
+        }
+    }
+}
+
+impl Drop for MadAgent {
+    fn drop(&mut self) {
+        // SAFETY: The agent is registered by the type invariant; unregistering waits until no
+        // handler runs, so nothing uses the context afterwards.
+        unsafe { shim::cepm_shim_agent_unregister(self.agent.as_ptr()) };
+        // SAFETY: By the type invariant `port` came from `Arc::into_foreign` and is owned by us.
+        drop(unsafe { Arc::<CmPort>::from_foreign(self.port) });
+    }
+}
+
+/// `ib_client.add`.
+///
+/// # Safety
+///
+/// `device` is a registered device; called only by the shim's client.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_add_device(device: *mut shim::ib_device) -> c_int {
+    let Some(ptr) = NonNull::new(device) else {
+        return EINVAL.to_errno();
+    };
+    // INVARIANT: We are in `add`; the registry drops the device in `remove` at the latest.
+    match registry::add_device(IbDevice { ptr }) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `ib_client.remove`.
+///
+/// # Safety
+///
+/// `device` was passed to a successful [`cepm_rust_add_device`]; called only by the shim.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_remove_device(device: *mut shim::ib_device) {
+    registry::remove_device(device.cast());
+}
+
+/// An agent's receive handler.
+///
+/// # Safety
+///
+/// `port_ctx` is the context of a [`MadAgent`] that is still registered, and `mad` points at
+/// `len` readable bytes for the duration of the call.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_recv_mad(port_ctx: *mut c_void, mad: *const u8, len: usize) {
+    // SAFETY: By the function's safety requirements `port_ctx` came from `Arc::into_foreign` and
+    // is not released before the agent is unregistered, which waits for this call.
+    let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(port_ctx) };
+    let mad = if mad.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: By the function's safety requirements `mad` is valid for `len` bytes.
+        unsafe { core::slice::from_raw_parts(mad, len) }
+    };
+    port.mad_received(mad);
+}

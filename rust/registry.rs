@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RDMA devices cepm manages.
+//!
+//! The `ib_client` callbacks add and remove devices; `/dev/cepm` reads the list. Neither is a
+//! hot path (MADs reach their port through the agent's context, not through this list), so one
+//! mutex is enough.
+
+use core::ffi::c_void;
+use kernel::prelude::*;
+
+use crate::{
+    device::CmDevice,
+    rdma::IbDevice,
+    uapi, //
+};
+
+kernel::sync::global_lock! {
+    // SAFETY: `Devices::new` initialises the lock in module init, before the `ib_client`
+    // (the first user) is registered.
+    unsafe(uninit) static DEVICES: Mutex<KVec<KBox<CmDevice>>> = KVec::new();
+}
+
+/// Ownership of the device list for the lifetime of the module.
+///
+/// Dropping it frees the list; by then the `ib_client` must be unregistered.
+pub(crate) struct Devices(());
+
+impl Devices {
+    /// Initialises the (empty) device list.
+    ///
+    /// Must be called once per module load, before any device is added.
+    pub(crate) fn new() -> Self {
+        // SAFETY: Module init calls this once, before the ib_client can add devices.
+        unsafe { DEVICES.init() };
+        Self(())
+    }
+}
+
+impl Drop for Devices {
+    fn drop(&mut self) {
+        let devices = core::mem::take(&mut *DEVICES.lock());
+        if !devices.is_empty() {
+            pr_err!("{} devices still registered at unload\n", devices.len());
+        }
+    }
+}
+
+/// Takes `device` under management: registers its CM agents and lists it.
+pub(crate) fn add_device(device: IbDevice) -> Result {
+    // Agent registration sleeps, so it happens before the device is listed.
+    let device = KBox::new(CmDevice::new(device)?, GFP_KERNEL)?;
+    DEVICES.lock().push(device, GFP_KERNEL)?;
+    Ok(())
+}
+
+/// Releases the device whose C pointer is `device`; no MAD handler for it runs afterwards.
+pub(crate) fn remove_device(device: *mut c_void) {
+    let removed = {
+        let mut devices = DEVICES.lock();
+        let found = devices.iter().position(|d| d.ib().is(device));
+        found.and_then(|i| devices.remove(i).ok())
+    };
+    // Unregistering the agents waits for running handlers, so do it outside the lock.
+    drop(removed);
+}
+
+/// A snapshot of every managed port, in the ABI's format.
+pub(crate) fn port_infos() -> Result<KVec<uapi::cepm_port_info>> {
+    let devices = DEVICES.lock();
+    let mut infos = KVec::new();
+    for device in devices.iter() {
+        device.port_infos(&mut infos)?;
+    }
+    Ok(infos)
+}

@@ -1,0 +1,31 @@
+# Shared settings for cepm's scripts. Source it; do not run it.
+# Everything expensive lives under CEPM_CACHE, outside the repository.
+
+CEPM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CEPM_CACHE=${CEPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cepm}
+
+# Pinned tool versions.  Changing one changes the kernel cache key too.
+CEPM_LINUX_SERIES=7.3
+CEPM_BINDGEN_VERSION=0.73.2
+CEPM_VIRTME_NG_VERSION=1.42
+CEPM_LIBCLANG_VERSION=18.1.1
+
+CEPM_TOOLS=$CEPM_CACHE/tools                 # cargo install --root
+CEPM_VENV=$CEPM_CACHE/venv                   # virtme-ng + PyPI libclang
+
+export PATH="$CEPM_TOOLS/bin:$CEPM_VENV/bin:$HOME/.cargo/bin:$PATH"
+# PyPI's libclang wheel ships libclang.so here; bindgen finds it through LIBCLANG_PATH.
+for _d in "$CEPM_VENV"/lib/python3*/site-packages/clang/native; do
+	[ -d "$_d" ] && export LIBCLANG_PATH=$_d
+done
+unset _d
+
+log() { printf '[%s] %s\n' "${CEPM_LOG_TAG:-cepm}" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# The kernel build directory recorded by the last successful `make kernel`.
+cepm_kdir() {
+	local f=$CEPM_CACHE/current-kernel
+	[ -r "$f" ] || return 1
+	cat "$f"
+}

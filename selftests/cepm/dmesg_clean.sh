@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs last: the kernel log of the whole run has no splat, and kmemleak finds no new leak.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 2
+
+# Lockdep, DEBUG_ATOMIC_SLEEP, DEBUG_LIST and refcount reports all start with one of these.
+splats='WARNING:|BUG:|Oops|general protection|Call Trace:|INFO: (lockdep|task .* blocked|possible|inconsistent)|DEBUG_LOCKS_WARN_ON|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|sleeping function called from invalid context|list_(add|del) corruption|UBSAN|Kernel panic|refcount_t:|unreferenced object'
+
+kmemleak=/sys/kernel/debug/kmemleak
+if [ -w $kmemleak ]; then
+	# kmemleak ignores objects younger than 5 s; make sure the last unload is older than that.
+	since_unload=$(( $(date +%s) - $(cat /tmp/cepm-last-unload 2>/dev/null || echo 0) ))
+	[ $since_unload -ge 6 ] || sleep $((6 - since_unload))
+	echo scan >$kmemleak
+	echo scan >$kmemleak
+	leaks=$(cat $kmemleak)
+	[ -z "$leaks" ] || { ktap_print_msg "kmemleak:"; printf '%s\n' "$leaks" | head -60 | sed 's/^/# /'; }
+	ktap_check "kmemleak reports no new leak" test -z "$leaks"
+else
+	ktap_test_fail "kmemleak is not available (CONFIG_DEBUG_KMEMLEAK, debugfs)"
+fi
+
+bad=$(dmesg | grep -E "$splats" || true)
+[ -z "$bad" ] || { ktap_print_msg "kernel log:"; dmesg | sed 's/^/# /' | tail -120; }
+ktap_check "kernel log has no BUG, WARN, lockdep or leak report" test -z "$bad"
+ktap_finished

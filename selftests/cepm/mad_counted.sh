@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# CM MADs sent at a managed port reach cepm's agent and are counted per attribute ID.
+# They are injected by a send-only ib_umad agent to the port's own RoCE v2 GID: rxe loops them
+# back, and the MAD layer delivers them to the owner of class 0x07 exactly as a peer's MADs.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 4
+
+count() { "$CEPMCTL" rx-count "$RXE_DEV" 1 "$1"; }
+count_is() { [ "$(count "$1")" = "$2" ]; }
+
+req0=$(count REQ) dreq0=$(count DREQ) rtu0=$(count RTU)
+
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ
+ktap_check "one REQ sent, REQ counter +1" wait_until 10 count_is REQ $((req0 + 1))
+
+"$CEPMCTL" send-mad "$RXE_DEV" 1 DREQ --count 3
+ktap_check "three DREQs sent, DREQ counter +3" wait_until 10 count_is DREQ $((dreq0 + 3))
+ktap_check "REQ counter unchanged by DREQs" count_is REQ $((req0 + 1))
+ktap_check "RTU counter unchanged" count_is RTU "$rtu0"
+ktap_finished

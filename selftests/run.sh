@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs every cepm selftest in this one boot (inside scripts/vm) and prints KTAP.
+# Usage: selftests/run.sh [TEST...]   (default: all, in the order below; dmesg_clean.sh always last)
+# Exit status: 0 when every test passed or skipped.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${CEPM_ROOT:?}/out/selftests
+
+all=(module_ports.sh ioctl_abi mad_counted.sh device_removal.sh coexist_ib_cm.sh rmmod.sh)
+tests=("${@:-${all[@]}}")
+tests+=(dmesg_clean.sh)
+
+# Leak suspects from boot and setup are not ours to judge: scan once, then forget them.
+kmemleak=/sys/kernel/debug/kmemleak
+if [ -w $kmemleak ]; then
+	echo scan >$kmemleak
+	echo clear >$kmemleak
+fi
+
+echo "TAP version 13"
+echo "1..${#tests[@]}"
+n=0 failed=0
+for t in "${tests[@]}"; do
+	n=$((n + 1))
+	if [ -x "$here/cepm/$t" ]; then prog=$here/cepm/$t; else prog=$out/$t; fi
+	echo "# selftests: cepm: $t"
+	start=$SECONDS
+	(cd "$here/cepm" && timeout 120 "$prog") 2>&1 | sed 's/^/# /'
+	rc=${PIPESTATUS[0]}
+	took="$((SECONDS - start))s"
+	case $rc in
+	0) echo "ok $n selftests: cepm: $t # $took" ;;
+	4) echo "ok $n selftests: cepm: $t # SKIP" ;;
+	124) echo "not ok $n selftests: cepm: $t # TIMEOUT 120s"; failed=$((failed + 1)) ;;
+	*) echo "not ok $n selftests: cepm: $t # exit=$rc"; failed=$((failed + 1)) ;;
+	esac
+done
+echo "# cepm selftests: $((n - failed)) passed, $failed failed"
+[ $failed = 0 ]
