@@ -9,10 +9,12 @@
 //! - [`rdma`]: the only FFI: safe wrappers over the C shim (`cepm_shim.h`);
 //! - [`registry`]: the managed devices, added and removed by the `ib_client` callbacks;
 //! - [`device`] and [`port`]: one managed device and its CM ports;
+//! - [`cm`]: the receive path, from MAD to protocol answer;
 //! - [`chardev`] and [`uapi`]: `/dev/cepm` and its ABI (`include/uapi/cepm.h`);
 //! - [`proto`]: the protocol core, shared with the host tests (`proto/`).
 
 mod chardev;
+mod cm;
 mod device;
 mod port;
 mod rdma;
@@ -22,8 +24,30 @@ mod uapi;
 /// The protocol core: `core`-only code that the host also tests (see `proto/src/lib.rs`).
 #[path = "../proto/src"]
 pub mod proto {
+    pub mod apr;
+    pub mod class_port_info;
+    pub mod cm_mad;
+    pub mod cma_hdr;
+    pub mod drep;
+    pub mod dreq;
     pub mod error;
+    pub mod lap;
     pub mod mad;
+    pub mod mra;
+    pub mod msg_code;
+    pub mod path;
+    pub mod pdata;
+    pub mod qp_attr;
+    pub mod rej;
+    pub mod rep;
+    pub mod req;
+    pub mod rtu;
+    pub mod service_id;
+    pub mod sidr_rep;
+    pub mod sidr_req;
+    pub mod state;
+    pub mod timing;
+    pub mod wire;
 }
 
 use kernel::{

@@ -69,15 +69,34 @@ static void cepm_agent_recv(struct ib_mad_agent *agent,
 			    struct ib_mad_recv_wc *recv_wc)
 {
 	/* CM MADs are never RMPP: one 256-byte segment. */
-	cepm_rust_recv_mad(agent->context, (const u8 *)recv_wc->recv_buf.mad,
-			   recv_wc->mad_len);
+	cepm_rust_recv_mad(agent->context, agent, recv_wc,
+			   (const u8 *)recv_wc->recv_buf.mad, recv_wc->mad_len);
 	ib_free_recv_mad(recv_wc);
 }
 
 static void cepm_agent_send_done(struct ib_mad_agent *agent,
 				 struct ib_mad_send_wc *send_wc)
 {
+	void *msg_ctx = send_wc->send_buf->context[0];
+	int status;
+
+	switch (send_wc->status) {
+	case IB_WC_SUCCESS:
+		status = 0;
+		break;
+	case IB_WC_RESP_TIMEOUT_ERR:
+		status = -ETIMEDOUT;
+		break;
+	case IB_WC_WR_FLUSH_ERR:
+		status = -ECANCELED;
+		break;
+	default:
+		status = -EIO;
+		break;
+	}
+	/* Free first: the buffer references the AH that msg_ctx may own. */
 	ib_free_send_mad(send_wc->send_buf);
+	cepm_rust_send_done(agent->context, msg_ctx, status);
 }
 
 struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port,
@@ -97,4 +116,52 @@ struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port
 void cepm_shim_agent_unregister(struct ib_mad_agent *agent)
 {
 	ib_unregister_mad_agent(agent);
+}
+
+u32 cepm_shim_agent_hi_tid(struct ib_mad_agent *agent)
+{
+	return agent->hi_tid;
+}
+
+struct ib_ah *cepm_shim_recv_reply_ah(struct ib_mad_agent *agent,
+				      struct ib_mad_recv_wc *recv)
+{
+	return ib_create_ah_from_wc(agent->qp->pd, recv->wc, recv->recv_buf.grh,
+				    agent->port_num);
+}
+
+void cepm_shim_destroy_ah(struct ib_ah *ah)
+{
+	rdma_destroy_ah(ah, 0);
+}
+
+struct ib_mad_send_buf *cepm_shim_send_mad(struct ib_mad_agent *agent, struct ib_ah *ah,
+					   u16 pkey_index, const u8 *mad, int timeout_ms,
+					   int retries, void *msg_ctx, bool may_sleep)
+{
+	struct ib_mad_send_buf *buf;
+	int ret;
+
+	buf = ib_create_send_mad(agent, 1 /* GSI QP */, pkey_index, 0,
+				 IB_MGMT_MAD_HDR, IB_MGMT_MAD_DATA,
+				 may_sleep ? GFP_KERNEL : GFP_ATOMIC,
+				 IB_MGMT_BASE_VERSION);
+	if (IS_ERR(buf))
+		return buf;
+	memcpy(buf->mad, mad, sizeof(struct ib_mad));
+	buf->ah = ah;
+	buf->timeout_ms = timeout_ms;
+	buf->retries = retries;
+	buf->context[0] = msg_ctx;
+	ret = ib_post_send_mad(buf, NULL);
+	if (ret) {
+		ib_free_send_mad(buf);
+		return ERR_PTR(ret);
+	}
+	return buf;
+}
+
+void cepm_shim_cancel_mad(struct ib_mad_send_buf *send_buf)
+{
+	ib_cancel_mad(send_buf);
 }

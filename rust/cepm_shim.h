@@ -16,8 +16,11 @@
 
 #include <linux/types.h>
 
+struct ib_ah;
 struct ib_device;
 struct ib_mad_agent;
+struct ib_mad_recv_wc;
+struct ib_mad_send_buf;
 
 /* The CM management class, as Linux's ib_cm uses it (IBTA vol. 1, 12.6). */
 #define CEPM_MGMT_CLASS_CM 0x07
@@ -30,14 +33,24 @@ typedef int cepm_add_device_fn(struct ib_device *device);
 /* ib_client.remove: must stop all use of the device before returning. */
 typedef void cepm_remove_device_fn(struct ib_device *device);
 /*
- * A MAD arrived for the agent registered with port_ctx.  The buffer is only
- * valid during the call.  Runs in process context (the MAD CQ's workqueue).
+ * A MAD arrived for the agent registered with port_ctx.  recv and the buffer
+ * are only valid during the call (recv can be passed to
+ * cepm_shim_recv_reply_ah).  Runs in process context (the MAD CQ's
+ * workqueue), no locks held: it may sleep.
  */
-typedef void cepm_recv_mad_fn(void *port_ctx, const u8 *mad, size_t len);
+typedef void cepm_recv_mad_fn(void *port_ctx, struct ib_mad_agent *agent,
+			      struct ib_mad_recv_wc *recv, const u8 *mad, size_t len);
+/*
+ * A MAD posted with cepm_shim_send_mad() is finished: sent (0), out of retries
+ * (-ETIMEDOUT), cancelled (-ECANCELED) or failed (-EIO).  The send buffer is
+ * already freed, so msg_ctx's owner may release the AH.  Process context.
+ */
+typedef void cepm_send_done_fn(void *port_ctx, void *msg_ctx, int status);
 
 cepm_add_device_fn cepm_rust_add_device;
 cepm_remove_device_fn cepm_rust_remove_device;
 cepm_recv_mad_fn cepm_rust_recv_mad;
+cepm_send_done_fn cepm_rust_send_done;
 
 /* ---- C wrappers called from Rust ---- */
 
@@ -64,5 +77,30 @@ struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port
 					      void *port_ctx);
 /* Waits for running handlers; no callback runs after it returns.  May sleep. */
 void cepm_shim_agent_unregister(struct ib_mad_agent *agent);
+/* The agent's high 32 TID bits (requests carry them, as Linux's cm_form_tid). */
+u32 cepm_shim_agent_hi_tid(struct ib_mad_agent *agent);
+
+/*
+ * An address handle that answers the sender of recv (GRH and all, so RoCE
+ * works), from inside cepm_rust_recv_mad only.  ERR_PTR on failure.  May sleep.
+ */
+struct ib_ah *cepm_shim_recv_reply_ah(struct ib_mad_agent *agent,
+				      struct ib_mad_recv_wc *recv);
+/* Destroys an AH no send uses any more.  Atomic context is fine. */
+void cepm_shim_destroy_ah(struct ib_ah *ah);
+
+/*
+ * Posts a copy of the 256-byte MAD to the GSI QP behind ah.  A non-zero
+ * timeout_ms keeps it outstanding and resends it up to retries times until
+ * cancelled.  cepm_rust_send_done(port_ctx, msg_ctx, ...) runs exactly once
+ * if and only if this returns a send buffer (not an ERR_PTR).  The buffer may
+ * only be passed to cepm_shim_cancel_mad() until then.  may_sleep selects
+ * GFP_KERNEL over GFP_ATOMIC.
+ */
+struct ib_mad_send_buf *cepm_shim_send_mad(struct ib_mad_agent *agent, struct ib_ah *ah,
+					   u16 pkey_index, const u8 *mad, int timeout_ms,
+					   int retries, void *msg_ctx, bool may_sleep);
+/* Stops resending; the send then completes with -ECANCELED (or has already). */
+void cepm_shim_cancel_mad(struct ib_mad_send_buf *send_buf);
 
 #endif /* CEPM_SHIM_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One port on which cepm owns the CM class, and what arrives there.
+//! One port on which cepm owns the CM class, and its traffic counters.
 
 use kernel::sync::atomic::{
     Atomic,
@@ -8,29 +8,56 @@ use kernel::sync::atomic::{
 };
 
 use crate::{
-    proto::mad::MadHeader,
-    rdma::DeviceName,
+    cm,
+    proto::mad::{
+        AttrId,
+        MadHeader, //
+    },
+    rdma::{
+        DeviceName,
+        ReceivedMad, //
+    },
     uapi, //
 };
 
 /// Number of per-attribute counters: every CM attribute ID is below this.
 const ATTR_SLOTS: usize = uapi::CEPM_ATTR_SLOTS as usize;
 
-/// Counts of received CM MADs. Relaxed atomics: each is an independent statistic.
-struct RxCounters {
-    /// Indexed by attribute ID.
-    by_attr: [Atomic<u64>; ATTR_SLOTS],
-    /// Attribute ID at or above [`ATTR_SLOTS`].
-    other_attr: Atomic<u64>,
-    /// Too short to hold a MAD header.
-    malformed: Atomic<u64>,
+/// One counter per attribute ID. Relaxed atomics: each is an independent statistic.
+struct AttrCounters([Atomic<u64>; ATTR_SLOTS]);
+
+impl AttrCounters {
+    const fn new() -> Self {
+        Self([const { Atomic::new(0) }; ATTR_SLOTS])
+    }
+
+    /// The counter for `attr_id`, if it has a slot.
+    fn get(&self, attr_id: u16) -> Option<&Atomic<u64>> {
+        self.0.get(usize::from(attr_id))
+    }
+
+    fn snapshot(&self) -> [u64; ATTR_SLOTS] {
+        let mut out = [0; ATTR_SLOTS];
+        for (dst, src) in out.iter_mut().zip(self.0.iter()) {
+            *dst = src.load(Relaxed);
+        }
+        out
+    }
 }
 
 /// A CM port of a managed device.
 pub(crate) struct CmPort {
     num: u32,
     roce: bool,
-    rx: RxCounters,
+    rx: AttrCounters,
+    /// Attribute ID at or above [`ATTR_SLOTS`].
+    rx_other_attr: Atomic<u64>,
+    /// Too short to hold a MAD header.
+    rx_malformed: Atomic<u64>,
+    /// A header, but not a valid CM message.
+    rx_invalid: Atomic<u64>,
+    tx: AttrCounters,
+    tx_errors: Atomic<u64>,
 }
 
 impl CmPort {
@@ -39,11 +66,12 @@ impl CmPort {
         Self {
             num,
             roce,
-            rx: RxCounters {
-                by_attr: [const { Atomic::new(0) }; ATTR_SLOTS],
-                other_attr: Atomic::new(0),
-                malformed: Atomic::new(0),
-            },
+            rx: AttrCounters::new(),
+            rx_other_attr: Atomic::new(0),
+            rx_malformed: Atomic::new(0),
+            rx_invalid: Atomic::new(0),
+            tx: AttrCounters::new(),
+            tx_errors: Atomic::new(0),
         }
     }
 
@@ -52,13 +80,31 @@ impl CmPort {
         self.num
     }
 
-    /// Called by the MAD agent for every MAD it receives.
-    pub(crate) fn mad_received(&self, mad: &[u8]) {
-        let counter = match MadHeader::decode(mad) {
-            Ok(hdr) => self.rx.by_attr.get(usize::from(hdr.attr_id)).unwrap_or(&self.rx.other_attr),
-            Err(_) => &self.rx.malformed,
+    /// Called by the MAD agent for every MAD it receives: count it, then handle it.
+    pub(crate) fn mad_received(&self, mad: &ReceivedMad<'_>) {
+        let counter = match MadHeader::decode(mad.bytes()) {
+            Ok(hdr) => self.rx.get(hdr.attr_id).unwrap_or(&self.rx_other_attr),
+            Err(_) => &self.rx_malformed,
         };
         counter.add(1, Relaxed);
+        cm::mad_received(self, mad);
+    }
+
+    /// Counts a received MAD that the protocol core refused.
+    pub(crate) fn count_invalid(&self) {
+        self.rx_invalid.add(1, Relaxed);
+    }
+
+    /// Counts a MAD handed to the MAD layer.
+    pub(crate) fn count_tx(&self, attr: AttrId) {
+        if let Some(counter) = self.tx.get(attr.to_u16()) {
+            counter.add(1, Relaxed);
+        }
+    }
+
+    /// Counts a MAD that could not be sent.
+    pub(crate) fn count_tx_error(&self) {
+        self.tx_errors.add(1, Relaxed);
     }
 
     /// The port's description and counters in the ABI's format.
@@ -69,11 +115,12 @@ impl CmPort {
         }
         info.port_num = self.num;
         info.flags = if self.roce { uapi::CEPM_PORT_ROCE } else { 0 };
-        for (dst, src) in info.rx_by_attr.iter_mut().zip(self.rx.by_attr.iter()) {
-            *dst = src.load(Relaxed);
-        }
-        info.rx_other_attr = self.rx.other_attr.load(Relaxed);
-        info.rx_malformed = self.rx.malformed.load(Relaxed);
+        info.rx_by_attr = self.rx.snapshot();
+        info.rx_other_attr = self.rx_other_attr.load(Relaxed);
+        info.rx_malformed = self.rx_malformed.load(Relaxed);
+        info.rx_invalid = self.rx_invalid.load(Relaxed);
+        info.tx_by_attr = self.tx.snapshot();
+        info.tx_errors = self.tx_errors.load(Relaxed);
         info
     }
 }

@@ -47,6 +47,10 @@ mod shim {
 const _: shim::cepm_add_device_fn = Some(cepm_rust_add_device);
 const _: shim::cepm_remove_device_fn = Some(cepm_rust_remove_device);
 const _: shim::cepm_recv_mad_fn = Some(cepm_rust_recv_mad);
+const _: shim::cepm_send_done_fn = Some(cepm_rust_send_done);
+
+/// Size of a MAD: CM messages are exactly one.
+pub(crate) const MAD_SIZE: usize = 256;
 
 /// Registration of cepm's `ib_client`.
 ///
@@ -182,6 +186,92 @@ impl Drop for MadAgent {
     }
 }
 
+/// An address handle: where a MAD goes (for RoCE, GIDs and the rest of the GRH).
+///
+/// # Invariants
+///
+/// `ptr` is a live AH owned by this value.
+pub(crate) struct AddressHandle {
+    ptr: NonNull<shim::ib_ah>,
+}
+
+// SAFETY: Destroying an AH is allowed from any thread, in any context.
+unsafe impl Send for AddressHandle {}
+// SAFETY: `&AddressHandle` only lends the pointer to the MAD layer, which shares AHs freely.
+unsafe impl Sync for AddressHandle {}
+
+impl Drop for AddressHandle {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the AH is live and ours; every send using it holds an
+        // `Arc` to it, so none is pending.
+        unsafe { shim::cepm_shim_destroy_ah(self.ptr.as_ptr()) };
+    }
+}
+
+/// What the MAD layer holds while a MAD is in flight: it keeps the AH alive.
+struct InFlight {
+    _ah: Arc<AddressHandle>,
+}
+
+/// Posts `mad` through `agent` to `ah`; the AH lives until the send completes.
+///
+/// # Safety
+///
+/// `agent` is a registered agent.
+unsafe fn post_mad(
+    agent: NonNull<shim::ib_mad_agent>,
+    ah: Arc<AddressHandle>,
+    mad: &[u8; MAD_SIZE],
+    may_sleep: bool,
+) -> Result {
+    let flags = if may_sleep { GFP_KERNEL } else { GFP_ATOMIC };
+    let ah_ptr = ah.ptr.as_ptr();
+    let ctx = KBox::new(InFlight { _ah: ah }, flags)?.into_foreign();
+    // SAFETY: `agent` is registered (function safety requirement), `ah_ptr` is kept alive by
+    // `ctx`, which the MAD layer owns until `cepm_rust_send_done`, and `mad` is 256 bytes.
+    let sent = from_err_ptr(unsafe {
+        shim::cepm_shim_send_mad(agent.as_ptr(), ah_ptr, 0, mad.as_ptr(), 0, 0, ctx, may_sleep)
+    });
+    if let Err(e) = sent {
+        // SAFETY: The send was not posted, so `ctx` is still ours; it came from `into_foreign`.
+        drop(unsafe { KBox::<InFlight>::from_foreign(ctx) });
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// A MAD being received: valid only inside the agent's receive callback.
+///
+/// # Invariants
+///
+/// `agent` is the registered agent that received `recv`, and `recv` is the MAD layer's receive
+/// work completion, both valid for `'a`.
+pub(crate) struct ReceivedMad<'a> {
+    agent: NonNull<shim::ib_mad_agent>,
+    recv: NonNull<shim::ib_mad_recv_wc>,
+    bytes: &'a [u8],
+}
+
+impl ReceivedMad<'_> {
+    /// The MAD as received (256 bytes unless the sender was broken).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.bytes
+    }
+
+    /// Sends `mad` once (no retries) back to the sender of this MAD. May sleep.
+    pub(crate) fn reply(&self, mad: &[u8; MAD_SIZE]) -> Result {
+        // SAFETY: Both pointers are valid during the callback by the type invariant.
+        let ah = from_err_ptr(unsafe {
+            shim::cepm_shim_recv_reply_ah(self.agent.as_ptr(), self.recv.as_ptr())
+        })?;
+        let ah = NonNull::new(ah).ok_or(EINVAL)?;
+        // INVARIANT: `ib_create_ah_from_wc` returned a new AH that only we reference.
+        let ah = Arc::new(AddressHandle { ptr: ah }, GFP_KERNEL)?;
+        // SAFETY: The agent is registered: it is receiving this MAD.
+        unsafe { post_mad(self.agent, ah, mad, true) }
+    }
+}
+
 /// `ib_client.add`.
 ///
 /// # Safety
@@ -213,18 +303,47 @@ unsafe extern "C" fn cepm_rust_remove_device(device: *mut shim::ib_device) {
 ///
 /// # Safety
 ///
-/// `port_ctx` is the context of a [`MadAgent`] that is still registered, and `mad` points at
-/// `len` readable bytes for the duration of the call.
+/// `port_ctx` is the context of `agent`, a [`MadAgent`] that is still registered; `recv` is the
+/// receive completion being handled and `mad` points at `len` readable bytes, both for the
+/// duration of the call.
 #[no_mangle]
-unsafe extern "C" fn cepm_rust_recv_mad(port_ctx: *mut c_void, mad: *const u8, len: usize) {
+unsafe extern "C" fn cepm_rust_recv_mad(
+    port_ctx: *mut c_void,
+    agent: *mut shim::ib_mad_agent,
+    recv: *mut shim::ib_mad_recv_wc,
+    mad: *const u8,
+    len: usize,
+) {
     // SAFETY: By the function's safety requirements `port_ctx` came from `Arc::into_foreign` and
     // is not released before the agent is unregistered, which waits for this call.
     let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(port_ctx) };
-    let mad = if mad.is_null() {
+    let (Some(agent), Some(recv)) = (NonNull::new(agent), NonNull::new(recv)) else {
+        return;
+    };
+    let bytes = if mad.is_null() {
         &[][..]
     } else {
         // SAFETY: By the function's safety requirements `mad` is valid for `len` bytes.
         unsafe { core::slice::from_raw_parts(mad, len) }
     };
-    port.mad_received(mad);
+    // INVARIANT: `agent` and `recv` are valid for the duration of this call, which outlives
+    // `received`.
+    let received = ReceivedMad { agent, recv, bytes };
+    port.mad_received(&received);
+}
+
+/// An agent's send completion handler.
+///
+/// # Safety
+///
+/// `msg_ctx` is the context [`post_mad`] gave the MAD layer for this send, passed back once.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_send_done(port_ctx: *mut c_void, msg_ctx: *mut c_void, status: c_int) {
+    // SAFETY: The MAD layer returns the context `post_mad` made with `into_foreign`, exactly once.
+    drop(unsafe { KBox::<InFlight>::from_foreign(msg_ctx) });
+    // SAFETY: As in `cepm_rust_recv_mad`: the agent is registered while its handlers run.
+    let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(port_ctx) };
+    if status != 0 && status != ECANCELED.to_errno() {
+        port.count_tx_error();
+    }
 }

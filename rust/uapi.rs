@@ -36,7 +36,9 @@ pub(crate) use raw::{
 
 // The ABI structs have no implicit padding: every byte is a declared field.
 const _: () = assert!(core::mem::size_of::<cepm_query>() == 24);
-const _: () = assert!(core::mem::size_of::<cepm_port_info>() == 64 + 4 + 4 + 8 * 32 + 8 + 8);
+const _: () = assert!(
+    core::mem::size_of::<cepm_port_info>() == 64 + 4 + 4 + 8 * 32 + 8 + 8 + 8 + 8 * 32 + 8
+);
 
 // SAFETY: `cepm_query` is `repr(C)`, made only of integers, with no padding (asserted above), so
 // any byte pattern is a valid value and every byte is initialised.

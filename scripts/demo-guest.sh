@@ -7,7 +7,7 @@ show() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 echo "== cepm demo: kernel $(uname -r), Soft-RoCE device rxe0 on veth0"
 show rdma link show
 show lsmod
-show sh -c "dmesg | grep cepm"
+show sh -c "dmesg | grep 'cepm: '"
 show ls -l /dev/cepm
 show "$cepmctl" ports
 echo

@@ -40,12 +40,23 @@ pub struct PortInfo {
     pub rx_other_attr: u64,
     /// Received MADs too short for a MAD header.
     pub rx_malformed: u64,
+    /// Received MADs with a header that were not valid CM messages.
+    pub rx_invalid: u64,
+    /// CM MADs posted, indexed by attribute ID.
+    pub tx_by_attr: [u64; ATTR_SLOTS],
+    /// Sends that could not be posted or failed.
+    pub tx_errors: u64,
 }
 
 impl PortInfo {
     /// Received MADs with attribute `attr`.
     pub fn rx(&self, attr: AttrId) -> u64 {
         self.rx_by_attr.get(usize::from(attr.to_u16())).copied().unwrap_or(0)
+    }
+
+    /// Posted MADs with attribute `attr`.
+    pub fn tx(&self, attr: AttrId) -> u64 {
+        self.tx_by_attr.get(usize::from(attr.to_u16())).copied().unwrap_or(0)
     }
 
     fn from_sys(raw: &sys::cepm_port_info) -> Self {
@@ -57,6 +68,9 @@ impl PortInfo {
             rx_by_attr: raw.rx_by_attr,
             rx_other_attr: raw.rx_other_attr,
             rx_malformed: raw.rx_malformed,
+            rx_invalid: raw.rx_invalid,
+            tx_by_attr: raw.tx_by_attr,
+            tx_errors: raw.tx_errors,
         }
     }
 }
@@ -143,7 +157,7 @@ mod tests {
     #[test]
     fn abi_structs_have_the_sizes_the_kernel_asserts() {
         assert_eq!(std::mem::size_of::<sys::cepm_query>(), 24);
-        assert_eq!(std::mem::size_of::<sys::cepm_port_info>(), 64 + 4 + 4 + 8 * 32 + 8 + 8);
+        assert_eq!(std::mem::size_of::<sys::cepm_port_info>(), 64 + 4 + 4 + 8 * 32 + 8 + 8 + 8 + 8 * 32 + 8);
     }
 
     #[test]

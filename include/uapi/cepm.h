@@ -16,7 +16,7 @@
 #include <linux/ioctl.h>
 
 /* Bumped on any incompatible change to this file. */
-#define CEPM_ABI_VERSION 1
+#define CEPM_ABI_VERSION 2
 
 #define CEPM_IOC_MAGIC 0xCE
 
@@ -42,6 +42,9 @@ struct cepm_port_info {
 	__u64 rx_by_attr[CEPM_ATTR_SLOTS];   /* received CM MADs, by attribute ID */
 	__u64 rx_other_attr;                 /* received, attribute ID >= CEPM_ATTR_SLOTS */
 	__u64 rx_malformed;                  /* shorter than a MAD header */
+	__u64 rx_invalid;                    /* not a valid CM message (dropped) */
+	__u64 tx_by_attr[CEPM_ATTR_SLOTS];   /* CM MADs posted, by attribute ID */
+	__u64 tx_errors;                     /* sends that could not be posted */
 };
 
 /*

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The CM receive path: validate a MAD with the protocol core, match it, answer it.
+//!
+//! No connection endpoint exists yet, so every message matches nothing and gets the stateless
+//! answer Linux gives (`proto::state::stateless_reply`): a REQ for an unknown service is
+//! rejected with reason 8 (`drivers/infiniband/core/cm.c:2050-2057`, `cm_issue_rej`
+//! `cm.c:1607-1645`) and a DREQ for unknown comm IDs gets a DREP (`cm_issue_drep`,
+//! `cm.c:2811-2840`).
+
+use crate::{
+    port::CmPort,
+    proto::{
+        cm_mad::{
+            CmMad,
+            CmMsg, //
+        },
+        drep::Drep,
+        msg_code::MessageCode,
+        pdata::PrivateData,
+        rej::Rej,
+        state::{
+            stateless_reply,
+            StatelessReply,
+            Unmatched, //
+        },
+    },
+    rdma::{
+        ReceivedMad,
+        MAD_SIZE, //
+    },
+};
+
+/// Handles one received MAD (already counted) on `port`. Runs in the MAD layer's receive
+/// context: process context, may sleep.
+pub(crate) fn mad_received(port: &CmPort, mad: &ReceivedMad<'_>) {
+    let Ok(received) = CmMad::decode(mad.bytes()) else {
+        port.count_invalid();
+        return;
+    };
+    let Some(answer) = stateless_answer(&received.msg) else {
+        return;
+    };
+    let mut buf = [0u8; MAD_SIZE];
+    // Answers carry the request's TID, as Linux's response MADs do.
+    let reply = CmMad::new(received.header.tid, 0, answer);
+    if reply.encode(&mut buf).is_err() {
+        port.count_tx_error();
+        return;
+    }
+    match mad.reply(&buf) {
+        Ok(()) => port.count_tx(answer.attr()),
+        Err(_) => port.count_tx_error(),
+    }
+}
+
+/// The answer to a message that matched no connection endpoint, if any.
+fn stateless_answer(msg: &CmMsg) -> Option<CmMsg> {
+    let why = match msg {
+        CmMsg::Req(_) => Unmatched::ReqNoListener,
+        CmMsg::Dreq(_) => Unmatched::Dreq,
+        _ => Unmatched::Other,
+    };
+    match (stateless_reply(why), msg) {
+        (StatelessReply::RejReq(reason), CmMsg::Req(req)) => Some(CmMsg::Rej(Rej {
+            local_comm_id: 0,
+            remote_comm_id: req.local_comm_id,
+            message_rejected: MessageCode::Req,
+            reason,
+            ari: PrivateData::empty(),
+            private_data: PrivateData::empty(),
+        })),
+        (StatelessReply::Drep, CmMsg::Dreq(dreq)) => Some(CmMsg::Drep(Drep {
+            local_comm_id: dreq.remote_comm_id,
+            remote_comm_id: dreq.local_comm_id,
+            private_data: PrivateData::empty(),
+        })),
+        _ => None,
+    }
+}
