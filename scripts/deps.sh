@@ -13,7 +13,7 @@ PKGS=(
 	build-essential bc bison flex libelf-dev libssl-dev dwarves
 	xz-utils cpio kmod rsync python3-venv
 	qemu-system-x86 busybox-static udev
-	iproute2 rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+	iproute2 rdma-core ibverbs-utils ibverbs-providers libibverbs-dev rdmacm-utils perftest
 	tshark
 )
 
@@ -59,5 +59,8 @@ if ! venv_ok; then
 else
 	log "venv: virtme-ng $CEPM_VIRTME_NG_VERSION, libclang $CEPM_LIBCLANG_VERSION present"
 fi
+
+# The protocol core's extra needs (its crates, fetched ahead of the offline-friendly checks).
+"$CEPM_ROOT/proto/deps.sh"
 
 log "done"
