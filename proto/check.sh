@@ -33,9 +33,9 @@ cargo_proto=(cargo --quiet)
 manifest=(--manifest-path "$proto/Cargo.toml")
 
 step "cargo test (cepm-proto)"
-# Plain `cargo test`: lib, integration tests and doc tests; examples are built, the
-# micro-benchmark (benches/, harness = false) is not run.
-run "${cargo_proto[@]}" test "${manifest[@]}"
+# Unit + integration tests (the crate has no doc tests; examples are built below, the
+# micro-benchmark in benches/ is a plain binary and is not run).
+run "${cargo_proto[@]}" test "${manifest[@]}" --lib --tests
 
 step "cargo clippy --all-targets -D warnings"
 run "${cargo_proto[@]}" clippy "${manifest[@]}" --all-targets -- -D warnings
