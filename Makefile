@@ -48,6 +48,7 @@ user:
 # The protocol core has its own, fuller check (oracles, fuzzing); the rest of the workspace is
 # plain cargo test.
 host-test:
+	scripts/check-proto-mount.sh
 	$(CARGO) test --workspace --exclude cepm-proto
 	proto/check.sh
 

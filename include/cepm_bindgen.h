@@ -7,3 +7,10 @@
 #include "uapi/cepm.h"
 
 const unsigned int CEPM_IOCTL_QUERY = CEPM_IOC_QUERY;
+const unsigned int CEPM_IOCTL_CREATE = CEPM_IOC_CREATE;
+const unsigned int CEPM_IOCTL_DESTROY = CEPM_IOC_DESTROY;
+const unsigned int CEPM_IOCTL_LISTEN = CEPM_IOC_LISTEN;
+const unsigned int CEPM_IOCTL_GET_REQUEST = CEPM_IOC_GET_REQUEST;
+const unsigned int CEPM_IOCTL_REJECT = CEPM_IOC_REJECT;
+const unsigned int CEPM_IOCTL_QUERY_CEP = CEPM_IOC_QUERY_CEP;
+const unsigned int CEPM_IOCTL_GET_PRIVATE_DATA = CEPM_IOC_GET_PRIVATE_DATA;

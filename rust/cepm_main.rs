@@ -6,19 +6,22 @@
 //! port of the RDMA devices it manages, and exposes `/dev/cepm` to userspace.
 //!
 //! Files, one concept each:
-//! - [`rdma`]: the only FFI: safe wrappers over the C shim (`cepm_shim.h`);
+//! - [`shim`]: the only FFI: safe wrappers over the C shim (`cepm_shim.h`);
 //! - [`registry`]: the managed devices, added and removed by the `ib_client` callbacks;
 //! - [`device`] and [`port`]: one managed device and its CM ports;
-//! - [`cm`]: the receive path, from MAD to protocol answer;
-//! - [`chardev`] and [`uapi`]: `/dev/cepm` and its ABI (`include/uapi/cepm.h`);
+//! - [`cm`]: the receive path, from MAD to CEP or protocol answer;
+//! - [`cep`] and [`tables`]: connection endpoints and how they are found;
+//! - [`file`] and [`uapi`]: an open `/dev/cepm` and its ABI (`include/uapi/cepm.h`);
 //! - [`proto`]: the protocol core, shared with the host tests (`proto/`).
 
-mod chardev;
+mod cep;
 mod cm;
 mod device;
+mod file;
 mod port;
-mod rdma;
 mod registry;
+mod shim;
+mod tables;
 mod uapi;
 
 /// The protocol core: `core`-only code that the host also tests (see `proto/src/lib.rs`).
@@ -50,13 +53,7 @@ pub mod proto {
     pub mod wire;
 }
 
-use kernel::{
-    miscdevice::{
-        MiscDeviceOptions,
-        MiscDeviceRegistration, //
-    },
-    prelude::*,
-};
+use kernel::prelude::*;
 
 module! {
     type: CepmModule,
@@ -69,22 +66,23 @@ module! {
 /// The loaded module.
 ///
 /// Fields are dropped in declaration order: the `ib_client` goes first, so that every device
-/// is released (and no MAD handler runs) before `/dev/cepm` and the device list go away.
-#[pin_data]
+/// is released (and no MAD handler runs) before `/dev/cepm`, the device list and the CEP
+/// tables go away. No file can be open at unload (open files pin the module), so no CEP
+/// exists by then.
 struct CepmModule {
-    _client: rdma::ClientRegistration,
-    #[pin]
-    _chardev: MiscDeviceRegistration<chardev::CepmFile>,
+    _client: shim::ClientRegistration,
+    _chardev: shim::ChardevRegistration,
     _devices: registry::Devices,
+    _tables: tables::Tables,
 }
 
-impl kernel::InPlaceModule for CepmModule {
-    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            _devices: registry::Devices::new(),
-            _chardev <- MiscDeviceRegistration::register(MiscDeviceOptions { name: c"cepm" }),
-            // Last, so that devices only appear once everything they may need exists.
-            _client: rdma::ClientRegistration::new()?,
-        })
+impl kernel::Module for CepmModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let tables = tables::Tables::new();
+        let devices = registry::Devices::new();
+        let chardev = shim::ChardevRegistration::new()?;
+        // Last, so that devices only appear once everything they may need exists.
+        let client = shim::ClientRegistration::new()?;
+        Ok(Self { _client: client, _chardev: chardev, _devices: devices, _tables: tables })
     }
 }

@@ -7,6 +7,11 @@
  * made in Rust.  The prototypes are in cepm_shim.h.
  */
 #include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/random.h>
 #include <linux/string.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
@@ -42,6 +47,11 @@ void cepm_shim_client_unregister(void)
 void cepm_shim_device_name(struct ib_device *device, char *buf, size_t len)
 {
 	strscpy(buf, dev_name(&device->dev), len);
+}
+
+u64 cepm_shim_device_node_guid(struct ib_device *device)
+{
+	return be64_to_cpu(device->node_guid);
 }
 
 u32 cepm_shim_start_port(struct ib_device *device)
@@ -164,4 +174,68 @@ struct ib_mad_send_buf *cepm_shim_send_mad(struct ib_mad_agent *agent, struct ib
 void cepm_shim_cancel_mad(struct ib_mad_send_buf *send_buf)
 {
 	ib_cancel_mad(send_buf);
+}
+
+static int cepm_fop_open(struct inode *inode, struct file *file)
+{
+	void *ctx = cepm_rust_open();
+
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	file->private_data = ctx;
+	return nonseekable_open(inode, file);
+}
+
+static int cepm_fop_release(struct inode *inode, struct file *file)
+{
+	cepm_rust_release(file->private_data);
+	return 0;
+}
+
+static long cepm_fop_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	return cepm_rust_ioctl(file->private_data, cmd, arg);
+}
+
+static ssize_t cepm_fop_read(struct file *file, char __user *buf, size_t len, loff_t *pos)
+{
+	return cepm_rust_read(file->private_data, (unsigned long)buf, len,
+			      file->f_flags & O_NONBLOCK);
+}
+
+static __poll_t cepm_fop_poll(struct file *file, struct poll_table_struct *wait)
+{
+	return (__force __poll_t)cepm_rust_poll(file->private_data, file, wait);
+}
+
+static const struct file_operations cepm_fops = {
+	.owner = THIS_MODULE,
+	.open = cepm_fop_open,
+	.release = cepm_fop_release,
+	.unlocked_ioctl = cepm_fop_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.read = cepm_fop_read,
+	.poll = cepm_fop_poll,
+};
+
+static struct miscdevice cepm_miscdev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "cepm",
+	.fops = &cepm_fops,
+	.mode = 0600,
+};
+
+int cepm_shim_chardev_register(void)
+{
+	return misc_register(&cepm_miscdev);
+}
+
+void cepm_shim_chardev_unregister(void)
+{
+	misc_deregister(&cepm_miscdev);
+}
+
+u32 cepm_shim_random_u32(void)
+{
+	return get_random_u32();
 }

@@ -16,6 +16,8 @@
 
 #include <linux/types.h>
 
+struct file;
+struct poll_table_struct;
 struct ib_ah;
 struct ib_device;
 struct ib_mad_agent;
@@ -52,6 +54,30 @@ cepm_remove_device_fn cepm_rust_remove_device;
 cepm_recv_mad_fn cepm_rust_recv_mad;
 cepm_send_done_fn cepm_rust_send_done;
 
+/*
+ * /dev/cepm file operations.  open returns the file's context (or an
+ * ERR_PTR), which every other call gets back; release runs once, after the
+ * last other call.  All run in process context.
+ */
+typedef void *cepm_open_fn(void);
+typedef void cepm_release_fn(void *file_ctx);
+typedef long cepm_ioctl_fn(void *file_ctx, unsigned int cmd, unsigned long arg);
+typedef ssize_t cepm_read_fn(void *file_ctx, unsigned long buf, size_t len, bool nonblock);
+typedef unsigned int cepm_poll_fn(void *file_ctx, struct file *file,
+				  struct poll_table_struct *wait);
+
+cepm_open_fn cepm_rust_open;
+cepm_release_fn cepm_rust_release;
+cepm_ioctl_fn cepm_rust_ioctl;
+cepm_read_fn cepm_rust_read;
+cepm_poll_fn cepm_rust_poll;
+
+/* Registers /dev/cepm (misc device, mode 0600) with the callbacks above. */
+int cepm_shim_chardev_register(void);
+void cepm_shim_chardev_unregister(void);
+/* A random 32-bit value (comm ID obfuscation, as Linux's cm.random_id_operand). */
+u32 cepm_shim_random_u32(void);
+
 /* ---- C wrappers called from Rust ---- */
 
 /* Register/unregister the "cepm" ib_client (may sleep). */
@@ -60,6 +86,8 @@ void cepm_shim_client_unregister(void);
 
 /* Copies the device's current name (NUL-terminated, truncated to len). */
 void cepm_shim_device_name(struct ib_device *device, char *buf, size_t len);
+/* The device's node GUID (the CA GUID of CM messages), in host order. */
+u64 cepm_shim_device_node_guid(struct ib_device *device);
 u32 cepm_shim_start_port(struct ib_device *device);
 u32 cepm_shim_end_port(struct ib_device *device);
 /* rdma_cap_ib_cm(): the port speaks the IB CM protocol (IB and RoCE). */

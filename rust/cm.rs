@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The CM receive path: validate a MAD with the protocol core, match it, answer it.
+//! The CM receive path: validate a MAD with the protocol core, match it to a CEP, answer it.
 //!
-//! No connection endpoint exists yet, so every message matches nothing and gets the stateless
-//! answer Linux gives (`proto::state::stateless_reply`): a REQ for an unknown service is
-//! rejected with reason 8 (`drivers/infiniband/core/cm.c:2050-2057`, `cm_issue_rej`
-//! `cm.c:1607-1645`) and a DREQ for unknown comm IDs gets a DREP (`cm_issue_drep`,
-//! `cm.c:2811-2840`).
+//! - A REQ goes to the listener of its service ID, which spawns an unclaimed CEP for it; a
+//!   duplicate REQ goes to the CEP it duplicates.
+//! - A REJ goes to the CEP whose local comm ID it names.
+//! - Whatever matches nothing gets the stateless answer Linux gives
+//!   (`proto::state::stateless_reply`): a REQ for an unknown service is rejected with reason 8
+//!   (`drivers/infiniband/core/cm.c:2050-2057`, `cm_issue_rej` `cm.c:1607-1645`) and a DREQ
+//!   for unknown comm IDs gets a DREP (`cm_issue_drep`, `cm.c:2811-2840`).
+
+use kernel::sync::Arc;
 
 use crate::{
+    cep::Cep,
     port::CmPort,
     proto::{
         cm_mad::{
@@ -25,19 +30,34 @@ use crate::{
             Unmatched, //
         },
     },
-    rdma::{
+    shim::{
         ReceivedMad,
         MAD_SIZE, //
     },
+    tables, //
 };
 
 /// Handles one received MAD (already counted) on `port`. Runs in the MAD layer's receive
 /// context: process context, may sleep.
-pub(crate) fn mad_received(port: &CmPort, mad: &ReceivedMad<'_>) {
+pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     let Ok(received) = CmMad::decode(mad.bytes()) else {
         port.count_invalid();
         return;
     };
+    let matched = match &received.msg {
+        CmMsg::Req(req) => req_received(port, mad, req),
+        CmMsg::Rej(rej) => match tables::find_local(rej.remote_comm_id) {
+            Some(cep) => {
+                cep.rej_received(rej);
+                true
+            }
+            None => false,
+        },
+        _ => false,
+    };
+    if matched {
+        return;
+    }
     let Some(answer) = stateless_answer(&received.msg) else {
         return;
     };
@@ -52,6 +72,30 @@ pub(crate) fn mad_received(port: &CmPort, mad: &ReceivedMad<'_>) {
         Ok(()) => port.count_tx(answer.attr()),
         Err(_) => port.count_tx_error(),
     }
+}
+
+/// Routes a REQ to its listener; false if nobody listens on its service ID.
+fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &crate::proto::req::Req) -> bool {
+    if let Some(cep) = tables::find_remote((req.local_comm_id, req.local_ca_guid)) {
+        cep.duplicate_req();
+        return true;
+    }
+    let Some(listener) = tables::find_listener(req.service_id) else {
+        return false;
+    };
+    // Allocation failures drop the REQ: the peer retries it (Linux does the same).
+    let Ok(ah) = mad.reply_ah() else {
+        return true;
+    };
+    let device = port.device_name();
+    let Ok(Some(cep)) = Cep::spawn_from_req(port, ah, req, &device) else {
+        return true;
+    };
+    if listener.offer(cep.clone()).is_err() {
+        // The listener went away meanwhile: the new CEP rejects the REQ as it is destroyed.
+        cep.destroy();
+    }
+    true
 }
 
 /// The answer to a message that matched no connection endpoint, if any.

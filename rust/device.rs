@@ -9,7 +9,7 @@ use kernel::{
 
 use crate::{
     port::CmPort,
-    rdma::{
+    shim::{
         IbDevice,
         MadAgent, //
     },
@@ -40,14 +40,15 @@ impl CmDevice {
     /// The device is all or nothing: if any port cannot be claimed (typically because the in-tree
     /// `ib_cm` owns it), no agent is kept and the device is skipped with one log line.
     pub(crate) fn new(ib: IbDevice) -> Result<Self> {
-        let name = ib.name();
-        let name = CStr::from_bytes_until_nul(&name).unwrap_or(c"?");
+        let raw_name = ib.name();
+        let name = CStr::from_bytes_until_nul(&raw_name).unwrap_or(c"?");
+        let guid = ib.node_guid();
         let mut ports = KVec::new();
         for num in ib.ports() {
             if !ib.port_has_ib_cm(num) {
                 continue;
             }
-            let port = Arc::new(CmPort::new(num, ib.port_is_roce(num)), GFP_KERNEL)?;
+            let port = CmPort::new(raw_name, num, ib.port_is_roce(num), guid)?;
             match MadAgent::register(&ib, port.clone()) {
                 Ok(agent) => ports.push(ManagedPort { _agent: agent, port }, GFP_KERNEL)?,
                 Err(e) => {

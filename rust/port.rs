@@ -1,19 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One port on which cepm owns the CM class, and its traffic counters.
+//! One port on which cepm owns the CM class: its MAD agent, as far as senders are concerned,
+//! and its traffic counters.
 
-use kernel::sync::atomic::{
-    Atomic,
-    Relaxed, //
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        Arc,
+        SpinLock,
+    },
 };
 
 use crate::{
     cm,
     proto::mad::{
         AttrId,
-        MadHeader, //
+        MadHeader,
+        MAD_SIZE, //
     },
-    rdma::{
+    shim::{
+        AddressHandle,
+        AgentRef,
         DeviceName,
         ReceivedMad, //
     },
@@ -46,9 +58,18 @@ impl AttrCounters {
 }
 
 /// A CM port of a managed device.
+#[pin_data]
 pub(crate) struct CmPort {
+    /// The device's name when the port was added.
+    device_name: DeviceName,
     num: u32,
     roce: bool,
+    /// The device's node GUID, the CA GUID our CM messages carry.
+    ca_guid: u64,
+    /// The agent, while registered: senders take this lock, so none is mid-send when the
+    /// agent goes away.
+    #[pin]
+    agent: SpinLock<Option<AgentRef>>,
     rx: AttrCounters,
     /// Attribute ID at or above [`ATTR_SLOTS`].
     rx_other_attr: Atomic<u64>,
@@ -56,23 +77,31 @@ pub(crate) struct CmPort {
     rx_malformed: Atomic<u64>,
     /// A header, but not a valid CM message.
     rx_invalid: Atomic<u64>,
+    rx_duplicates: Atomic<u64>,
     tx: AttrCounters,
     tx_errors: Atomic<u64>,
 }
 
 impl CmPort {
-    /// A port with all counters at zero.
-    pub(crate) fn new(num: u32, roce: bool) -> Self {
-        Self {
-            num,
-            roce,
-            rx: AttrCounters::new(),
-            rx_other_attr: Atomic::new(0),
-            rx_malformed: Atomic::new(0),
-            rx_invalid: Atomic::new(0),
-            tx: AttrCounters::new(),
-            tx_errors: Atomic::new(0),
-        }
+    /// A port with no agent yet and all counters at zero.
+    pub(crate) fn new(device_name: DeviceName, num: u32, roce: bool, ca_guid: u64) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                device_name,
+                num,
+                roce,
+                ca_guid,
+                agent <- new_spinlock!(None, "CmPort::agent"),
+                rx: AttrCounters::new(),
+                rx_other_attr: Atomic::new(0),
+                rx_malformed: Atomic::new(0),
+                rx_invalid: Atomic::new(0),
+                rx_duplicates: Atomic::new(0),
+                tx: AttrCounters::new(),
+                tx_errors: Atomic::new(0),
+            }),
+            GFP_KERNEL,
+        )
     }
 
     /// The port number on its device.
@@ -80,8 +109,50 @@ impl CmPort {
         self.num
     }
 
+    /// The name of the port's device (as it was when the port was added).
+    pub(crate) fn device_name(&self) -> DeviceName {
+        self.device_name
+    }
+
+    /// The CA GUID of this port's device.
+    pub(crate) fn ca_guid(&self) -> u64 {
+        self.ca_guid
+    }
+
+    /// Makes `agent` the port's sender.
+    pub(crate) fn attach_agent(&self, agent: AgentRef) {
+        *self.agent.lock() = Some(agent);
+    }
+
+    /// Stops all sending through the port's agent.
+    pub(crate) fn detach_agent(&self) {
+        *self.agent.lock() = None;
+    }
+
+    /// The TID of a request from the CEP with comm ID `local_id` (Linux's `cm_form_tid`:
+    /// the agent's high bits, then the comm ID).
+    pub(crate) fn tid(&self, local_id: u32) -> u64 {
+        let hi = self.agent.lock().map_or(0, |a| a.hi_tid());
+        (u64::from(hi) << 32) | u64::from(local_id)
+    }
+
+    /// Sends `mad` (attribute `attr`) once to `ah`; may be called under a spinlock. Failures
+    /// are counted, not returned: the protocol recovers from a lost MAD by retrying.
+    pub(crate) fn send_once(&self, ah: &Arc<AddressHandle>, mad: &[u8; MAD_SIZE], attr: AttrId) {
+        let agent = self.agent.lock();
+        let sent = match *agent {
+            Some(agent) => agent.send_once(ah, mad, false),
+            None => Err(ENODEV),
+        };
+        drop(agent);
+        match sent {
+            Ok(()) => self.count_tx(attr),
+            Err(_) => self.count_tx_error(),
+        }
+    }
+
     /// Called by the MAD agent for every MAD it receives: count it, then handle it.
-    pub(crate) fn mad_received(&self, mad: &ReceivedMad<'_>) {
+    pub(crate) fn mad_received(self: &Arc<Self>, mad: &ReceivedMad<'_>) {
         let counter = match MadHeader::decode(mad.bytes()) {
             Ok(hdr) => self.rx.get(hdr.attr_id).unwrap_or(&self.rx_other_attr),
             Err(_) => &self.rx_malformed,
@@ -93,6 +164,11 @@ impl CmPort {
     /// Counts a received MAD that the protocol core refused.
     pub(crate) fn count_invalid(&self) {
         self.rx_invalid.add(1, Relaxed);
+    }
+
+    /// Counts a duplicate of a message already handled.
+    pub(crate) fn count_duplicate(&self) {
+        self.rx_duplicates.add(1, Relaxed);
     }
 
     /// Counts a MAD handed to the MAD layer.
@@ -119,6 +195,7 @@ impl CmPort {
         info.rx_other_attr = self.rx_other_attr.load(Relaxed);
         info.rx_malformed = self.rx_malformed.load(Relaxed);
         info.rx_invalid = self.rx_invalid.load(Relaxed);
+        info.rx_duplicates = self.rx_duplicates.load(Relaxed);
         info.tx_by_attr = self.tx.snapshot();
         info.tx_errors = self.tx_errors.load(Relaxed);
         info

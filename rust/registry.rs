@@ -11,7 +11,7 @@ use kernel::prelude::*;
 
 use crate::{
     device::CmDevice,
-    rdma::IbDevice,
+    shim::IbDevice,
     uapi, //
 };
 

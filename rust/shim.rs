@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The only module that talks to C: safe wrappers over the shim declared in `cepm_shim.h`.
+//! The only module that talks to C: safe wrappers over the shim declared in `cepm_shim.h`
+//! (RDMA devices, MAD agents, address handles, and the `/dev/cepm` file operations).
 //!
 //! The declarations are generated from that header by bindgen at build time (see `Kbuild`), and
 //! the callbacks below are checked against its `cepm_*_fn` typedefs, so the two sides cannot
@@ -23,6 +24,7 @@ use kernel::{
 };
 
 use crate::{
+    file::CepmFile,
     port::CmPort,
     registry, //
 };
@@ -48,6 +50,11 @@ const _: shim::cepm_add_device_fn = Some(cepm_rust_add_device);
 const _: shim::cepm_remove_device_fn = Some(cepm_rust_remove_device);
 const _: shim::cepm_recv_mad_fn = Some(cepm_rust_recv_mad);
 const _: shim::cepm_send_done_fn = Some(cepm_rust_send_done);
+const _: shim::cepm_open_fn = Some(cepm_rust_open);
+const _: shim::cepm_release_fn = Some(cepm_rust_release);
+const _: shim::cepm_ioctl_fn = Some(cepm_rust_ioctl);
+const _: shim::cepm_read_fn = Some(cepm_rust_read);
+const _: shim::cepm_poll_fn = Some(cepm_rust_poll);
 
 /// Size of a MAD: CM messages are exactly one.
 pub(crate) const MAD_SIZE: usize = 256;
@@ -75,6 +82,37 @@ impl Drop for ClientRegistration {
         // for every device, which releases all of cepm's use of it.
         unsafe { shim::cepm_shim_client_unregister() };
     }
+}
+
+/// Registration of `/dev/cepm`.
+///
+/// # Invariants
+///
+/// The misc device is registered for as long as this value exists.
+pub(crate) struct ChardevRegistration(());
+
+impl ChardevRegistration {
+    /// Creates `/dev/cepm` (mode 0600); its file operations call into [`CepmFile`].
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: No preconditions; the misc device is a static in the shim.
+        to_result(unsafe { shim::cepm_shim_chardev_register() })?;
+        // INVARIANT: registration succeeded.
+        Ok(Self(()))
+    }
+}
+
+impl Drop for ChardevRegistration {
+    fn drop(&mut self) {
+        // SAFETY: Registered by the type invariant. Open files keep the module (and so the
+        // code behind their file operations) alive through the fops' owner.
+        unsafe { shim::cepm_shim_chardev_unregister() };
+    }
+}
+
+/// A random 32-bit value.
+pub(crate) fn random_u32() -> u32 {
+    // SAFETY: No preconditions.
+    unsafe { shim::cepm_shim_random_u32() }
 }
 
 /// The name of an RDMA device, as a NUL-terminated byte array.
@@ -111,6 +149,12 @@ impl IbDevice {
         name
     }
 
+    /// The device's node GUID: the CA GUID in CM messages.
+    pub(crate) fn node_guid(&self) -> u64 {
+        // SAFETY: The device is valid by the type invariant.
+        unsafe { shim::cepm_shim_device_node_guid(self.ptr.as_ptr()) }
+    }
+
     /// The device's port numbers.
     pub(crate) fn ports(&self) -> RangeInclusive<u32> {
         // SAFETY: The device is valid by the type invariant.
@@ -136,11 +180,39 @@ impl IbDevice {
     }
 }
 
+/// A registered MAD agent, as the port it serves sees it.
+///
+/// # Invariants
+///
+/// The agent is registered for as long as the [`CmPort`] holding this value has it attached:
+/// [`MadAgent`] attaches it after registration and detaches it before unregistering.
+#[derive(Clone, Copy)]
+pub(crate) struct AgentRef(NonNull<shim::ib_mad_agent>);
+
+// SAFETY: Posting sends on a registered agent is allowed from any thread.
+unsafe impl Send for AgentRef {}
+// SAFETY: See `Send`.
+unsafe impl Sync for AgentRef {}
+
+impl AgentRef {
+    /// The high 32 bits of the TIDs of this agent's requests.
+    pub(crate) fn hi_tid(self) -> u32 {
+        // SAFETY: The agent is registered by the type invariant.
+        unsafe { shim::cepm_shim_agent_hi_tid(self.0.as_ptr()) }
+    }
+
+    /// Sends `mad` once to `ah`. `may_sleep` is false under a spinlock.
+    pub(crate) fn send_once(self, ah: &Arc<AddressHandle>, mad: &[u8; MAD_SIZE], may_sleep: bool) -> Result {
+        // SAFETY: The agent is registered by the type invariant.
+        unsafe { post_mad(self.0, ah.clone(), mad, may_sleep) }
+    }
+}
+
 /// A CM MAD agent (class 0x07, version 2, method SEND) on one port.
 ///
 /// # Invariants
 ///
-/// `agent` is registered, and its context is a reference to `port` obtained from
+/// `agent` is registered and attached to the port behind `port`, a reference obtained from
 /// [`Arc::into_foreign`], owned by this value and released after unregistration.
 pub(crate) struct MadAgent {
     agent: NonNull<shim::ib_mad_agent>,
@@ -165,8 +237,14 @@ impl MadAgent {
             shim::cepm_shim_agent_register(device.ptr.as_ptr(), port_num, ctx)
         });
         match agent.ok().and_then(NonNull::new) {
-            // INVARIANT: The agent is registered with `ctx` as its context.
-            Some(agent) => Ok(Self { agent, port: ctx }),
+            Some(agent) => {
+                // SAFETY: `ctx` came from `into_foreign` above and is owned by the new value.
+                let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(ctx) };
+                // INVARIANT: registered just now; detached in `drop` before unregistering.
+                port.attach_agent(AgentRef(agent));
+                // INVARIANT: The agent is registered with `ctx` as its context.
+                Ok(Self { agent, port: ctx })
+            }
             None => {
                 // SAFETY: `ctx` came from `into_foreign` above and no agent uses it.
                 drop(unsafe { Arc::<CmPort>::from_foreign(ctx) });
@@ -178,8 +256,12 @@ impl MadAgent {
 
 impl Drop for MadAgent {
     fn drop(&mut self) {
-        // SAFETY: The agent is registered by the type invariant; unregistering waits until no
-        // handler runs, so nothing uses the context afterwards.
+        // SAFETY: `port` is live until `from_foreign` below, by the type invariant.
+        let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(self.port) };
+        // No new send can start once the port has no agent.
+        port.detach_agent();
+        // SAFETY: The agent is registered by the type invariant; unregistering flushes its
+        // sends and waits until no handler runs, so nothing uses the context afterwards.
         unsafe { shim::cepm_shim_agent_unregister(self.agent.as_ptr()) };
         // SAFETY: By the type invariant `port` came from `Arc::into_foreign` and is owned by us.
         drop(unsafe { Arc::<CmPort>::from_foreign(self.port) });
@@ -260,15 +342,20 @@ impl ReceivedMad<'_> {
 
     /// Sends `mad` once (no retries) back to the sender of this MAD. May sleep.
     pub(crate) fn reply(&self, mad: &[u8; MAD_SIZE]) -> Result {
+        let ah = self.reply_ah()?;
+        // SAFETY: The agent is registered: it is receiving this MAD.
+        unsafe { post_mad(self.agent, ah, mad, true) }
+    }
+
+    /// An address handle for answering the sender later (it outlives this MAD). May sleep.
+    pub(crate) fn reply_ah(&self) -> Result<Arc<AddressHandle>> {
         // SAFETY: Both pointers are valid during the callback by the type invariant.
         let ah = from_err_ptr(unsafe {
             shim::cepm_shim_recv_reply_ah(self.agent.as_ptr(), self.recv.as_ptr())
         })?;
         let ah = NonNull::new(ah).ok_or(EINVAL)?;
         // INVARIANT: `ib_create_ah_from_wc` returned a new AH that only we reference.
-        let ah = Arc::new(AddressHandle { ptr: ah }, GFP_KERNEL)?;
-        // SAFETY: The agent is registered: it is receiving this MAD.
-        unsafe { post_mad(self.agent, ah, mad, true) }
+        Ok(Arc::new(AddressHandle { ptr: ah }, GFP_KERNEL)?)
     }
 }
 
@@ -329,7 +416,7 @@ unsafe extern "C" fn cepm_rust_recv_mad(
     // INVARIANT: `agent` and `recv` are valid for the duration of this call, which outlives
     // `received`.
     let received = ReceivedMad { agent, recv, bytes };
-    port.mad_received(&received);
+    Arc::from(port).mad_received(&received);
 }
 
 /// An agent's send completion handler.
@@ -346,4 +433,78 @@ unsafe extern "C" fn cepm_rust_send_done(port_ctx: *mut c_void, msg_ctx: *mut c_
     if status != 0 && status != ECANCELED.to_errno() {
         port.count_tx_error();
     }
+}
+
+/// `open` of `/dev/cepm`: the file's context, or an `ERR_PTR`.
+#[no_mangle]
+extern "C" fn cepm_rust_open() -> *mut c_void {
+    match CepmFile::open() {
+        Ok(file) => file.into_foreign(),
+        Err(e) => e.to_ptr(),
+    }
+}
+
+/// `release` of `/dev/cepm`.
+///
+/// # Safety
+///
+/// `ctx` came from [`cepm_rust_open`] and no other file operation runs or will run on it.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_release(ctx: *mut c_void) {
+    // SAFETY: By the function's safety requirements we own the reference `open` made.
+    let file = unsafe { Arc::<CepmFile>::from_foreign(ctx) };
+    file.release();
+}
+
+/// `unlocked_ioctl` of `/dev/cepm`.
+///
+/// # Safety
+///
+/// `ctx` came from [`cepm_rust_open`] and is not released during the call.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_ioctl(ctx: *mut c_void, cmd: u32, arg: usize) -> isize {
+    // SAFETY: By the function's safety requirements `ctx` is a live `Arc<CepmFile>`.
+    let file = unsafe { Arc::<CepmFile>::borrow(ctx) };
+    match Arc::from(file).ioctl(cmd, arg) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// `read` of `/dev/cepm`: whole `struct cepm_event` records.
+///
+/// # Safety
+///
+/// `ctx` came from [`cepm_rust_open`] and is not released during the call.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_read(ctx: *mut c_void, buf: usize, len: usize, nonblock: bool) -> isize {
+    // SAFETY: By the function's safety requirements `ctx` is a live `Arc<CepmFile>`.
+    let file = unsafe { Arc::<CepmFile>::borrow(ctx) };
+    match file.read(kernel::uaccess::UserPtr::from_addr(buf), len, nonblock) {
+        Ok(n) => isize::try_from(n).unwrap_or(isize::MAX),
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// `poll` of `/dev/cepm`.
+///
+/// # Safety
+///
+/// `ctx` came from [`cepm_rust_open`] and is not released during the call; `file` is the file
+/// being polled and `wait` its poll table (possibly null), both valid during the call.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_poll(
+    ctx: *mut c_void,
+    file: *mut shim::file,
+    wait: *mut shim::poll_table_struct,
+) -> u32 {
+    // SAFETY: By the function's safety requirements `ctx` is a live `Arc<CepmFile>`.
+    let cepm_file = unsafe { Arc::<CepmFile>::borrow(ctx) };
+    // SAFETY: `file` is valid during the call (function safety requirements); the opaque
+    // bindgen type and the kernel's are the same C struct.
+    let vfs_file = unsafe { kernel::fs::File::from_raw_file(file.cast::<kernel::bindings::file>()) };
+    // SAFETY: `wait` is the poll table of this poll call, valid during it (or null, which
+    // `PollTable` accepts).
+    let table = unsafe { kernel::sync::poll::PollTable::from_raw(wait.cast()) };
+    cepm_file.poll(vfs_file, table)
 }

@@ -25,26 +25,45 @@ mod raw {
     include!("uapi_bindings.rs");
 }
 
-pub(crate) use raw::{
-    cepm_port_info,
-    cepm_query,
-    CEPM_ABI_VERSION,
-    CEPM_ATTR_SLOTS,
-    CEPM_IOCTL_QUERY,
-    CEPM_PORT_ROCE, //
-};
+pub(crate) use raw::*;
 
 // The ABI structs have no implicit padding: every byte is a declared field.
-const _: () = assert!(core::mem::size_of::<cepm_query>() == 24);
+const _: () = assert!(core::mem::size_of::<cepm_query>() == 32);
 const _: () = assert!(
-    core::mem::size_of::<cepm_port_info>() == 64 + 4 + 4 + 8 * 32 + 8 + 8 + 8 + 8 * 32 + 8
+    core::mem::size_of::<cepm_port_info>() == 64 + 4 + 4 + 8 * 32 + 8 + 8 + 8 + 8 + 8 * 32 + 8
 );
 
-// SAFETY: `cepm_query` is `repr(C)`, made only of integers, with no padding (asserted above), so
-// any byte pattern is a valid value and every byte is initialised.
-unsafe impl FromBytes for cepm_query {}
-// SAFETY: See `FromBytes`.
-unsafe impl AsBytes for cepm_query {}
-// SAFETY: `cepm_port_info` is `repr(C)`, made only of integers and integer arrays, with no
-// padding (asserted above).
-unsafe impl AsBytes for cepm_port_info {}
+const _: () = assert!(core::mem::size_of::<cepm_create>() == 16);
+const _: () = assert!(core::mem::size_of::<cepm_destroy>() == 8);
+const _: () = assert!(core::mem::size_of::<cepm_listen>() == 24);
+const _: () = assert!(core::mem::size_of::<cepm_req_info>() == 200);
+const _: () = assert!(core::mem::size_of::<cepm_get_request>() == 216);
+const _: () = assert!(core::mem::size_of::<cepm_reject>() == 228);
+const _: () = assert!(core::mem::size_of::<cepm_cep_info>() == 40);
+const _: () = assert!(core::mem::size_of::<cepm_private_data>() == 232);
+const _: () = assert!(core::mem::size_of::<cepm_event>() == 24);
+
+/// Declares ABI structs plain old data for `UserSlice` reads and writes.
+macro_rules! plain_old_data {
+    ($($t:ty),* $(,)?) => {$(
+        // SAFETY: The struct is `repr(C)`, made only of integers and integer arrays, and has no
+        // padding (its size is asserted above to be the sum of its fields), so any byte pattern
+        // is a valid value and every byte is initialised.
+        unsafe impl FromBytes for $t {}
+        // SAFETY: As for `FromBytes`.
+        unsafe impl AsBytes for $t {}
+    )*};
+}
+
+plain_old_data!(
+    cepm_query,
+    cepm_port_info,
+    cepm_create,
+    cepm_destroy,
+    cepm_listen,
+    cepm_get_request,
+    cepm_reject,
+    cepm_cep_info,
+    cepm_private_data,
+    cepm_event,
+);

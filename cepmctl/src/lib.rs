@@ -1,15 +1,17 @@
 //! Userspace access to cepm, the InfiniBand/RoCE connection manager kernel module.
 //!
 //! [`Cepm`] wraps `/dev/cepm`; [`umad`] injects raw CM MADs through the kernel's user MAD
-//! interface (`/dev/infiniband/umadN`), which tests use to put CM traffic on a port.
+//! interface (`/dev/infiniband/umadN`), which tests use to put CM traffic on a port; [`verbs`]
+//! creates RC queue pairs through libibverbs and moves data over them.
 
+pub mod cep;
 pub mod sys;
 pub mod umad;
+pub mod verbs;
 
 use std::{
     fs::{File, OpenOptions},
     io,
-    os::fd::AsRawFd,
 };
 
 pub use cepm_proto::mad::AttrId;
@@ -82,6 +84,8 @@ pub struct Query {
     pub abi_version: u32,
     /// The managed ports.
     pub ports: Vec<PortInfo>,
+    /// Connection endpoints alive in the module (all processes).
+    pub num_ceps: u32,
 }
 
 impl Cepm {
@@ -99,12 +103,7 @@ impl Cepm {
             ports: if capacity == 0 { 0 } else { ports.as_mut_ptr() as u64 },
             ..Default::default()
         };
-        // SAFETY: `q` is a valid `cepm_query` for the duration of the call, and `ports` points at
-        // `capacity` writable `cepm_port_info` entries (or is 0 when capacity is 0).
-        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), libc::c_ulong::from(sys::CEPM_IOCTL_QUERY), &mut q) };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        self.ioctl(sys::CEPM_IOCTL_QUERY, &mut q)?;
         ports.truncate((q.num_ports as usize).min(capacity));
         Ok((q, ports))
     }
@@ -119,6 +118,7 @@ impl Cepm {
                 return Ok(Query {
                     abi_version: q.abi_version,
                     ports: ports.iter().map(PortInfo::from_sys).collect(),
+                    num_ceps: q.num_ceps,
                 });
             }
             capacity = q.num_ports as usize;
@@ -156,8 +156,8 @@ mod tests {
 
     #[test]
     fn abi_structs_have_the_sizes_the_kernel_asserts() {
-        assert_eq!(std::mem::size_of::<sys::cepm_query>(), 24);
-        assert_eq!(std::mem::size_of::<sys::cepm_port_info>(), 64 + 4 + 4 + 8 * 32 + 8 + 8 + 8 + 8 * 32 + 8);
+        assert_eq!(std::mem::size_of::<sys::cepm_query>(), 32);
+        assert_eq!(std::mem::size_of::<sys::cepm_port_info>(), 64 + 4 + 4 + 8 * 32 + 8 + 8 + 8 + 8 + 8 * 32 + 8);
     }
 
     #[test]

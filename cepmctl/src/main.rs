@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use cepm::{umad, AttrId, Cepm, PortInfo};
+use cepm::{cep, umad, AttrId, Cepm, PortInfo};
 use cepm_proto::{
     cm_mad::{CmMad, CmMsg},
     dreq::Dreq,
@@ -24,6 +24,29 @@ struct Cli {
 enum Command {
     /// Print the module's ABI version.
     Abi,
+    /// Listen on a service ID and answer each REQ: print it, then reject it (the only answer
+    /// cepm offers so far). Events are printed as they arrive.
+    Serve {
+        /// Service ID to listen on (RDMA CM TCP port space: 0x0000000001060000 | port).
+        #[arg(long, value_parser = parse_u64)]
+        service_id: u64,
+        /// Stop after this many REQs.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        /// REJ reason (28: consumer defined).
+        #[arg(long, default_value_t = 28)]
+        reason: u16,
+        /// REJ private data, as text.
+        #[arg(long, default_value = "")]
+        reject_data: String,
+        /// Leave each REQ unclaimed and exit when it arrives: closing the listener must
+        /// reject it.
+        #[arg(long)]
+        leave_unclaimed: bool,
+        /// Give up after this many milliseconds without an event.
+        #[arg(long, default_value_t = 30_000)]
+        timeout_ms: u64,
+    },
     /// List the managed ports with their receive counters.
     Ports,
     /// Print how many MADs with one attribute a port has received.
@@ -63,12 +86,50 @@ enum Command {
         #[arg(long)]
         valid: bool,
         /// Service ID of a --valid REQ.
-        #[arg(long, default_value_t = 0x0000_0000_0106_4e20)]
+        #[arg(long, value_parser = parse_u64, default_value = "0x0000000001064e20")]
         service_id: u64,
         /// Sender's comm ID in a --valid message.
-        #[arg(long, default_value_t = 0x1234_5678)]
+        #[arg(long, value_parser = parse_u32, default_value = "0x12345678")]
         comm_id: u32,
     },
+    /// Verbs self-test (for tests): two RC QPs on one port, connected to each other by hand,
+    /// run a ping-pong whose every message is verified. Exits non-zero on any mismatch.
+    #[command(hide = true)]
+    VerbsSelftest {
+        /// RDMA device, e.g. rxe0.
+        #[arg(long)]
+        device: String,
+        /// Port number.
+        #[arg(long, default_value_t = 1)]
+        port: u8,
+        /// Round trips.
+        #[arg(long, default_value_t = 100)]
+        iterations: u64,
+        /// Bytes per message.
+        #[arg(long, default_value_t = 4096)]
+        size: usize,
+        /// Path MTU in bytes (256..4096); default: the port's active MTU.
+        #[arg(long)]
+        mtu: Option<cepm::verbs::Mtu>,
+        /// Milliseconds to wait for any one completion.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// Fault injection: the server corrupts its echo in this iteration (the run must fail).
+        #[arg(long)]
+        corrupt_echo_at: Option<u64>,
+    },
+}
+
+fn parse_u64(s: &str) -> Result<u64, String> {
+    let parsed = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => s.parse(),
+    };
+    parsed.map_err(|e| format!("'{s}': {e}"))
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    u32::try_from(parse_u64(s)?).map_err(|e| format!("'{s}': {e}"))
 }
 
 fn parse_attr(s: &str) -> Result<AttrId, String> {
@@ -93,6 +154,61 @@ fn print_port(p: &PortInfo) {
     if p.tx_errors != 0 {
         println!("  send errors: {}", p.tx_errors);
     }
+}
+
+/// `cepmctl serve`: one listener, each REQ printed and rejected.
+fn serve(
+    service_id: u64,
+    count: u32,
+    reason: u16,
+    reject_data: &[u8],
+    leave_unclaimed: bool,
+    timeout_ms: u64,
+) -> std::io::Result<()> {
+    let cepm = Cepm::open()?;
+    let listener = cepm.create(0)?;
+    cepm.listen(listener, service_id, u64::MAX)?;
+    println!("serve: listening on service ID {service_id:#018x}");
+    let timeout = std::time::Duration::from_millis(timeout_ms);
+    let mut served = 0;
+    while served < count {
+        let ev = cepm.next_event(Some(timeout))?.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::TimedOut, "no event before the timeout")
+        })?;
+        println!(
+            "serve: event {} on handle {} (context {:#x}, status {})",
+            cep::event_name(ev.kind),
+            ev.handle,
+            ev.user_context,
+            ev.status
+        );
+        if ev.kind != cepm::sys::CEPM_EVENT_REQ_RECEIVED {
+            continue;
+        }
+        if leave_unclaimed {
+            println!("serve: leaving the REQ unclaimed and closing");
+            return Ok(());
+        }
+        let (handle, req) = cepm.get_request(listener, 0x5e57_0000 + u64::from(served))?;
+        let info = cepm.query_cep(handle)?;
+        println!(
+            "serve: REQ from comm ID {:#x} QPN {:#x} PSN {:#x} for {:#018x} on {} port {}, CEP {} in {}",
+            req.remote_comm_id,
+            req.remote_qpn,
+            req.starting_psn,
+            req.service_id,
+            req.device,
+            req.port,
+            handle,
+            cep::state_name(info.state)
+        );
+        cepm.reject(handle, reason, &[], reject_data)?;
+        println!("serve: rejected with reason {reason} and {} bytes of private data", reject_data.len());
+        cepm.destroy(handle)?;
+        served += 1;
+    }
+    cepm.destroy(listener)?;
+    Ok(())
 }
 
 fn invalid_input(msg: String) -> std::io::Error {
@@ -136,9 +252,12 @@ fn valid_message(attr: AttrId, service_id: u64, comm_id: u32) -> std::io::Result
 fn run(cli: Cli) -> std::io::Result<()> {
     match cli.command {
         Command::Abi => println!("{}", Cepm::open()?.query()?.abi_version),
+        Command::Serve { service_id, count, reason, reject_data, leave_unclaimed, timeout_ms } => {
+            serve(service_id, count, reason, reject_data.as_bytes(), leave_unclaimed, timeout_ms)?
+        }
         Command::Ports => {
             let q = Cepm::open()?.query()?;
-            println!("cepm ABI {}, {} managed port(s)", q.abi_version, q.ports.len());
+            println!("cepm ABI {}, {} managed port(s), {} CEP(s)", q.abi_version, q.ports.len(), q.num_ceps);
             q.ports.iter().for_each(print_port);
         }
         Command::RxCount { device, port, attr } => println!("{}", find_port(&device, port)?.rx(attr)),
@@ -158,7 +277,30 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 agent.send(gid.index, gid.raw, &mad)?;
             }
         }
+        Command::VerbsSelftest { device, port, iterations, size, mtu, timeout_ms, corrupt_echo_at } => {
+            let timeout = std::time::Duration::from_millis(timeout_ms);
+            verbs_selftest(&cepm::verbs::loopback::Config { device, port, iterations, size, mtu, timeout, corrupt_echo_at })?;
+        }
     }
+    Ok(())
+}
+
+fn verbs_selftest(config: &cepm::verbs::loopback::Config) -> std::io::Result<()> {
+    use cepm::verbs::loopback;
+    let r = loopback::run(config)?;
+    println!(
+        "verbs-selftest: {} port {} GID {} (index {}), MTU {}, QP {} <-> QP {}",
+        config.device,
+        config.port,
+        loopback::format_gid(&r.gid.raw),
+        r.gid.index,
+        r.mtu,
+        r.client_qpn,
+        r.server_qpn
+    );
+    println!("verbs-selftest: {}", r.client);
+    println!("verbs-selftest: {}", r.server);
+    println!("verbs-selftest: OK, {} bytes verified", r.client.bytes_verified + r.server.bytes_verified);
     Ok(())
 }
 

@@ -16,7 +16,7 @@
 #include <linux/ioctl.h>
 
 /* Bumped on any incompatible change to this file. */
-#define CEPM_ABI_VERSION 2
+#define CEPM_ABI_VERSION 3
 
 #define CEPM_IOC_MAGIC 0xCE
 
@@ -43,6 +43,7 @@ struct cepm_port_info {
 	__u64 rx_other_attr;                 /* received, attribute ID >= CEPM_ATTR_SLOTS */
 	__u64 rx_malformed;                  /* shorter than a MAD header */
 	__u64 rx_invalid;                    /* not a valid CM message (dropped) */
+	__u64 rx_duplicates;                 /* duplicates of a message already handled */
 	__u64 tx_by_attr[CEPM_ATTR_SLOTS];   /* CM MADs posted, by attribute ID */
 	__u64 tx_errors;                     /* sends that could not be posted */
 };
@@ -53,7 +54,9 @@ struct cepm_port_info {
  * In:  ports points to an array of port_capacity entries (may be 0 with
  *      ports == 0 to ask for the count only); reserved must be 0.
  * Out: abi_version, num_ports = ports managed right now.  The first
- *      min(num_ports, port_capacity) entries are filled in.
+ *      min(num_ports, port_capacity) entries are filled in.  num_ceps =
+ *      connection endpoints alive in the whole module (all files, plus
+ *      unclaimed ones), for leak checks.
  */
 struct cepm_query {
 	__u32 abi_version;
@@ -61,8 +64,174 @@ struct cepm_query {
 	__u32 port_capacity;
 	__u32 reserved;
 	__aligned_u64 ports; /* struct cepm_port_info * */
+	__u32 num_ceps;
+	__u32 reserved2;
 };
 
 #define CEPM_IOC_QUERY _IOWR(CEPM_IOC_MAGIC, 0x80, struct cepm_query)
+
+/*
+ * Connection endpoints (CEPs).
+ *
+ * A CEP is named by a handle that is only meaningful on the file that created
+ * or claimed it: one process can never name another's CEP.  Handles are not
+ * reused while the file stays open.  Every struct below has reserved fields
+ * that must be zero; a bad argument gets EINVAL, E2BIG (private data over the
+ * message's limit), EFAULT or EBUSY, and changes nothing.
+ *
+ * Events are read() from the file as struct cepm_event records (blocking, or
+ * EAGAIN with O_NONBLOCK); poll() reports POLLIN when one is queued.
+ */
+
+/* Private data limits of the IBTA messages (vol. 1, 12.6). */
+#define CEPM_REQ_PDATA_MAX 92
+#define CEPM_REJ_PDATA_MAX 148
+#define CEPM_REJ_ARI_MAX 72
+#define CEPM_PDATA_MAX 224 /* the largest: RTU, DREP */
+
+/* CEPM_IOC_CREATE: a new idle CEP owned by this file. */
+struct cepm_create {
+	__u64 user_context; /* in: returned in every event of this CEP */
+	__u32 handle;       /* out */
+	__u32 reserved;
+};
+
+/*
+ * CEPM_IOC_DESTROY: ends the CEP as the protocol requires in its state (a
+ * listener stops listening, a pending REQ is rejected, ...).  On return no
+ * event for the handle is queued or can still arrive; events_reported counts
+ * those already read.
+ */
+struct cepm_destroy {
+	__u32 handle;
+	__u32 events_reported; /* out */
+};
+
+/* CEPM_IOC_LISTEN: accept REQs whose service ID matches id under mask. */
+struct cepm_listen {
+	__u32 handle;
+	__u32 reserved;
+	__u64 service_id;
+	__u64 service_mask; /* 0 means all ones (exact match) */
+};
+
+/*
+ * A REQ as the passive side sees it.  The new CEP is parked, unclaimed and
+ * silent, until CEPM_IOC_GET_REQUEST hands it out with its owner and
+ * context set in one step.
+ */
+struct cepm_req_info {
+	__u64 service_id;
+	__u64 remote_ca_guid;
+	__u32 remote_comm_id;
+	__u32 remote_qpn;
+	__u32 starting_psn;
+	__u8 responder_resources;
+	__u8 initiator_depth;
+	__u8 path_mtu;            /* IB MTU enum */
+	__u8 transport;           /* 0 RC, 1 UC */
+	__u8 remote_cm_response_timeout;
+	__u8 local_cm_response_timeout;
+	__u8 retry_count;
+	__u8 rnr_retry_count;
+	__u8 max_cm_retries;
+	__u8 srq;
+	__u8 port_num;
+	__u8 pdata_len;           /* always CEPM_REQ_PDATA_MAX: the wire has no length */
+	__u8 pdata[CEPM_REQ_PDATA_MAX];
+	char dev_name[CEPM_DEVICE_NAME_MAX];
+	__u8 reserved[4];
+};
+
+/* CEPM_IOC_GET_REQUEST: claim the oldest REQ pending on a listener (EAGAIN: none). */
+struct cepm_get_request {
+	__u32 listen_handle;  /* in */
+	__u32 handle;         /* out: the new CEP, owned by this file */
+	__u64 user_context;   /* in: for the new CEP's events */
+	struct cepm_req_info req; /* out */
+};
+
+/* REJ reasons (IBTA vol. 1, table 112), the ones cepm sends or tests use. */
+#define CEPM_REJ_TIMEOUT 4
+#define CEPM_REJ_INVALID_SERVICE_ID 8
+#define CEPM_REJ_STALE_CONN 10
+#define CEPM_REJ_CONSUMER_DEFINED 28
+
+/* CEPM_IOC_REJECT: reject the connection (a claimed REQ, or a received REP). */
+struct cepm_reject {
+	__u32 handle;
+	__u16 reason;
+	__u8 ari_len;   /* <= CEPM_REJ_ARI_MAX */
+	__u8 pdata_len; /* <= CEPM_REJ_PDATA_MAX, else E2BIG */
+	__u8 ari[CEPM_REJ_ARI_MAX];
+	__u8 pdata[CEPM_REJ_PDATA_MAX];
+};
+
+/* CEP states, as reported by CEPM_IOC_QUERY_CEP (Linux's ib_cm states plus cepm's). */
+enum cepm_state {
+	CEPM_STATE_IDLE,
+	CEPM_STATE_LISTEN,
+	CEPM_STATE_REQ_SENT,
+	CEPM_STATE_REQ_RCVD,
+	CEPM_STATE_MRA_REQ_SENT,
+	CEPM_STATE_MRA_REQ_RCVD,
+	CEPM_STATE_REP_SENT,
+	CEPM_STATE_REP_RCVD,
+	CEPM_STATE_MRA_REP_SENT,
+	CEPM_STATE_MRA_REP_RCVD,
+	CEPM_STATE_ESTABLISHED,
+	CEPM_STATE_DREQ_SENT,
+	CEPM_STATE_DREQ_RCVD,
+	CEPM_STATE_TIMEWAIT,
+	CEPM_STATE_SIDR_REQ_SENT,
+	CEPM_STATE_SIDR_REQ_RCVD,
+	CEPM_STATE_REP_PREPARED,
+	CEPM_STATE_REP_PREPARED_MRA_SENT,
+	CEPM_STATE_DESTROYED,
+};
+
+/* CEPM_IOC_QUERY_CEP: what a CEP is and where it stands. */
+struct cepm_cep_info {
+	__u32 handle;         /* in */
+	__u32 state;          /* enum cepm_state */
+	__u64 user_context;
+	__u64 service_id;
+	__u32 local_comm_id;
+	__u32 remote_comm_id;
+	__u32 pending_requests; /* listeners: REQs waiting for CEPM_IOC_GET_REQUEST */
+	__u32 reserved;
+};
+
+/* CEPM_IOC_GET_PRIVATE_DATA: the private data of the last message received. */
+struct cepm_private_data {
+	__u32 handle;    /* in */
+	__u16 attr_id;   /* out: the message it came in (0: none yet) */
+	__u8 len;        /* out: that message's private data size */
+	__u8 reserved;
+	__u8 data[CEPM_PDATA_MAX];
+};
+
+#define CEPM_IOC_CREATE _IOWR(CEPM_IOC_MAGIC, 0x81, struct cepm_create)
+#define CEPM_IOC_DESTROY _IOWR(CEPM_IOC_MAGIC, 0x82, struct cepm_destroy)
+#define CEPM_IOC_LISTEN _IOW(CEPM_IOC_MAGIC, 0x83, struct cepm_listen)
+#define CEPM_IOC_GET_REQUEST _IOWR(CEPM_IOC_MAGIC, 0x84, struct cepm_get_request)
+#define CEPM_IOC_REJECT _IOW(CEPM_IOC_MAGIC, 0x85, struct cepm_reject)
+#define CEPM_IOC_QUERY_CEP _IOWR(CEPM_IOC_MAGIC, 0x86, struct cepm_cep_info)
+#define CEPM_IOC_GET_PRIVATE_DATA _IOWR(CEPM_IOC_MAGIC, 0x87, struct cepm_private_data)
+
+/* struct cepm_event.event */
+enum cepm_event_type {
+	CEPM_EVENT_REQ_RECEIVED = 1, /* on a listener: claim it with CEPM_IOC_GET_REQUEST */
+	CEPM_EVENT_REJ_RECEIVED,     /* status: the REJ reason; GET_PRIVATE_DATA has its data */
+};
+
+/* What read() returns, one record per event. */
+struct cepm_event {
+	__u32 event;        /* enum cepm_event_type */
+	__u32 handle;
+	__u64 user_context;
+	__u32 status;
+	__u32 reserved;
+};
 
 #endif /* _UAPI_CEPM_H */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -34,6 +35,29 @@ TEST_F(cepm, count_only_query)
 	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY, &q));
 	EXPECT_EQ(CEPM_ABI_VERSION, q.abi_version);
 	EXPECT_GE(q.num_ports, 1);
+}
+
+TEST_F(cepm, cep_count_follows_create_destroy_and_close)
+{
+	struct cepm_query q = { 0 };
+	struct cepm_create c = { 0 };
+	struct cepm_destroy d = { 0 };
+	int other = open("/dev/cepm", O_RDWR);
+	__u32 before;
+
+	ASSERT_GE(other, 0);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY, &q));
+	before = q.num_ceps;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_CREATE, &c));
+	ASSERT_EQ(0, ioctl(other, CEPM_IOC_CREATE, &c));
+	ASSERT_EQ(0, ioctl(other, CEPM_IOC_CREATE, &c));
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY, &q));
+	EXPECT_EQ(before + 3, q.num_ceps);
+	d.handle = c.handle;
+	ASSERT_EQ(0, ioctl(other, CEPM_IOC_DESTROY, &d));
+	close(other); /* destroys the other one */
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY, &q));
+	EXPECT_EQ(before + 1, q.num_ceps);
 }
 
 TEST_F(cepm, full_query_names_rxe0)
@@ -97,6 +121,141 @@ TEST_F(cepm, unknown_ioctl)
 	/* The right number with the wrong size is a different command. */
 	EXPECT_EQ(-1, ioctl(self->fd, _IOWR(CEPM_IOC_MAGIC, 0x80, __u64), &q));
 	EXPECT_EQ(ENOTTY, errno);
+}
+
+static int create_cep(int fd, __u64 context)
+{
+	struct cepm_create c = { .user_context = context };
+
+	if (ioctl(fd, CEPM_IOC_CREATE, &c))
+		return -1;
+	return c.handle;
+}
+
+TEST_F(cepm, create_query_destroy)
+{
+	struct cepm_cep_info info = { 0 };
+	struct cepm_destroy d = { 0 };
+	int h = create_cep(self->fd, 0x1234);
+
+	ASSERT_GT(h, 0);
+	info.handle = h;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+	EXPECT_EQ(CEPM_STATE_IDLE, info.state);
+	EXPECT_EQ(0x1234, info.user_context);
+	EXPECT_NE(0, info.local_comm_id);
+	d.handle = h;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	EXPECT_EQ(0, d.events_reported);
+	/* The handle is gone, and never reused. */
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_NE(h, create_cep(self->fd, 0));
+}
+
+TEST_F(cepm, create_rejects_reserved_bits)
+{
+	struct cepm_create c = { .reserved = 1 };
+
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_CREATE, &c));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(cepm, handles_are_per_file)
+{
+	struct cepm_cep_info info = { 0 };
+	int other = open("/dev/cepm", O_RDWR);
+	int h;
+
+	ASSERT_GE(other, 0);
+	h = create_cep(other, 7);
+	ASSERT_GT(h, 0);
+	info.handle = h;
+	/* This file has no CEP with that handle, whatever another file has. */
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+	EXPECT_EQ(EINVAL, errno);
+	close(other);
+}
+
+TEST_F(cepm, listen_twice_is_ebusy)
+{
+	struct cepm_listen l = { .service_id = 0x0000000001060000ULL | 50001 };
+	struct cepm_cep_info info = { 0 };
+	int a = create_cep(self->fd, 1), b = create_cep(self->fd, 2);
+
+	ASSERT_GT(a, 0);
+	ASSERT_GT(b, 0);
+	l.handle = a;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	l.handle = b;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EBUSY, errno);
+	/* ... and nothing changed for b. */
+	info.handle = b;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+	EXPECT_EQ(CEPM_STATE_IDLE, info.state);
+	info.handle = a;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+	EXPECT_EQ(CEPM_STATE_LISTEN, info.state);
+	/* A listener cannot listen again. */
+	l.handle = a;
+	l.service_id++;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(cepm, get_request_without_request)
+{
+	struct cepm_listen l = { .service_id = 0x0000000001060000ULL | 50002 };
+	struct cepm_get_request g = { 0 };
+	int a = create_cep(self->fd, 1);
+
+	ASSERT_GT(a, 0);
+	g.listen_handle = a;
+	/* Not a listener yet. */
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
+	EXPECT_EQ(EINVAL, errno);
+	l.handle = a;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
+	EXPECT_EQ(EAGAIN, errno);
+}
+
+TEST_F(cepm, reject_private_data_limits)
+{
+	struct cepm_reject r = { .reason = CEPM_REJ_CONSUMER_DEFINED };
+	int h = create_cep(self->fd, 1);
+
+	ASSERT_GT(h, 0);
+	r.handle = h;
+	r.pdata_len = CEPM_REJ_PDATA_MAX + 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_REJECT, &r));
+	EXPECT_EQ(E2BIG, errno);
+	r.pdata_len = 0;
+	r.ari_len = CEPM_REJ_ARI_MAX + 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_REJECT, &r));
+	EXPECT_EQ(E2BIG, errno);
+	/* Within the limits, an idle CEP still has nothing to reject. */
+	r.ari_len = 0;
+	r.pdata_len = CEPM_REJ_PDATA_MAX;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_REJECT, &r));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(cepm, no_events_yet)
+{
+	struct cepm_event ev;
+	struct pollfd p = { .fd = self->fd, .events = POLLIN };
+	int flags = fcntl(self->fd, F_GETFL);
+
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, flags | O_NONBLOCK));
+	EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev)));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev) - 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, poll(&p, 1, 0));
 }
 
 TEST_HARNESS_MAIN

@@ -37,6 +37,9 @@ cepm_loaded() { [ -d /sys/module/cepm ]; }
 # Number of ports cepm manages right now.
 managed_ports() { "$CEPMCTL" ports | sed -n 's/^cepm ABI [0-9]*, \([0-9]*\) managed port.*/\1/p'; }
 
+# Connection endpoints alive in the module, all processes together.
+live_ceps() { "$CEPMCTL" ports | sed -n 's/^cepm ABI [0-9]*, [0-9]* managed port(s), \([0-9]*\) CEP.*/\1/p'; }
+
 port_listed() { "$CEPMCTL" ports | grep -q "^$1 port $2 "; }
 port_not_listed() { ! port_listed "$@"; }
 

@@ -1,0 +1,239 @@
+//! Connection endpoints (CEPs) through `/dev/cepm`: create, listen, claim REQs, reject,
+//! query, destroy, and the event stream.
+
+use std::{io, os::fd::AsRawFd, time::Duration};
+
+use crate::{sys, Cepm};
+
+/// A REQ as the passive side sees it (`struct cepm_req_info`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReqInfo {
+    /// Service ID the REQ asked for.
+    pub service_id: u64,
+    /// The active side's CA GUID.
+    pub remote_ca_guid: u64,
+    /// The active side's comm ID.
+    pub remote_comm_id: u32,
+    /// The active side's QPN.
+    pub remote_qpn: u32,
+    /// The PSN the active side's receive queue expects first.
+    pub starting_psn: u32,
+    /// Responder resources offered.
+    pub responder_resources: u8,
+    /// Initiator depth wanted.
+    pub initiator_depth: u8,
+    /// Path MTU (IB enum).
+    pub path_mtu: u8,
+    /// Device and port the REQ arrived on.
+    pub device: String,
+    /// Port number.
+    pub port: u8,
+    /// The REQ's private data (always the full 92 bytes: the wire carries no length).
+    pub private_data: Vec<u8>,
+}
+
+impl ReqInfo {
+    fn from_sys(r: &sys::cepm_req_info) -> Self {
+        let name: Vec<u8> = r.dev_name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        Self {
+            service_id: r.service_id,
+            remote_ca_guid: r.remote_ca_guid,
+            remote_comm_id: r.remote_comm_id,
+            remote_qpn: r.remote_qpn,
+            starting_psn: r.starting_psn,
+            responder_resources: r.responder_resources,
+            initiator_depth: r.initiator_depth,
+            path_mtu: r.path_mtu,
+            device: String::from_utf8_lossy(&name).into_owned(),
+            port: r.port_num,
+            private_data: r.pdata[..usize::from(r.pdata_len).min(r.pdata.len())].to_vec(),
+        }
+    }
+}
+
+/// What `CEPM_IOC_QUERY_CEP` reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CepInfo {
+    /// State, as `CEPM_STATE_*`; see [`state_name`].
+    pub state: u32,
+    /// The context given at create or claim.
+    pub user_context: u64,
+    /// Service ID (listeners and passive CEPs).
+    pub service_id: u64,
+    /// Our comm ID on the wire.
+    pub local_comm_id: u32,
+    /// The peer's comm ID (0: no peer).
+    pub remote_comm_id: u32,
+    /// Listeners: REQs waiting to be claimed.
+    pub pending_requests: u32,
+}
+
+/// An event read from `/dev/cepm`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// `CEPM_EVENT_*`; see [`event_name`].
+    pub kind: u32,
+    /// The CEP it is about.
+    pub handle: u32,
+    /// That CEP's context.
+    pub user_context: u64,
+    /// Event-specific: the REJ reason for `CEPM_EVENT_REJ_RECEIVED`.
+    pub status: u32,
+}
+
+/// The name of a `CEPM_STATE_*` value.
+pub fn state_name(state: u32) -> &'static str {
+    const NAMES: [&str; 19] = [
+        "IDLE",
+        "LISTEN",
+        "REQ_SENT",
+        "REQ_RCVD",
+        "MRA_REQ_SENT",
+        "MRA_REQ_RCVD",
+        "REP_SENT",
+        "REP_RCVD",
+        "MRA_REP_SENT",
+        "MRA_REP_RCVD",
+        "ESTABLISHED",
+        "DREQ_SENT",
+        "DREQ_RCVD",
+        "TIMEWAIT",
+        "SIDR_REQ_SENT",
+        "SIDR_REQ_RCVD",
+        "REP_PREPARED",
+        "REP_PREPARED_MRA_SENT",
+        "DESTROYED",
+    ];
+    NAMES.get(state as usize).copied().unwrap_or("?")
+}
+
+/// The name of a `CEPM_EVENT_*` value.
+pub fn event_name(kind: u32) -> &'static str {
+    match kind {
+        sys::CEPM_EVENT_REQ_RECEIVED => "REQ_RECEIVED",
+        sys::CEPM_EVENT_REJ_RECEIVED => "REJ_RECEIVED",
+        _ => "?",
+    }
+}
+
+fn invalid(msg: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg.to_string())
+}
+
+impl Cepm {
+    /// One ioctl with `arg` as its in/out argument.
+    pub(crate) fn ioctl<T>(&self, cmd: u32, arg: &mut T) -> io::Result<()> {
+        // SAFETY: `arg` is a valid, exclusively borrowed `T` for the call, and every cepm ioctl
+        // number encodes the size of the struct it takes, which the callers pass as `T`.
+        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), libc::c_ulong::from(cmd), arg as *mut T) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// A new idle CEP; its events carry `context`. Returns its handle.
+    pub fn create(&self, context: u64) -> io::Result<u32> {
+        let mut c = sys::cepm_create { user_context: context, ..Default::default() };
+        self.ioctl(sys::CEPM_IOCTL_CREATE, &mut c)?;
+        Ok(c.handle)
+    }
+
+    /// Destroys a CEP; returns how many of its events were read.
+    pub fn destroy(&self, handle: u32) -> io::Result<u32> {
+        let mut d = sys::cepm_destroy { handle, ..Default::default() };
+        self.ioctl(sys::CEPM_IOCTL_DESTROY, &mut d)?;
+        Ok(d.events_reported)
+    }
+
+    /// Listens on `service_id` under `mask` (`u64::MAX`: exact).
+    pub fn listen(&self, handle: u32, service_id: u64, mask: u64) -> io::Result<()> {
+        let mut l = sys::cepm_listen { handle, service_id, service_mask: mask, ..Default::default() };
+        self.ioctl(sys::CEPM_IOCTL_LISTEN, &mut l)
+    }
+
+    /// Claims the oldest REQ pending on `listener`: the new CEP's handle and the REQ.
+    pub fn get_request(&self, listener: u32, context: u64) -> io::Result<(u32, ReqInfo)> {
+        let mut g = sys::cepm_get_request { listen_handle: listener, user_context: context, ..Default::default() };
+        self.ioctl(sys::CEPM_IOCTL_GET_REQUEST, &mut g)?;
+        Ok((g.handle, ReqInfo::from_sys(&g.req)))
+    }
+
+    /// Rejects the connection with `reason`, additional information and private data.
+    pub fn reject(&self, handle: u32, reason: u16, ari: &[u8], pdata: &[u8]) -> io::Result<()> {
+        let mut r = sys::cepm_reject { handle, reason, ..Default::default() };
+        r.ari_len = u8::try_from(ari.len()).map_err(|_| invalid("ARI too long"))?;
+        r.pdata_len = u8::try_from(pdata.len()).map_err(|_| invalid("private data too long"))?;
+        r.ari.get_mut(..ari.len()).ok_or_else(|| invalid("ARI too long"))?.copy_from_slice(ari);
+        r.pdata.get_mut(..pdata.len()).ok_or_else(|| invalid("private data too long"))?.copy_from_slice(pdata);
+        self.ioctl(sys::CEPM_IOCTL_REJECT, &mut r)
+    }
+
+    /// What the CEP is and where it stands.
+    pub fn query_cep(&self, handle: u32) -> io::Result<CepInfo> {
+        let mut i = sys::cepm_cep_info { handle, ..Default::default() };
+        self.ioctl(sys::CEPM_IOCTL_QUERY_CEP, &mut i)?;
+        Ok(CepInfo {
+            state: i.state,
+            user_context: i.user_context,
+            service_id: i.service_id,
+            local_comm_id: i.local_comm_id,
+            remote_comm_id: i.remote_comm_id,
+            pending_requests: i.pending_requests,
+        })
+    }
+
+    /// The private data of the last message the CEP received, with that message's attribute ID.
+    pub fn private_data(&self, handle: u32) -> io::Result<(u16, Vec<u8>)> {
+        let mut p = sys::cepm_private_data { handle, ..Default::default() };
+        self.ioctl(sys::CEPM_IOCTL_GET_PRIVATE_DATA, &mut p)?;
+        Ok((p.attr_id, p.data[..usize::from(p.len).min(p.data.len())].to_vec()))
+    }
+
+    /// The next event, waiting at most `timeout` (`None`: forever). `Ok(None)` on timeout.
+    pub fn next_event(&self, timeout: Option<Duration>) -> io::Result<Option<Event>> {
+        let ms = timeout.map_or(-1, |t| i32::try_from(t.as_millis()).unwrap_or(i32::MAX));
+        let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: `pfd` is one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Ok(None);
+        }
+        let mut ev = sys::cepm_event::default();
+        // SAFETY: `ev` is a writable buffer of exactly one event.
+        let got = unsafe {
+            libc::read(self.file.as_raw_fd(), (&mut ev as *mut sys::cepm_event).cast(), std::mem::size_of_val(&ev))
+        };
+        if got < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Some(Event { kind: ev.event, handle: ev.handle, user_context: ev.user_context, status: ev.status }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_names_follow_the_abi_numbering() {
+        assert_eq!(state_name(sys::CEPM_STATE_IDLE), "IDLE");
+        assert_eq!(state_name(sys::CEPM_STATE_LISTEN), "LISTEN");
+        assert_eq!(state_name(sys::CEPM_STATE_REQ_RCVD), "REQ_RCVD");
+        assert_eq!(state_name(sys::CEPM_STATE_ESTABLISHED), "ESTABLISHED");
+        assert_eq!(state_name(sys::CEPM_STATE_DESTROYED), "DESTROYED");
+        assert_eq!(state_name(sys::CEPM_STATE_DESTROYED + 1), "?");
+    }
+
+    #[test]
+    fn abi_structs_have_the_sizes_the_kernel_asserts() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<sys::cepm_req_info>(), 200);
+        assert_eq!(size_of::<sys::cepm_get_request>(), 216);
+        assert_eq!(size_of::<sys::cepm_reject>(), 228);
+        assert_eq!(size_of::<sys::cepm_event>(), 24);
+    }
+}

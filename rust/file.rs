@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An open `/dev/cepm`: its CEP handles, its event queue, and the ioctls.
+//!
+//! Handles name CEPs only within this file, so a process can never reach another's CEP. The
+//! file lock is never held while a CEP lock is taken (CEPs deliver events into the file under
+//! their own lock).
+
+use core::mem::size_of;
+use kernel::{
+    fs::File,
+    new_spinlock,
+    prelude::*,
+    sync::{
+        poll::{
+            PollCondVar,
+            PollTable, //
+        },
+        Arc,
+        SpinLock,
+    },
+    uaccess::{
+        UserPtr,
+        UserSlice, //
+    },
+};
+
+use crate::{
+    cep::{
+        Cep,
+        Owner,
+        RejectArgs,
+        REJ_PDATA_MAX, //
+    },
+    registry,
+    tables,
+    uapi::{
+        self,
+        cepm_port_info,
+        cepm_query, //
+    },
+};
+
+/// One CEP as this file knows it.
+struct Handle {
+    id: u32,
+    cep: Arc<Cep>,
+    /// Events for this CEP read so far (reported by destroy).
+    events_reported: u32,
+}
+
+/// The fields of [`CepmFile`] protected by its lock.
+struct FileInner {
+    handles: KVec<Handle>,
+    next_handle: u32,
+    events: KVec<uapi::cepm_event>,
+    /// Set by release: no handle or event is added afterwards.
+    closed: bool,
+}
+
+/// An open `/dev/cepm`.
+#[pin_data]
+pub(crate) struct CepmFile {
+    #[pin]
+    inner: SpinLock<FileInner>,
+    /// Signalled when an event is queued.
+    #[pin]
+    readable: PollCondVar,
+}
+
+const EVENT_SIZE: usize = size_of::<uapi::cepm_event>();
+const POLLIN: u32 = kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
+
+impl CepmFile {
+    /// A new, empty file state.
+    pub(crate) fn open() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Self {
+                inner <- new_spinlock!(FileInner {
+                    handles: KVec::new(),
+                    next_handle: 1,
+                    events: KVec::new(),
+                    closed: false,
+                }, "CepmFile::inner"),
+                readable <- kernel::new_poll_condvar!("CepmFile::readable"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The last close: destroy every CEP this file owns.
+    pub(crate) fn release(self: Arc<Self>) {
+        let handles = {
+            let mut inner = self.inner.lock();
+            inner.closed = true;
+            inner.events.clear();
+            core::mem::take(&mut inner.handles)
+        };
+        for handle in handles.iter() {
+            handle.cep.destroy();
+        }
+    }
+
+    /// Queues `event`; called by CEPs under their lock.
+    pub(crate) fn push_event(&self, event: uapi::cepm_event) {
+        let mut inner = self.inner.lock();
+        if inner.closed || !inner.handles.iter().any(|h| h.id == event.handle) {
+            return;
+        }
+        if inner.events.push(event, GFP_ATOMIC).is_ok() {
+            drop(inner);
+            self.readable.notify_all();
+        }
+    }
+
+    /// `read`: as many whole events as fit in `len` bytes, waiting for one unless `nonblock`.
+    pub(crate) fn read(&self, buf: UserPtr, len: usize, nonblock: bool) -> Result<usize> {
+        let max = len / EVENT_SIZE;
+        if max == 0 {
+            return Err(EINVAL);
+        }
+        let mut inner = self.inner.lock();
+        while inner.events.is_empty() {
+            if nonblock {
+                return Err(EAGAIN);
+            }
+            if self.readable.wait_interruptible(&mut inner) {
+                return Err(ERESTARTSYS);
+            }
+        }
+        let n = inner.events.len().min(max);
+        let mut taken = KVec::with_capacity(n, GFP_ATOMIC)?;
+        for _ in 0..n {
+            let ev = inner.events.remove(0).map_err(|_| EINVAL)?;
+            if let Some(h) = inner.handles.iter_mut().find(|h| h.id == ev.handle) {
+                h.events_reported = h.events_reported.saturating_add(1);
+            }
+            taken.push(ev, GFP_ATOMIC)?;
+        }
+        // Copy out without the lock: it may fault and sleep.
+        drop(inner);
+        let mut out = UserSlice::new(buf, n * EVENT_SIZE).writer();
+        for ev in taken.iter() {
+            out.write(ev)?;
+        }
+        Ok(n * EVENT_SIZE)
+    }
+
+    /// `poll`: readable when an event is queued.
+    pub(crate) fn poll(&self, file: &File, table: PollTable<'_>) -> u32 {
+        table.register_wait(file, &self.readable);
+        if self.inner.lock().events.is_empty() {
+            0
+        } else {
+            POLLIN
+        }
+    }
+
+    /// Dispatches an ioctl.
+    pub(crate) fn ioctl(self: &Arc<Self>, cmd: u32, arg: usize) -> Result {
+        let arg = UserPtr::from_addr(arg);
+        let size = kernel::ioctl::_IOC_SIZE(cmd);
+        match cmd {
+            uapi::CEPM_IOCTL_QUERY => query(arg, size),
+            uapi::CEPM_IOCTL_CREATE => self.create(arg, size),
+            uapi::CEPM_IOCTL_DESTROY => self.destroy(arg, size),
+            uapi::CEPM_IOCTL_LISTEN => self.listen(arg, size),
+            uapi::CEPM_IOCTL_GET_REQUEST => self.get_request(arg, size),
+            uapi::CEPM_IOCTL_REJECT => self.reject(arg, size),
+            uapi::CEPM_IOCTL_QUERY_CEP => self.query_cep(arg, size),
+            uapi::CEPM_IOCTL_GET_PRIVATE_DATA => self.get_private_data(arg, size),
+            _ => Err(ENOTTY),
+        }
+    }
+
+    /// The CEP named `handle` on this file.
+    fn cep(&self, handle: u32) -> Result<Arc<Cep>> {
+        let inner = self.inner.lock();
+        inner.handles.iter().find(|h| h.id == handle).map(|h| h.cep.clone()).ok_or(EINVAL)
+    }
+
+    fn create(self: &Arc<Self>, arg: UserPtr, size: usize) -> Result {
+        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
+        let mut req: uapi::cepm_create = reader.read()?;
+        if req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        // The handle must exist before the CEP can raise events, so reserve its number first.
+        let handle = self.reserve_handle()?;
+        let owner = Owner { file: self.clone(), handle, context: req.user_context };
+        let cep = Cep::create(owner)?;
+        self.fill_handle(handle, cep.clone())?;
+        req.handle = handle;
+        if let Err(e) = writer.write(&req) {
+            self.remove_handle(handle);
+            cep.destroy();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Takes the next handle number; `fill_handle` attaches the CEP.
+    fn reserve_handle(&self) -> Result<u32> {
+        let mut inner = self.inner.lock();
+        if inner.closed {
+            return Err(EBADF);
+        }
+        let id = inner.next_handle;
+        inner.next_handle = id.checked_add(1).ok_or(EMFILE)?;
+        Ok(id)
+    }
+
+    /// Attaches `cep` to the reserved handle `id`; on failure the CEP is destroyed.
+    fn fill_handle(&self, id: u32, cep: Arc<Cep>) -> Result {
+        let mut inner = self.inner.lock();
+        let added = if inner.closed {
+            Err(EBADF)
+        } else {
+            inner.handles.push(Handle { id, cep: cep.clone(), events_reported: 0 }, GFP_ATOMIC).map_err(|_| ENOMEM)
+        };
+        drop(inner);
+        if added.is_err() {
+            cep.destroy();
+        }
+        added
+    }
+
+    /// Forgets `handle` and its queued events; returns its CEP and the events read for it.
+    fn remove_handle(&self, handle: u32) -> Option<(Arc<Cep>, u32)> {
+        let mut inner = self.inner.lock();
+        let i = inner.handles.iter().position(|h| h.id == handle)?;
+        let h = inner.handles.remove(i).ok()?;
+        inner.events.retain(|ev| ev.handle != handle);
+        Some((h.cep, h.events_reported))
+    }
+
+    fn destroy(&self, arg: UserPtr, size: usize) -> Result {
+        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
+        let mut req: uapi::cepm_destroy = reader.read()?;
+        let cep = self.cep(req.handle)?;
+        // Destroy first: afterwards the CEP raises no event, so none can slip in after the
+        // handle's queue is purged.
+        cep.destroy();
+        let (_, reported) = self.remove_handle(req.handle).ok_or(EINVAL)?;
+        req.events_reported = reported;
+        writer.write(&req)
+    }
+
+    fn listen(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_listen = UserSlice::new(arg, size).reader().read()?;
+        if req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        let mask = if req.service_mask == 0 { u64::MAX } else { req.service_mask };
+        self.cep(req.handle)?.listen(req.service_id, mask)
+    }
+
+    fn get_request(self: &Arc<Self>, arg: UserPtr, size: usize) -> Result {
+        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
+        let mut req: uapi::cepm_get_request = reader.read()?;
+        if req.handle != 0 {
+            return Err(EINVAL);
+        }
+        let listener = self.cep(req.listen_handle)?;
+        loop {
+            let child = listener.take_pending()?;
+            let handle = self.reserve_handle()?;
+            let owner = Owner { file: self.clone(), handle, context: req.user_context };
+            self.fill_handle(handle, child.clone())?;
+            match child.claim(owner) {
+                Ok(info) => {
+                    req.handle = handle;
+                    req.req = info;
+                    return writer.write(&req);
+                }
+                // The peer gave up while the REQ waited: forget it and try the next.
+                Err(_) => {
+                    self.remove_handle(handle);
+                    child.destroy();
+                }
+            }
+        }
+    }
+
+    fn reject(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_reject = UserSlice::new(arg, size).reader().read()?;
+        let ari = req.ari.get(..usize::from(req.ari_len)).ok_or(E2BIG)?;
+        let pdata = req.pdata.get(..usize::from(req.pdata_len)).ok_or(E2BIG)?;
+        if pdata.len() > REJ_PDATA_MAX {
+            return Err(E2BIG);
+        }
+        let cep = self.cep(req.handle)?;
+        cep.reject(&RejectArgs { reason: req.reason, ari, pdata })
+    }
+
+    fn query_cep(&self, arg: UserPtr, size: usize) -> Result {
+        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
+        let req: uapi::cepm_cep_info = reader.read()?;
+        let info = self.cep(req.handle)?.info(req.handle);
+        writer.write(&info)
+    }
+
+    fn get_private_data(&self, arg: UserPtr, size: usize) -> Result {
+        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
+        let mut req: uapi::cepm_private_data = reader.read()?;
+        if req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        self.cep(req.handle)?.private_data(&mut req);
+        writer.write(&req)
+    }
+}
+
+/// `CEPM_IOC_QUERY`: the ABI version and the managed ports with their counters.
+fn query(arg: UserPtr, size: usize) -> Result {
+    let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
+    let mut q: cepm_query = reader.read()?;
+    if q.reserved != 0 || q.reserved2 != 0 {
+        return Err(EINVAL);
+    }
+    let infos = registry::port_infos()?;
+    let filled = infos.len().min(q.port_capacity as usize);
+    if filled > 0 {
+        let ports = UserPtr::from_addr(usize::try_from(q.ports).map_err(|_| EFAULT)?);
+        let len = filled.checked_mul(size_of::<cepm_port_info>()).ok_or(EINVAL)?;
+        let mut out = UserSlice::new(ports, len).writer();
+        for info in &infos[..filled] {
+            out.write(info)?;
+        }
+    }
+    q.abi_version = uapi::CEPM_ABI_VERSION;
+    q.num_ports = u32::try_from(infos.len()).map_err(|_| EOVERFLOW)?;
+    q.num_ceps = u32::try_from(tables::count_local()).unwrap_or(u32::MAX);
+    writer.write(&q)
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The passive side of a connection as far as cepm takes it today: a listener gets a REQ event,
+# claims the new CEP (REQ details intact), rejects it with private data; a REQ left unclaimed
+# is rejected when its listener goes away.  REQs come from ib_umad loopback (cepmctl send-mad).
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 7
+
+SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
+out=$CEPM_ROOT/out/cep_listen.$$
+tx_rej() { "$CEPMCTL" tx-count "$RXE_DEV" 1 REJ; }
+tx_rej_is() { [ "$(tx_rej)" = "$1" ]; }
+listening() { grep -q '^serve: listening' "$1"; }
+
+rej0=$(tx_rej)
+"$CEPMCTL" serve --service-id $SID --reason 28 --reject-data "no thanks" --timeout-ms 20000 >"$out.1" 2>&1 &
+pid=$!
+wait_until 10 listening "$out.1"
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00001
+wait $pid
+rc=$?
+sed 's/^/# /' "$out.1"
+ktap_check "serve saw the REQ, claimed and rejected it" test $rc = 0
+ktap_check "the claimed CEP carries the REQ's fields, in REQ_RCVD" \
+	grep -q "REQ from comm ID 0xabc00001 QPN 0x1234 PSN 0x5678 for $SID on $RXE_DEV port 1, CEP [0-9]* in REQ_RCVD" "$out.1"
+ktap_check "the REJ went out" wait_until 10 tx_rej_is $((rej0 + 1))
+
+"$CEPMCTL" serve --service-id $SID --leave-unclaimed --timeout-ms 20000 >"$out.2" 2>&1 &
+pid=$!
+wait_until 10 listening "$out.2"
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00002
+wait $pid
+rc=$?
+sed 's/^/# /' "$out.2"
+ktap_check "a second listener on the same service ID is possible once the first is gone" test $rc = 0
+ktap_check "closing a listener rejects the REQ it left unclaimed" wait_until 10 tx_rej_is $((rej0 + 2))
+
+# With no listener left, the service ID is unknown again: REJ 8, stateless.
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00003
+ktap_check "after the listener is gone, a REQ gets the stateless REJ" wait_until 10 tx_rej_is $((rej0 + 3))
+ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
+rm -f "$out".*
+ktap_finished
