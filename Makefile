@@ -14,7 +14,13 @@
 CEPM_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cepm
 export CEPM_CACHE
 export PATH := $(CEPM_CACHE)/tools/bin:$(CEPM_CACHE)/venv/bin:$(HOME)/.cargo/bin:$(PATH)
-export LIBCLANG_PATH ?= $(firstword $(wildcard $(CEPM_CACHE)/venv/lib/python3*/site-packages/clang/native))
+# bindgen (module build) loads PyPI's libclang from the venv `make deps` creates. Only export it
+# once it exists: an empty value exported by the top-level make (before deps ran, on a cold
+# machine) would shadow it in every sub-make.
+CEPM_LIBCLANG := $(firstword $(wildcard $(CEPM_CACHE)/venv/lib/python3*/site-packages/clang/native))
+ifneq ($(CEPM_LIBCLANG),)
+export LIBCLANG_PATH ?= $(CEPM_LIBCLANG)
+endif
 
 # Any CONFIG_RUST tree built with this machine's rustc works; the cached one is the default.
 KDIR ?= $(shell cat $(CEPM_CACHE)/current-kernel 2>/dev/null)

@@ -33,14 +33,26 @@ use crate::{
             MAD_SIZE, //
         },
         msg_code::MessageCode,
+        path::CmPath,
         pdata::PrivateData,
+        qp_attr::{
+            self,
+            Negotiated,
+            QpState, //
+        },
         rej::{
             Rej,
             REJ_PRIVATE_DATA_SIZE, //
         },
+        rep::Rep,
         req::{
             Req,
             Transport, //
+        },
+        rtu::Rtu,
+        timing::{
+            self,
+            RetryTimer, //
         },
         state::{
             self,
@@ -51,7 +63,12 @@ use crate::{
             UserEvent, //
         },
     },
-    shim::AddressHandle,
+    shim::{
+        AddressHandle,
+        AhInfo,
+        OutstandingSend,
+        SendOwner, //
+    },
     tables,
     uapi, //
 };
@@ -102,6 +119,16 @@ struct CepInner {
     last_rej_reason: u16,
     /// Events raised while unclaimed, delivered when claimed.
     parked_events: KVec<uapi::cepm_event>,
+    /// QP parameters agreed so far (from the REQ and REP).
+    negotiated: Option<Negotiated>,
+    /// Messages waiting for the transition that sends them.
+    req_msg: Option<KBox<Req>>,
+    rep_msg: Option<KBox<Rep>>,
+    rtu_msg: Option<KBox<Rtu>>,
+    /// The retried MAD in flight, if any, and how it is retried.
+    msg: Option<OutstandingSend>,
+    send_seq: u64,
+    retry: RetryTimer,
 }
 
 /// A connection endpoint.
@@ -128,6 +155,13 @@ impl Cep {
                     pdata: ReceivedPdata { attr: 0, len: 0, data: [0; uapi::CEPM_PDATA_MAX as usize] },
                     last_rej_reason: 0,
                     parked_events: KVec::new(),
+                    negotiated: None,
+                    req_msg: None,
+                    rep_msg: None,
+                    rtu_msg: None,
+                    msg: None,
+                    send_seq: 0,
+                    retry: RetryTimer { timeout_ms: 0, retries: 0 },
                 }, "Cep::inner"),
             }),
             GFP_KERNEL,
@@ -140,7 +174,7 @@ impl Cep {
     }
 
     /// Applies `event`; on success runs the actions and returns the new state.
-    fn apply(&self, inner: &mut CepInner, event: Event, rej: Option<&RejectArgs<'_>>) -> Result<State> {
+    fn apply(self: &Arc<Self>, inner: &mut CepInner, event: Event, rej: Option<&RejectArgs<'_>>) -> Result<State> {
         let t = state::transition(inner.sm, event).map_err(|_| EINVAL)?;
         inner.sm = t.next;
         for action in t.actions.as_slice() {
@@ -150,7 +184,7 @@ impl Cep {
     }
 
     /// Carries out one action of a transition.
-    fn run(&self, inner: &mut CepInner, action: Action, rej: Option<&RejectArgs<'_>>) {
+    fn run(self: &Arc<Self>, inner: &mut CepInner, action: Action, rej: Option<&RejectArgs<'_>>) {
         match action {
             Action::Send(Outgoing::Rej {
                 reason,
@@ -159,6 +193,27 @@ impl Cep {
                 ari_ca_guid,
             }) => self.send_rej(inner, reason, rejected, zero_local_id, ari_ca_guid, rej),
             Action::Deliver(event) => self.deliver(inner, event),
+            Action::SendRetried(Outgoing::Req) => {
+                let msg = inner.req_msg.take().map(|m| CmMsg::Req(*m));
+                self.send_retried(inner, msg, AttrId::Req);
+            }
+            Action::SendRetried(Outgoing::Rep) => {
+                let msg = inner.rep_msg.as_deref().map(|m| CmMsg::Rep(*m));
+                self.send_retried(inner, msg, AttrId::Rep);
+            }
+            Action::Send(Outgoing::Rtu) => {
+                if let (Some(peer), Some(rtu)) = (&inner.peer, inner.rtu_msg.as_deref()) {
+                    let mut mad = [0u8; MAD_SIZE];
+                    if CmMad::new(peer.port.tid(self.local_id), 0, CmMsg::Rtu(*rtu)).encode(&mut mad).is_ok() {
+                        peer.port.send_once(&peer.ah, &mad, AttrId::Rtu);
+                    }
+                }
+            }
+            Action::CancelSend => {
+                if let Some(msg) = inner.msg.take() {
+                    msg.cancel();
+                }
+            }
             Action::StopListening => tables::remove_listener(self),
             Action::CountDuplicate => {
                 if let Some(peer) = &inner.peer {
@@ -173,6 +228,10 @@ impl Cep {
     fn deliver(&self, inner: &mut CepInner, event: UserEvent) {
         let (kind, status) = match event {
             UserEvent::RejReceived => (uapi::CEPM_EVENT_REJ_RECEIVED, u32::from(inner.last_rej_reason)),
+            UserEvent::RepReceived => (uapi::CEPM_EVENT_REP_RECEIVED, 0),
+            UserEvent::RtuReceived | UserEvent::UserEstablished => (uapi::CEPM_EVENT_ESTABLISHED, 0),
+            UserEvent::ReqError => (uapi::CEPM_EVENT_REQ_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
+            UserEvent::RepError => (uapi::CEPM_EVENT_REP_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
             other => {
                 pr_warn!("cep {:#x}: event {:?} has no ABI yet\n", self.local_id, other);
                 return;
@@ -189,6 +248,39 @@ impl Cep {
                 // Kept for whoever claims the CEP; lost only if memory is short.
                 let _ = inner.parked_events.push(ev, GFP_ATOMIC);
             }
+        }
+    }
+
+    /// Sends `msg` to the peer, retried with the CEP's retry timer until answered.
+    fn send_retried(self: &Arc<Self>, inner: &mut CepInner, msg: Option<CmMsg>, attr: AttrId) {
+        let (Some(peer), Some(msg)) = (&inner.peer, msg) else {
+            return;
+        };
+        let mut mad = [0u8; MAD_SIZE];
+        if CmMad::new(peer.port.tid(self.local_id), 0, msg).encode(&mut mad).is_err() {
+            peer.port.count_tx_error();
+            return;
+        }
+        inner.send_seq = inner.send_seq.wrapping_add(1);
+        let owner = SendOwner { cep: self.clone(), seq: inner.send_seq };
+        let retry = inner.retry;
+        // A failed post is left to the protocol: the CEP waits for an answer that cannot come
+        // and the user destroys it; the counters show the failure.
+        if let Ok(sent) = peer.port.send_retried(&peer.ah, &mad, attr, retry.timeout_ms, retry.retries, owner) {
+            inner.msg = Some(sent);
+        }
+    }
+
+    /// The MAD layer is done with send `seq` of this CEP: answered (cancelled), sent, or out
+    /// of retries.
+    pub(crate) fn send_done(self: &Arc<Self>, seq: u64, status: i32) {
+        let mut inner = self.inner.lock();
+        if inner.msg.as_ref().is_none_or(|m| m.seq() != seq) {
+            return;
+        }
+        inner.msg = None;
+        if status == ETIMEDOUT.to_errno() {
+            let _ = self.apply(&mut inner, Event::SendTimeout, None);
         }
     }
 
@@ -297,6 +389,8 @@ impl Cep {
                 ah,
             });
             inner.set_pdata(AttrId::Req, req.private_data.as_bytes());
+            inner.negotiated = Some(Negotiated::passive(req, 0, u8::try_from(port.num()).unwrap_or(0)));
+            inner.retry = RetryTimer::rep(req.local_cm_response_timeout, req.max_cm_retries);
             inner.req = Some(info);
             for action in actions.as_slice() {
                 // The REQ event itself goes to the listener (`offer`), not to the new CEP.
@@ -360,14 +454,14 @@ impl Cep {
     }
 
     /// The user rejects the connection.
-    pub(crate) fn reject(&self, args: &RejectArgs<'_>) -> Result {
+    pub(crate) fn reject(self: &Arc<Self>, args: &RejectArgs<'_>) -> Result {
         let mut inner = self.inner.lock();
         self.apply(&mut inner, Event::SendRej { reason: args.reason }, Some(args))?;
         Ok(())
     }
 
     /// A REJ for this CEP arrived.
-    pub(crate) fn rej_received(&self, rej: &Rej) {
+    pub(crate) fn rej_received(self: &Arc<Self>, rej: &Rej) {
         let mut inner = self.inner.lock();
         // LocalCommID 0 is allowed: a REJ of a REQ may come before the peer has an ID.
         let from_peer = inner.peer.as_ref().is_some_and(|p| rej.local_comm_id == 0 || p.comm_id == rej.local_comm_id);
@@ -379,15 +473,202 @@ impl Cep {
         let _ = self.apply(&mut inner, Event::RxRej { reason: rej.reason }, None);
     }
 
+    /// Sends a REQ for the connection `args` describes, from `port`.
+    pub(crate) fn connect(self: &Arc<Self>, port: Arc<CmPort>, args: &uapi::cepm_connect) -> Result {
+        let path = &args.path;
+        let info = AhInfo {
+            dgid: path.dgid,
+            dmac: path.dmac,
+            sgid_index: path.sgid_index,
+            hop_limit: path.hop_limit,
+            flow_label: path.flow_label,
+            traffic_class: path.traffic_class,
+            sl: path.sl,
+            port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
+            reserved: 0,
+        };
+        let local_gid = port.gid(path.sgid_index)?;
+        let ah = port.create_ah(&info)?;
+        let req = KBox::new(
+            Req {
+                local_comm_id: self.local_id,
+                service_id: args.service_id,
+                local_ca_guid: port.ca_guid(),
+                local_qpn: args.local_qpn,
+                responder_resources: args.responder_resources,
+                initiator_depth: args.initiator_depth,
+                remote_cm_response_timeout: args.remote_cm_response_timeout,
+                transport: if args.qp_type == 1 { Transport::Uc } else { Transport::Rc },
+                starting_psn: args.starting_psn,
+                local_cm_response_timeout: args.local_cm_response_timeout,
+                retry_count: args.retry_count,
+                pkey: if path.pkey == 0 { 0xffff } else { path.pkey },
+                path_mtu: path.mtu,
+                rnr_retry_count: args.rnr_retry_count,
+                max_cm_retries: args.max_cm_retries,
+                srq: args.srq != 0,
+                primary_path: CmPath {
+                    local_gid,
+                    remote_gid: path.dgid,
+                    flow_label: path.flow_label,
+                    traffic_class: path.traffic_class,
+                    hop_limit: path.hop_limit,
+                    sl: path.sl,
+                    subnet_local: path.hop_limit <= 1,
+                    local_ack_timeout: timing::ack_timeout(port.ack_delay(), path.packet_life_time),
+                    ..Default::default()
+                },
+                private_data: PrivateData::new(args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?)
+                    .map_err(|_| E2BIG)?,
+                ..Default::default()
+            },
+            GFP_KERNEL,
+        )?;
+        // Encoding refuses out-of-range values (QPN 0 or over 24 bits, ...): check before any
+        // state changes.
+        CmMsg::Req(*req).encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)?;
+        let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
+        let mut inner = self.inner.lock();
+        // Only an idle CEP may connect; `apply` checks it again, this keeps `inner` untouched.
+        state::transition(inner.sm, Event::SendReq).map_err(|_| EINVAL)?;
+        inner.peer = Some(Peer { comm_id: 0, ca_guid: 0, port, ah });
+        inner.service_id = args.service_id;
+        inner.negotiated = Some(negotiated);
+        inner.retry = RetryTimer::req(path.packet_life_time, args.remote_cm_response_timeout, args.max_cm_retries);
+        inner.req_msg = Some(req);
+        self.apply(&mut inner, Event::SendReq, None)?;
+        Ok(())
+    }
+
+    /// A REP for this CEP's REQ arrived.
+    pub(crate) fn rep_received(self: &Arc<Self>, rep: &Rep) {
+        let mut inner = self.inner.lock();
+        if !matches!(inner.sm.state, State::ReqSent | State::MraReqRcvd) {
+            // Duplicates and strays: the state machine decides (e.g. resend the RTU).
+            let _ = self.apply(&mut inner, Event::RxRep, None);
+            return;
+        }
+        if let Some(peer) = inner.peer.as_mut() {
+            peer.comm_id = rep.local_comm_id;
+            peer.ca_guid = rep.local_ca_guid;
+        }
+        if let Some(n) = inner.negotiated.as_mut() {
+            n.apply_received_rep(rep);
+        }
+        inner.set_pdata(AttrId::Rep, rep.private_data.as_bytes());
+        let _ = self.apply(&mut inner, Event::RxRep, None);
+    }
+
+    /// An RTU for this CEP's REP arrived.
+    pub(crate) fn rtu_received(self: &Arc<Self>, rtu: &Rtu) {
+        let mut inner = self.inner.lock();
+        if inner.peer.as_ref().is_none_or(|p| p.comm_id != rtu.local_comm_id) {
+            return;
+        }
+        inner.set_pdata(AttrId::Rtu, rtu.private_data.as_bytes());
+        let _ = self.apply(&mut inner, Event::RxRtu, None);
+    }
+
+    /// Formats the REP for a claimed REQ without sending it.
+    pub(crate) fn prepare_rep(self: &Arc<Self>, args: &uapi::cepm_accept) -> Result {
+        let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
+        let private_data = PrivateData::new(pdata).map_err(|_| E2BIG)?;
+        let mut inner = self.inner.lock();
+        let peer = inner.peer.as_ref().ok_or(EINVAL)?;
+        let rep = Rep {
+            local_comm_id: self.local_id,
+            remote_comm_id: peer.comm_id,
+            local_qpn: args.local_qpn,
+            starting_psn: args.starting_psn,
+            responder_resources: args.responder_resources,
+            initiator_depth: args.initiator_depth,
+            target_ack_delay: args.target_ack_delay,
+            rnr_retry_count: args.rnr_retry_count,
+            srq: args.srq != 0,
+            local_ca_guid: peer.port.ca_guid(),
+            private_data,
+            ..Default::default()
+        };
+        CmMsg::Rep(rep).encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)?;
+        state::transition(inner.sm, Event::PrepareRep).map_err(|_| EINVAL)?;
+        inner.rep_msg = Some(KBox::new(rep, GFP_ATOMIC)?);
+        if let Some(n) = inner.negotiated.as_mut() {
+            n.apply_sent_rep(&rep);
+        }
+        self.apply(&mut inner, Event::PrepareRep, None)?;
+        Ok(())
+    }
+
+    /// Sends the prepared REP.
+    pub(crate) fn send_rep(self: &Arc<Self>) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.rep_msg.is_none() {
+            return Err(EINVAL);
+        }
+        self.apply(&mut inner, Event::SendRep, None)?;
+        Ok(())
+    }
+
+    /// Sends the RTU (active side, after the REP).
+    pub(crate) fn send_rtu(self: &Arc<Self>, pdata: &[u8]) -> Result {
+        let private_data = PrivateData::new(pdata).map_err(|_| E2BIG)?;
+        let mut inner = self.inner.lock();
+        let peer = inner.peer.as_ref().ok_or(EINVAL)?;
+        let rtu = Rtu { local_comm_id: self.local_id, remote_comm_id: peer.comm_id, private_data };
+        state::transition(inner.sm, Event::SendRtu).map_err(|_| EINVAL)?;
+        inner.rtu_msg = Some(KBox::new(rtu, GFP_ATOMIC)?);
+        self.apply(&mut inner, Event::SendRtu, None)?;
+        Ok(())
+    }
+
+    /// The attributes that move the connection's QP to `args.qp_state`.
+    pub(crate) fn qp_attr(&self, args: &mut uapi::cepm_qp_attr) -> Result {
+        let target = match args.qp_state {
+            uapi::CEPM_QPS_INIT => QpState::Init,
+            uapi::CEPM_QPS_RTR => QpState::Rtr,
+            uapi::CEPM_QPS_RTS => QpState::Rts,
+            _ => return Err(EINVAL),
+        };
+        let inner = self.inner.lock();
+        let negotiated = inner.negotiated.as_ref().ok_or(EINVAL)?;
+        let a = qp_attr::derive(inner.sm.state, target, negotiated).map_err(|_| EINVAL)?;
+        let ah = inner.peer.as_ref().ok_or(EINVAL)?.ah.clone();
+        drop(inner);
+        let info = ah.info()?;
+        args.attr_mask = a.mask;
+        args.qp_access_flags = a.access_flags;
+        args.dest_qp_num = a.dest_qp_num;
+        args.rq_psn = a.rq_psn;
+        args.sq_psn = a.sq_psn;
+        args.pkey_index = a.pkey_index;
+        args.port_num = a.port_num;
+        args.path_mtu = a.path_mtu;
+        args.max_dest_rd_atomic = a.max_dest_rd_atomic;
+        args.max_rd_atomic = a.max_rd_atomic;
+        args.min_rnr_timer = a.min_rnr_timer;
+        args.timeout = a.timeout;
+        args.retry_cnt = a.retry_cnt;
+        args.rnr_retry = a.rnr_retry;
+        args.ah.dgid = info.dgid;
+        args.ah.dmac = info.dmac;
+        args.ah.sgid_index = info.sgid_index;
+        args.ah.hop_limit = info.hop_limit;
+        args.ah.flow_label = info.flow_label;
+        args.ah.traffic_class = info.traffic_class;
+        args.ah.sl = info.sl;
+        args.ah.mtu = a.path_mtu;
+        Ok(())
+    }
+
     /// A duplicate of the REQ that created this CEP arrived.
-    pub(crate) fn duplicate_req(&self) {
+    pub(crate) fn duplicate_req(self: &Arc<Self>) {
         let mut inner = self.inner.lock();
         let _ = self.apply(&mut inner, Event::RxDupReq, None);
     }
 
     /// Ends the CEP as its state requires; afterwards no event for it is queued anywhere and
     /// none can arrive. Pending REQs of a listener are rejected.
-    pub(crate) fn destroy(&self) {
+    pub(crate) fn destroy(self: &Arc<Self>) {
         let (pending, peer_key) = {
             let mut inner = self.inner.lock();
             let _ = self.apply(&mut inner, Event::Destroy { retry_later: false }, None);

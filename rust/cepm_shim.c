@@ -13,6 +13,7 @@
 #include <linux/poll.h>
 #include <linux/random.h>
 #include <linux/string.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 
@@ -52,6 +53,11 @@ void cepm_shim_device_name(struct ib_device *device, char *buf, size_t len)
 u64 cepm_shim_device_node_guid(struct ib_device *device)
 {
 	return be64_to_cpu(device->node_guid);
+}
+
+u8 cepm_shim_device_ack_delay(struct ib_device *device)
+{
+	return device->attrs.local_ca_ack_delay;
 }
 
 u32 cepm_shim_start_port(struct ib_device *device)
@@ -104,9 +110,12 @@ static void cepm_agent_send_done(struct ib_mad_agent *agent,
 		status = -EIO;
 		break;
 	}
-	/* Free first: the buffer references the AH that msg_ctx may own. */
-	ib_free_send_mad(send_wc->send_buf);
+	/*
+	 * Rust first: whoever may still cancel this buffer learns under its own
+	 * lock that it is done, before the buffer goes.
+	 */
 	cepm_rust_send_done(agent->context, msg_ctx, status);
+	ib_free_send_mad(send_wc->send_buf);
 }
 
 struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port,
@@ -138,6 +147,58 @@ struct ib_ah *cepm_shim_recv_reply_ah(struct ib_mad_agent *agent,
 {
 	return ib_create_ah_from_wc(agent->qp->pd, recv->wc, recv->recv_buf.grh,
 				    agent->port_num);
+}
+
+struct ib_ah *cepm_shim_create_ah(struct ib_mad_agent *agent, const struct cepm_ah_info *info)
+{
+	struct rdma_ah_attr attr = {};
+	union ib_gid dgid;
+
+	attr.type = rdma_ah_find_type(agent->device, agent->port_num);
+	rdma_ah_set_port_num(&attr, agent->port_num);
+	rdma_ah_set_sl(&attr, info->sl);
+	memcpy(dgid.raw, info->dgid, sizeof(dgid.raw));
+	rdma_ah_set_grh(&attr, &dgid, info->flow_label, info->sgid_index,
+			info->hop_limit, info->traffic_class);
+	if (attr.type == RDMA_AH_ATTR_TYPE_ROCE)
+		memcpy(attr.roce.dmac, info->dmac, ETH_ALEN);
+	return rdma_create_ah(agent->qp->pd, &attr, 0);
+}
+
+int cepm_shim_query_gid(struct ib_mad_agent *agent, u8 index, u8 *gid)
+{
+	union ib_gid g;
+	int ret = rdma_query_gid(agent->device, agent->port_num, index, &g);
+
+	if (!ret)
+		memcpy(gid, g.raw, sizeof(g.raw));
+	return ret;
+}
+
+int cepm_shim_query_ah(struct ib_ah *ah, struct cepm_ah_info *info)
+{
+	struct rdma_ah_attr attr;
+	const struct ib_global_route *grh;
+	int ret;
+
+	ret = rdma_query_ah(ah, &attr);
+	if (ret)
+		return ret;
+	memset(info, 0, sizeof(*info));
+	info->sl = rdma_ah_get_sl(&attr);
+	info->port_num = rdma_ah_get_port_num(&attr);
+	if (rdma_ah_get_ah_flags(&attr) & IB_AH_GRH) {
+		grh = rdma_ah_read_grh(&attr);
+		memcpy(info->dgid, grh->dgid.raw, sizeof(info->dgid));
+		info->sgid_index = grh->sgid_index;
+		info->hop_limit = grh->hop_limit;
+		info->flow_label = grh->flow_label;
+		info->traffic_class = grh->traffic_class;
+	}
+	if (attr.type == RDMA_AH_ATTR_TYPE_ROCE)
+		memcpy(info->dmac, attr.roce.dmac, ETH_ALEN);
+	rdma_destroy_ah_attr(&attr);
+	return 0;
 }
 
 void cepm_shim_destroy_ah(struct ib_ah *ah)

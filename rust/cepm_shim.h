@@ -45,7 +45,8 @@ typedef void cepm_recv_mad_fn(void *port_ctx, struct ib_mad_agent *agent,
 /*
  * A MAD posted with cepm_shim_send_mad() is finished: sent (0), out of retries
  * (-ETIMEDOUT), cancelled (-ECANCELED) or failed (-EIO).  The send buffer is
- * already freed, so msg_ctx's owner may release the AH.  Process context.
+ * freed right after this returns (its AH may be released here, as Linux's
+ * cm_free_msg does).  Process context.
  */
 typedef void cepm_send_done_fn(void *port_ctx, void *msg_ctx, int status);
 
@@ -88,6 +89,8 @@ void cepm_shim_client_unregister(void);
 void cepm_shim_device_name(struct ib_device *device, char *buf, size_t len);
 /* The device's node GUID (the CA GUID of CM messages), in host order. */
 u64 cepm_shim_device_node_guid(struct ib_device *device);
+/* The CA's local ACK delay exponent (for the REQ's local ACK timeout). */
+u8 cepm_shim_device_ack_delay(struct ib_device *device);
 u32 cepm_shim_start_port(struct ib_device *device);
 u32 cepm_shim_end_port(struct ib_device *device);
 /* rdma_cap_ib_cm(): the port speaks the IB CM protocol (IB and RoCE). */
@@ -114,6 +117,28 @@ u32 cepm_shim_agent_hi_tid(struct ib_mad_agent *agent);
  */
 struct ib_ah *cepm_shim_recv_reply_ah(struct ib_mad_agent *agent,
 				      struct ib_mad_recv_wc *recv);
+/* What an address handle points at (RoCE: GRH fields and next-hop MAC). */
+struct cepm_ah_info {
+	u8 dgid[16];
+	u8 dmac[6];
+	u8 sgid_index;
+	u8 hop_limit;
+	u32 flow_label;
+	u8 traffic_class;
+	u8 sl;
+	u8 port_num;
+	u8 reserved;
+};
+
+/*
+ * An address handle for a peer given by its GID (with a GRH, as RoCE needs)
+ * on the agent's port.  Atomic context is fine.  ERR_PTR on failure.
+ */
+struct ib_ah *cepm_shim_create_ah(struct ib_mad_agent *agent, const struct cepm_ah_info *info);
+/* Our GID at index on the agent's port. */
+int cepm_shim_query_gid(struct ib_mad_agent *agent, u8 index, u8 *gid);
+/* Reads back what ah points at. */
+int cepm_shim_query_ah(struct ib_ah *ah, struct cepm_ah_info *info);
 /* Destroys an AH no send uses any more.  Atomic context is fine. */
 void cepm_shim_destroy_ah(struct ib_ah *ah);
 

@@ -46,13 +46,9 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     };
     let matched = match &received.msg {
         CmMsg::Req(req) => req_received(port, mad, req),
-        CmMsg::Rej(rej) => match tables::find_local(rej.remote_comm_id) {
-            Some(cep) => {
-                cep.rej_received(rej);
-                true
-            }
-            None => false,
-        },
+        CmMsg::Rej(rej) => tables::find_local(rej.remote_comm_id).map(|cep| cep.rej_received(rej)).is_some(),
+        CmMsg::Rep(rep) => tables::find_local(rep.remote_comm_id).map(|cep| cep.rep_received(rep)).is_some(),
+        CmMsg::Rtu(rtu) => tables::find_local(rtu.remote_comm_id).map(|cep| cep.rtu_received(rtu)).is_some(),
         _ => false,
     };
     if matched {

@@ -48,7 +48,7 @@ impl CmDevice {
             if !ib.port_has_ib_cm(num) {
                 continue;
             }
-            let port = CmPort::new(raw_name, num, ib.port_is_roce(num), guid)?;
+            let port = CmPort::new(raw_name, num, ib.port_is_roce(num), guid, ib.ack_delay())?;
             match MadAgent::register(&ib, port.clone()) {
                 Ok(agent) => ports.push(ManagedPort { _agent: agent, port }, GFP_KERNEL)?,
                 Err(e) => {
@@ -77,6 +77,17 @@ impl CmDevice {
     /// The underlying RDMA device.
     pub(crate) fn ib(&self) -> &IbDevice {
         &self.ib
+    }
+
+    /// Port `num`, if this device is the one named `name` (NUL-padded) and manages it.
+    pub(crate) fn port(&self, name: &[u8], num: u32) -> Option<Arc<CmPort>> {
+        let own = self.ib.name();
+        let len = own.iter().position(|&c| c == 0).unwrap_or(own.len());
+        let wanted = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+        if own.get(..len) != name.get(..wanted) {
+            return None;
+        }
+        self.ports.iter().find(|m| m.port.num() == num).map(|m| m.port.clone())
     }
 
     /// Appends the ABI description of each port to `out`.

@@ -169,6 +169,11 @@ impl CepmFile {
             uapi::CEPM_IOCTL_REJECT => self.reject(arg, size),
             uapi::CEPM_IOCTL_QUERY_CEP => self.query_cep(arg, size),
             uapi::CEPM_IOCTL_GET_PRIVATE_DATA => self.get_private_data(arg, size),
+            uapi::CEPM_IOCTL_CONNECT => self.connect(arg, size),
+            uapi::CEPM_IOCTL_PREPARE_REP => self.prepare_rep(arg, size),
+            uapi::CEPM_IOCTL_SEND_REP => self.send_rep(arg, size),
+            uapi::CEPM_IOCTL_SEND_RTU => self.send_rtu(arg, size),
+            uapi::CEPM_IOCTL_INIT_QP_ATTR => self.init_qp_attr(arg, size),
             _ => Err(ENOTTY),
         }
     }
@@ -291,6 +296,57 @@ impl CepmFile {
         }
         let cep = self.cep(req.handle)?;
         cep.reject(&RejectArgs { reason: req.reason, ari, pdata })
+    }
+
+    fn connect(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_connect = UserSlice::new(arg, size).reader().read()?;
+        if req.reserved != [0; 2] || req.reserved2 != [0; 4] || req.path.reserved != [0; 2] {
+            return Err(EINVAL);
+        }
+        if usize::from(req.pdata_len) > uapi::CEPM_REQ_PDATA_MAX as usize {
+            return Err(E2BIG);
+        }
+        if req.qp_type > 1 || req.max_cm_retries > 15 || !(1..=5).contains(&req.path.mtu) {
+            return Err(EINVAL);
+        }
+        let cep = self.cep(req.handle)?;
+        let port = registry::find_port(&req.dev_name, req.port_num).ok_or(ENODEV)?;
+        cep.connect(port, &req)
+    }
+
+    fn prepare_rep(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_accept = UserSlice::new(arg, size).reader().read()?;
+        if req.reserved != [0; 2] {
+            return Err(EINVAL);
+        }
+        if usize::from(req.pdata_len) > uapi::CEPM_REP_PDATA_MAX as usize {
+            return Err(E2BIG);
+        }
+        self.cep(req.handle)?.prepare_rep(&req)
+    }
+
+    fn send_rep(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_send_rep = UserSlice::new(arg, size).reader().read()?;
+        if req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        self.cep(req.handle)?.send_rep()
+    }
+
+    fn send_rtu(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_rtu = UserSlice::new(arg, size).reader().read()?;
+        if req.reserved != [0; 3] {
+            return Err(EINVAL);
+        }
+        let pdata = req.pdata.get(..usize::from(req.pdata_len)).ok_or(E2BIG)?;
+        self.cep(req.handle)?.send_rtu(pdata)
+    }
+
+    fn init_qp_attr(&self, arg: UserPtr, size: usize) -> Result {
+        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
+        let mut req: uapi::cepm_qp_attr = reader.read()?;
+        self.cep(req.handle)?.qp_attr(&mut req)?;
+        writer.write(&req)
     }
 
     fn query_cep(&self, arg: UserPtr, size: usize) -> Result {

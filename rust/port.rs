@@ -26,8 +26,11 @@ use crate::{
     shim::{
         AddressHandle,
         AgentRef,
+        AhInfo,
         DeviceName,
-        ReceivedMad, //
+        OutstandingSend,
+        ReceivedMad,
+        SendOwner, //
     },
     uapi, //
 };
@@ -66,6 +69,8 @@ pub(crate) struct CmPort {
     roce: bool,
     /// The device's node GUID, the CA GUID our CM messages carry.
     ca_guid: u64,
+    /// The CA's local ACK delay exponent.
+    ack_delay: u8,
     /// The agent, while registered: senders take this lock, so none is mid-send when the
     /// agent goes away.
     #[pin]
@@ -84,13 +89,20 @@ pub(crate) struct CmPort {
 
 impl CmPort {
     /// A port with no agent yet and all counters at zero.
-    pub(crate) fn new(device_name: DeviceName, num: u32, roce: bool, ca_guid: u64) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        device_name: DeviceName,
+        num: u32,
+        roce: bool,
+        ca_guid: u64,
+        ack_delay: u8,
+    ) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 device_name,
                 num,
                 roce,
                 ca_guid,
+                ack_delay,
                 agent <- new_spinlock!(None, "CmPort::agent"),
                 rx: AttrCounters::new(),
                 rx_other_attr: Atomic::new(0),
@@ -119,6 +131,11 @@ impl CmPort {
         self.ca_guid
     }
 
+    /// The CA's local ACK delay exponent.
+    pub(crate) fn ack_delay(&self) -> u8 {
+        self.ack_delay
+    }
+
     /// Makes `agent` the port's sender.
     pub(crate) fn attach_agent(&self, agent: AgentRef) {
         *self.agent.lock() = Some(agent);
@@ -132,23 +149,55 @@ impl CmPort {
     /// The TID of a request from the CEP with comm ID `local_id` (Linux's `cm_form_tid`:
     /// the agent's high bits, then the comm ID).
     pub(crate) fn tid(&self, local_id: u32) -> u64 {
-        let hi = self.agent.lock().map_or(0, |a| a.hi_tid());
+        let hi = self.with_agent(|a| Ok(a.hi_tid())).unwrap_or(0);
         (u64::from(hi) << 32) | u64::from(local_id)
     }
 
     /// Sends `mad` (attribute `attr`) once to `ah`; may be called under a spinlock. Failures
     /// are counted, not returned: the protocol recovers from a lost MAD by retrying.
     pub(crate) fn send_once(&self, ah: &Arc<AddressHandle>, mad: &[u8; MAD_SIZE], attr: AttrId) {
-        let agent = self.agent.lock();
-        let sent = match *agent {
-            Some(agent) => agent.send_once(ah, mad, false),
-            None => Err(ENODEV),
-        };
-        drop(agent);
-        match sent {
+        match self.with_agent(|agent| agent.send_once(ah, mad, false)) {
             Ok(()) => self.count_tx(attr),
             Err(_) => self.count_tx_error(),
         }
+    }
+
+    /// The agent, or `ENODEV` once the device is going away.
+    fn with_agent<T>(&self, f: impl FnOnce(AgentRef) -> Result<T>) -> Result<T> {
+        let agent = self.agent.lock();
+        match *agent {
+            Some(agent) => f(agent),
+            None => Err(ENODEV),
+        }
+    }
+
+    /// Sends `mad` (attribute `attr`) to `ah`, retried until cancelled; callable under a
+    /// spinlock.
+    pub(crate) fn send_retried(
+        &self,
+        ah: &Arc<AddressHandle>,
+        mad: &[u8; MAD_SIZE],
+        attr: AttrId,
+        timeout_ms: u32,
+        retries: u8,
+        owner: SendOwner,
+    ) -> Result<OutstandingSend> {
+        let sent = self.with_agent(|agent| agent.send_retried(ah, mad, timeout_ms, retries, owner));
+        match &sent {
+            Ok(_) => self.count_tx(attr),
+            Err(_) => self.count_tx_error(),
+        }
+        sent
+    }
+
+    /// An address handle for the peer `info` describes, on this port.
+    pub(crate) fn create_ah(&self, info: &AhInfo) -> Result<Arc<AddressHandle>> {
+        self.with_agent(|agent| agent.create_ah(info))
+    }
+
+    /// Our GID at `index` on this port.
+    pub(crate) fn gid(&self, index: u8) -> Result<[u8; 16]> {
+        self.with_agent(|agent| agent.gid(index))
     }
 
     /// Called by the MAD agent for every MAD it receives: count it, then handle it.

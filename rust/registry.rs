@@ -65,6 +65,12 @@ pub(crate) fn remove_device(device: *mut c_void) {
     drop(removed);
 }
 
+/// The managed port `num` of the device named `name` (NUL-padded).
+pub(crate) fn find_port(name: &[u8], num: u32) -> Option<kernel::sync::Arc<crate::port::CmPort>> {
+    let devices = DEVICES.lock();
+    devices.iter().find_map(|d| d.port(name, num))
+}
+
 /// A snapshot of every managed port, in the ABI's format.
 pub(crate) fn port_infos() -> Result<KVec<uapi::cepm_port_info>> {
     let devices = DEVICES.lock();

@@ -24,6 +24,7 @@ use kernel::{
 };
 
 use crate::{
+    cep::Cep,
     file::CepmFile,
     port::CmPort,
     registry, //
@@ -155,6 +156,12 @@ impl IbDevice {
         unsafe { shim::cepm_shim_device_node_guid(self.ptr.as_ptr()) }
     }
 
+    /// The CA's local ACK delay exponent.
+    pub(crate) fn ack_delay(&self) -> u8 {
+        // SAFETY: The device is valid by the type invariant.
+        unsafe { shim::cepm_shim_device_ack_delay(self.ptr.as_ptr()) }
+    }
+
     /// The device's port numbers.
     pub(crate) fn ports(&self) -> RangeInclusive<u32> {
         // SAFETY: The device is valid by the type invariant.
@@ -204,7 +211,43 @@ impl AgentRef {
     /// Sends `mad` once to `ah`. `may_sleep` is false under a spinlock.
     pub(crate) fn send_once(self, ah: &Arc<AddressHandle>, mad: &[u8; MAD_SIZE], may_sleep: bool) -> Result {
         // SAFETY: The agent is registered by the type invariant.
-        unsafe { post_mad(self.0, ah.clone(), mad, may_sleep) }
+        unsafe { post_mad(self.0, ah.clone(), mad, 0, 0, None, may_sleep) }.map(|_| ())
+    }
+
+    /// Sends `mad` to `ah`, resent every `timeout_ms` up to `retries` times until cancelled;
+    /// `owner` hears the outcome through [`Cep::send_done`]. Callable under a spinlock.
+    pub(crate) fn send_retried(
+        self,
+        ah: &Arc<AddressHandle>,
+        mad: &[u8; MAD_SIZE],
+        timeout_ms: u32,
+        retries: u8,
+        owner: SendOwner,
+    ) -> Result<OutstandingSend> {
+        let seq = owner.seq;
+        // SAFETY: The agent is registered by the type invariant.
+        let buf = unsafe { post_mad(self.0, ah.clone(), mad, timeout_ms, retries, Some(owner), false) }?;
+        // INVARIANT: the buffer was just posted; `owner`'s CEP keeps the value until its
+        // `send_done` for `seq`, which the shim calls before freeing the buffer.
+        Ok(OutstandingSend { buf, seq })
+    }
+
+    /// Our GID at `index` on the agent's port.
+    pub(crate) fn gid(self, index: u8) -> Result<[u8; 16]> {
+        let mut gid = [0u8; 16];
+        // SAFETY: The agent is registered by the type invariant; `gid` has room for 16 bytes.
+        to_result(unsafe { shim::cepm_shim_query_gid(self.0.as_ptr(), index, gid.as_mut_ptr()) })?;
+        Ok(gid)
+    }
+
+    /// An address handle on the agent's port for the peer `info` describes. Callable under a
+    /// spinlock.
+    pub(crate) fn create_ah(self, info: &AhInfo) -> Result<Arc<AddressHandle>> {
+        // SAFETY: The agent is registered by the type invariant; `info` is readable.
+        let ah = from_err_ptr(unsafe { shim::cepm_shim_create_ah(self.0.as_ptr(), info) })?;
+        let ptr = NonNull::new(ah).ok_or(EINVAL)?;
+        // INVARIANT: `rdma_create_ah` returned a new AH that only we reference.
+        Ok(Arc::new(AddressHandle { ptr }, GFP_ATOMIC)?)
     }
 }
 
@@ -290,12 +333,64 @@ impl Drop for AddressHandle {
     }
 }
 
-/// What the MAD layer holds while a MAD is in flight: it keeps the AH alive.
-struct InFlight {
-    _ah: Arc<AddressHandle>,
+/// Where an address handle points: the shim's `struct cepm_ah_info`.
+pub(crate) type AhInfo = shim::cepm_ah_info;
+
+impl AddressHandle {
+    /// What the AH points at.
+    pub(crate) fn info(&self) -> Result<AhInfo> {
+        let mut info = AhInfo::default();
+        // SAFETY: The AH is live by the type invariant and `info` is writable.
+        to_result(unsafe { shim::cepm_shim_query_ah(self.ptr.as_ptr(), &mut info) })?;
+        Ok(info)
+    }
 }
 
-/// Posts `mad` through `agent` to `ah`; the AH lives until the send completes.
+/// The CEP waiting for a retried send's outcome, and which of its sends this is.
+pub(crate) struct SendOwner {
+    pub(crate) cep: Arc<Cep>,
+    pub(crate) seq: u64,
+}
+
+/// What the MAD layer holds while a MAD is in flight: it keeps the AH alive and knows whom to
+/// tell about the outcome.
+struct InFlight {
+    _ah: Arc<AddressHandle>,
+    owner: Option<SendOwner>,
+}
+
+/// A retried MAD still in flight, which its owner may cancel.
+///
+/// # Invariants
+///
+/// `buf` is a send buffer the MAD layer has not freed. Only [`AgentRef::send_retried`] creates
+/// values, and it hands them to the [`SendOwner`]'s CEP, which drops the value no later than in
+/// its `send_done` for `seq`, which runs before the MAD layer frees the buffer.
+pub(crate) struct OutstandingSend {
+    buf: NonNull<shim::ib_mad_send_buf>,
+    seq: u64,
+}
+
+// SAFETY: Cancelling a send is allowed from any thread.
+unsafe impl Send for OutstandingSend {}
+// SAFETY: `&OutstandingSend` only allows `cancel`, which the MAD layer serialises.
+unsafe impl Sync for OutstandingSend {}
+
+impl OutstandingSend {
+    /// Which send of its owner this is.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Stops resending; the completion then reports it as cancelled (or has already come).
+    pub(crate) fn cancel(&self) {
+        // SAFETY: The buffer is not freed yet, by the type invariant.
+        unsafe { shim::cepm_shim_cancel_mad(self.buf.as_ptr()) };
+    }
+}
+
+/// Posts `mad` through `agent` to `ah`; the AH lives until the send completes. A non-zero
+/// `timeout_ms` keeps it outstanding, resent up to `retries` times.
 ///
 /// # Safety
 ///
@@ -304,22 +399,38 @@ unsafe fn post_mad(
     agent: NonNull<shim::ib_mad_agent>,
     ah: Arc<AddressHandle>,
     mad: &[u8; MAD_SIZE],
+    timeout_ms: u32,
+    retries: u8,
+    owner: Option<SendOwner>,
     may_sleep: bool,
-) -> Result {
+) -> Result<NonNull<shim::ib_mad_send_buf>> {
     let flags = if may_sleep { GFP_KERNEL } else { GFP_ATOMIC };
     let ah_ptr = ah.ptr.as_ptr();
-    let ctx = KBox::new(InFlight { _ah: ah }, flags)?.into_foreign();
+    let timeout = c_int::try_from(timeout_ms).map_err(|_| EINVAL)?;
+    let ctx = KBox::new(InFlight { _ah: ah, owner }, flags)?.into_foreign();
     // SAFETY: `agent` is registered (function safety requirement), `ah_ptr` is kept alive by
     // `ctx`, which the MAD layer owns until `cepm_rust_send_done`, and `mad` is 256 bytes.
     let sent = from_err_ptr(unsafe {
-        shim::cepm_shim_send_mad(agent.as_ptr(), ah_ptr, 0, mad.as_ptr(), 0, 0, ctx, may_sleep)
+        shim::cepm_shim_send_mad(
+            agent.as_ptr(),
+            ah_ptr,
+            0,
+            mad.as_ptr(),
+            timeout,
+            retries.into(),
+            ctx,
+            may_sleep,
+        )
     });
-    if let Err(e) = sent {
-        // SAFETY: The send was not posted, so `ctx` is still ours; it came from `into_foreign`.
-        drop(unsafe { KBox::<InFlight>::from_foreign(ctx) });
-        return Err(e);
+    match sent.ok().and_then(NonNull::new) {
+        Some(buf) => Ok(buf),
+        None => {
+            // SAFETY: The send was not posted, so `ctx` is still ours; it came from
+            // `into_foreign`.
+            drop(unsafe { KBox::<InFlight>::from_foreign(ctx) });
+            Err(sent.err().unwrap_or(EINVAL))
+        }
     }
-    Ok(())
 }
 
 /// A MAD being received: valid only inside the agent's receive callback.
@@ -344,7 +455,7 @@ impl ReceivedMad<'_> {
     pub(crate) fn reply(&self, mad: &[u8; MAD_SIZE]) -> Result {
         let ah = self.reply_ah()?;
         // SAFETY: The agent is registered: it is receiving this MAD.
-        unsafe { post_mad(self.agent, ah, mad, true) }
+        unsafe { post_mad(self.agent, ah, mad, 0, 0, None, true) }.map(|_| ())
     }
 
     /// An address handle for answering the sender later (it outlives this MAD). May sleep.
@@ -427,7 +538,11 @@ unsafe extern "C" fn cepm_rust_recv_mad(
 #[no_mangle]
 unsafe extern "C" fn cepm_rust_send_done(port_ctx: *mut c_void, msg_ctx: *mut c_void, status: c_int) {
     // SAFETY: The MAD layer returns the context `post_mad` made with `into_foreign`, exactly once.
-    drop(unsafe { KBox::<InFlight>::from_foreign(msg_ctx) });
+    let in_flight = unsafe { KBox::<InFlight>::from_foreign(msg_ctx) };
+    if let Some(owner) = &in_flight.owner {
+        owner.cep.send_done(owner.seq, status);
+    }
+    drop(in_flight);
     // SAFETY: As in `cepm_rust_recv_mad`: the agent is registered while its handlers run.
     let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(port_ctx) };
     if status != 0 && status != ECANCELED.to_errno() {

@@ -42,6 +42,12 @@ const _: () = assert!(core::mem::size_of::<cepm_reject>() == 228);
 const _: () = assert!(core::mem::size_of::<cepm_cep_info>() == 40);
 const _: () = assert!(core::mem::size_of::<cepm_private_data>() == 232);
 const _: () = assert!(core::mem::size_of::<cepm_event>() == 24);
+const _: () = assert!(core::mem::size_of::<cepm_path_rec>() == 36);
+const _: () = assert!(core::mem::size_of::<cepm_connect>() == 232);
+const _: () = assert!(core::mem::size_of::<cepm_accept>() == 216);
+const _: () = assert!(core::mem::size_of::<cepm_send_rep>() == 8);
+const _: () = assert!(core::mem::size_of::<cepm_rtu>() == 232);
+const _: () = assert!(core::mem::size_of::<cepm_qp_attr>() == 76);
 
 /// Declares ABI structs plain old data for `UserSlice` reads and writes.
 macro_rules! plain_old_data {
@@ -66,4 +72,9 @@ plain_old_data!(
     cepm_cep_info,
     cepm_private_data,
     cepm_event,
+    cepm_connect,
+    cepm_accept,
+    cepm_send_rep,
+    cepm_rtu,
+    cepm_qp_attr,
 );

@@ -112,6 +112,10 @@ pub fn event_name(kind: u32) -> &'static str {
     match kind {
         sys::CEPM_EVENT_REQ_RECEIVED => "REQ_RECEIVED",
         sys::CEPM_EVENT_REJ_RECEIVED => "REJ_RECEIVED",
+        sys::CEPM_EVENT_REP_RECEIVED => "REP_RECEIVED",
+        sys::CEPM_EVENT_ESTABLISHED => "ESTABLISHED",
+        sys::CEPM_EVENT_REQ_ERROR => "REQ_ERROR",
+        sys::CEPM_EVENT_REP_ERROR => "REP_ERROR",
         _ => "?",
     }
 }
@@ -188,6 +192,45 @@ impl Cepm {
         let mut p = sys::cepm_private_data { handle, ..Default::default() };
         self.ioctl(sys::CEPM_IOCTL_GET_PRIVATE_DATA, &mut p)?;
         Ok((p.attr_id, p.data[..usize::from(p.len).min(p.data.len())].to_vec()))
+    }
+
+    /// Sends a REQ (`args.handle` names the CEP).
+    pub fn connect(&self, args: &sys::cepm_connect) -> io::Result<()> {
+        let mut a = *args;
+        self.ioctl(sys::CEPM_IOCTL_CONNECT, &mut a)
+    }
+
+    /// Fixes the REP's QPN, PSN and resources without sending it.
+    pub fn prepare_rep(&self, args: &sys::cepm_accept) -> io::Result<()> {
+        let mut a = *args;
+        self.ioctl(sys::CEPM_IOCTL_PREPARE_REP, &mut a)
+    }
+
+    /// Sends the prepared REP.
+    pub fn send_rep(&self, handle: u32) -> io::Result<()> {
+        let mut a = sys::cepm_send_rep { handle, reserved: 0 };
+        self.ioctl(sys::CEPM_IOCTL_SEND_REP, &mut a)
+    }
+
+    /// Sends the RTU with `pdata`.
+    pub fn send_rtu(&self, handle: u32, pdata: &[u8]) -> io::Result<()> {
+        let mut a = sys::cepm_rtu { handle, ..Default::default() };
+        a.pdata_len = u8::try_from(pdata.len()).map_err(|_| invalid("private data too long"))?;
+        a.pdata.get_mut(..pdata.len()).ok_or_else(|| invalid("private data too long"))?.copy_from_slice(pdata);
+        self.ioctl(sys::CEPM_IOCTL_SEND_RTU, &mut a)
+    }
+
+    /// The attributes that move the connection's QP to `qp_state` (`CEPM_QPS_*`).
+    pub fn qp_attr(&self, handle: u32, qp_state: u32) -> io::Result<sys::cepm_qp_attr> {
+        let mut a = sys::cepm_qp_attr { handle, qp_state, ..Default::default() };
+        self.ioctl(sys::CEPM_IOCTL_INIT_QP_ATTR, &mut a)?;
+        Ok(a)
+    }
+
+    /// Waits for the next event, failing with `TimedOut` after `timeout`.
+    pub fn expect_event(&self, timeout: Duration) -> io::Result<Event> {
+        self.next_event(Some(timeout))?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "no event before the timeout"))
     }
 
     /// The next event, waiting at most `timeout` (`None`: forever). `Ok(None)` on timeout.

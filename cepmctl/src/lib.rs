@@ -5,6 +5,7 @@
 //! creates RC queue pairs through libibverbs and moves data over them.
 
 pub mod cep;
+pub mod connect;
 pub mod sys;
 pub mod umad;
 pub mod verbs;

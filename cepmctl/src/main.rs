@@ -24,6 +24,24 @@ struct Cli {
 enum Command {
     /// Print the module's ABI version.
     Abi,
+    /// Connect to a service through cepm (REQ/REP/RTU), move an RC QP to RTS with the
+    /// attributes cepm derives, and run a verified ping-pong as the client. Loopback only:
+    /// the peer is this host's own GID.
+    Connect {
+        /// Service ID (RDMA CM TCP port space: 0x0000000001060000 | port).
+        #[arg(long, value_parser = parse_u64)]
+        service_id: u64,
+        #[command(flatten)]
+        common: ConnectArgs,
+    },
+    /// Accept one connection on a service ID and answer the ping-pong as the server.
+    Accept {
+        /// Service ID to listen on.
+        #[arg(long, value_parser = parse_u64)]
+        service_id: u64,
+        #[command(flatten)]
+        common: ConnectArgs,
+    },
     /// Listen on a service ID and answer each REQ: print it, then reject it (the only answer
     /// cepm offers so far). Events are printed as they arrive.
     Serve {
@@ -126,6 +144,48 @@ fn parse_u64(s: &str) -> Result<u64, String> {
         None => s.parse(),
     };
     parsed.map_err(|e| format!("'{s}': {e}"))
+}
+
+/// Options shared by `connect` and `accept`.
+#[derive(clap::Args)]
+struct ConnectArgs {
+    /// RDMA device.
+    #[arg(long, default_value = "rxe0")]
+    device: String,
+    /// Port.
+    #[arg(long, default_value_t = 1)]
+    port: u8,
+    /// Ping-pong round trips (0: connect only).
+    #[arg(long, default_value_t = 10)]
+    iterations: u64,
+    /// Bytes per message.
+    #[arg(long, default_value_t = 4096)]
+    size: usize,
+    /// Milliseconds to wait for each event or completion.
+    #[arg(long, default_value_t = 20_000)]
+    timeout_ms: u64,
+}
+
+impl ConnectArgs {
+    fn config(self, service_id: u64) -> cepm::connect::Config {
+        cepm::connect::Config {
+            device: self.device,
+            port: self.port,
+            service_id,
+            iterations: self.iterations,
+            size: self.size,
+            timeout: std::time::Duration::from_millis(self.timeout_ms),
+        }
+    }
+}
+
+fn print_outcome(who: &str, outcome: &cepm::connect::Outcome) {
+    for line in &outcome.trace {
+        println!("{who}: {line}");
+    }
+    if let Some(stats) = &outcome.stats {
+        println!("{who}: {stats}");
+    }
 }
 
 fn parse_u32(s: &str) -> Result<u32, String> {
@@ -252,6 +312,12 @@ fn valid_message(attr: AttrId, service_id: u64, comm_id: u32) -> std::io::Result
 fn run(cli: Cli) -> std::io::Result<()> {
     match cli.command {
         Command::Abi => println!("{}", Cepm::open()?.query()?.abi_version),
+        Command::Connect { service_id, common } => {
+            print_outcome("connect", &cepm::connect::active(&common.config(service_id))?)
+        }
+        Command::Accept { service_id, common } => {
+            print_outcome("accept", &cepm::connect::passive(&common.config(service_id))?)
+        }
         Command::Serve { service_id, count, reason, reject_data, leave_unclaimed, timeout_ms } => {
             serve(service_id, count, reason, reject_data.as_bytes(), leave_unclaimed, timeout_ms)?
         }

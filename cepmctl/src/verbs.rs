@@ -165,6 +165,12 @@ impl AccessFlags {
     /// A peer may perform atomics on the memory / through this QP.
     pub const REMOTE_ATOMIC: Self = Self(ffi::CEPM_VERBS_ACCESS_REMOTE_ATOMIC);
 
+    /// The flags among `bits` that this type knows (others are dropped).
+    pub const fn from_bits_truncate(bits: u32) -> Self {
+        let known = Self::LOCAL_WRITE.0 | Self::REMOTE_WRITE.0 | Self::REMOTE_READ.0 | Self::REMOTE_ATOMIC.0;
+        Self(bits & known)
+    }
+
     /// The `ibv_access_flags` bits.
     pub const fn bits(self) -> u32 {
         self.0

@@ -211,6 +211,114 @@ struct cepm_private_data {
 	__u8 data[CEPM_PDATA_MAX];
 };
 
+/*
+ * An address: where the peer's CM (and QP) is.  For RoCE v2, as rdma_cm
+ * resolves it: the peer's GID, the next hop's MAC and our GID index.
+ */
+struct cepm_path_rec {
+	__u8 dgid[16];
+	__u8 dmac[6];
+	__u8 sgid_index;
+	__u8 hop_limit;
+	__u32 flow_label;
+	__u8 traffic_class;
+	__u8 sl;
+	__u8 mtu;              /* IB MTU enum: 1 (256) .. 5 (4096) */
+	__u8 packet_life_time; /* IBTA time exponent */
+	__u16 pkey;            /* 0 means the default 0xffff */
+	__u8 reserved[2];
+};
+
+/* CEPM_IOC_CONNECT: send a REQ (retried until answered or out of retries). */
+struct cepm_connect {
+	__u64 service_id;
+	__u32 handle;
+	__u32 port_num;
+	char dev_name[CEPM_DEVICE_NAME_MAX]; /* the local RDMA device */
+	struct cepm_path_rec path;
+	__u32 local_qpn;
+	__u32 starting_psn;
+	__u8 responder_resources;
+	__u8 initiator_depth;
+	__u8 remote_cm_response_timeout; /* IBTA exponents */
+	__u8 local_cm_response_timeout;
+	__u8 retry_count;
+	__u8 rnr_retry_count;
+	__u8 max_cm_retries;             /* <= 15 */
+	__u8 srq;
+	__u8 qp_type;                    /* 0 RC, 1 UC */
+	__u8 pdata_len;                  /* <= CEPM_REQ_PDATA_MAX, else E2BIG */
+	__u8 reserved[2];
+	__u8 pdata[CEPM_REQ_PDATA_MAX];
+	__u8 reserved2[4];
+};
+
+#define CEPM_REP_PDATA_MAX 196
+
+/*
+ * CEPM_IOC_PREPARE_REP: fix the REP's QPN, PSN and resources on a claimed
+ * REQ without sending it, so the QP can go to RTR (CEPM_IOC_INIT_QP_ATTR)
+ * before the REP leaves; CEPM_IOC_SEND_REP then sends it.
+ */
+struct cepm_accept {
+	__u32 handle;
+	__u32 local_qpn;
+	__u32 starting_psn;
+	__u8 responder_resources;
+	__u8 initiator_depth;
+	__u8 target_ack_delay;
+	__u8 rnr_retry_count;
+	__u8 srq;
+	__u8 pdata_len; /* <= CEPM_REP_PDATA_MAX, else E2BIG */
+	__u8 reserved[2];
+	__u8 pdata[CEPM_REP_PDATA_MAX];
+};
+
+/* CEPM_IOC_SEND_REP. */
+struct cepm_send_rep {
+	__u32 handle;
+	__u32 reserved;
+};
+
+/* CEPM_IOC_SEND_RTU: after REP_RECEIVED and moving the QP to RTS. */
+struct cepm_rtu {
+	__u32 handle;
+	__u8 pdata_len; /* <= CEPM_PDATA_MAX */
+	__u8 reserved[3];
+	__u8 pdata[CEPM_PDATA_MAX];
+};
+
+/* Target states of CEPM_IOC_INIT_QP_ATTR (enum ib_qp_state values). */
+#define CEPM_QPS_INIT 1
+#define CEPM_QPS_RTR 2
+#define CEPM_QPS_RTS 3
+
+/*
+ * CEPM_IOC_INIT_QP_ATTR: the attributes that move the connection's QP to
+ * qp_state, as ib_cm_init_qp_attr() computes them.  attr_mask holds the
+ * IB_QP_* bits that are set; ah is the path of the connection.
+ */
+struct cepm_qp_attr {
+	__u32 handle;
+	__u32 qp_state;       /* in: CEPM_QPS_* */
+	__u32 attr_mask;      /* out, IB_QP_* */
+	__u32 qp_access_flags;
+	__u32 dest_qp_num;
+	__u32 rq_psn;
+	__u32 sq_psn;
+	__u16 pkey_index;
+	__u8 port_num;
+	__u8 path_mtu;
+	__u8 max_dest_rd_atomic;
+	__u8 max_rd_atomic;
+	__u8 min_rnr_timer;
+	__u8 timeout;
+	__u8 retry_cnt;
+	__u8 rnr_retry;
+	__u8 reserved[2];
+	struct cepm_path_rec ah;
+};
+
 #define CEPM_IOC_CREATE _IOWR(CEPM_IOC_MAGIC, 0x81, struct cepm_create)
 #define CEPM_IOC_DESTROY _IOWR(CEPM_IOC_MAGIC, 0x82, struct cepm_destroy)
 #define CEPM_IOC_LISTEN _IOW(CEPM_IOC_MAGIC, 0x83, struct cepm_listen)
@@ -218,11 +326,20 @@ struct cepm_private_data {
 #define CEPM_IOC_REJECT _IOW(CEPM_IOC_MAGIC, 0x85, struct cepm_reject)
 #define CEPM_IOC_QUERY_CEP _IOWR(CEPM_IOC_MAGIC, 0x86, struct cepm_cep_info)
 #define CEPM_IOC_GET_PRIVATE_DATA _IOWR(CEPM_IOC_MAGIC, 0x87, struct cepm_private_data)
+#define CEPM_IOC_CONNECT _IOW(CEPM_IOC_MAGIC, 0x88, struct cepm_connect)
+#define CEPM_IOC_PREPARE_REP _IOW(CEPM_IOC_MAGIC, 0x89, struct cepm_accept)
+#define CEPM_IOC_SEND_REP _IOW(CEPM_IOC_MAGIC, 0x8a, struct cepm_send_rep)
+#define CEPM_IOC_SEND_RTU _IOW(CEPM_IOC_MAGIC, 0x8b, struct cepm_rtu)
+#define CEPM_IOC_INIT_QP_ATTR _IOWR(CEPM_IOC_MAGIC, 0x8c, struct cepm_qp_attr)
 
 /* struct cepm_event.event */
 enum cepm_event_type {
 	CEPM_EVENT_REQ_RECEIVED = 1, /* on a listener: claim it with CEPM_IOC_GET_REQUEST */
 	CEPM_EVENT_REJ_RECEIVED,     /* status: the REJ reason; GET_PRIVATE_DATA has its data */
+	CEPM_EVENT_REP_RECEIVED,     /* active side: move the QP to RTR/RTS, then SEND_RTU */
+	CEPM_EVENT_ESTABLISHED,      /* passive side: the RTU arrived */
+	CEPM_EVENT_REQ_ERROR,        /* the REQ went unanswered through every retry */
+	CEPM_EVENT_REP_ERROR,        /* the REP went unanswered through every retry */
 };
 
 /* What read() returns, one record per event. */

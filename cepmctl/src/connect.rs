@@ -1,0 +1,230 @@
+//! A real RC connection set up through cepm: the active side sends a REQ, the passive side
+//! claims it, both move their QP INIT → RTR → RTS with the attributes cepm derives, and a
+//! verified ping-pong runs over the QPs. What `cepmctl connect` and `cepmctl accept` do.
+
+use std::{fs, io, time::Duration};
+
+use crate::{
+    cep::{event_name, state_name},
+    sys, umad,
+    verbs::{
+        AccessFlags, AhAttr, CompletionQueue, Device, Mtu, PingPong, PingPongConfig, ProtectionDomain, QpCaps,
+        RcQp, Role, RtrAttr, RtsAttr, Stats,
+    },
+    Cepm,
+};
+
+/// What both sides need to know.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Local RDMA device, e.g. `rxe0`.
+    pub device: String,
+    /// Local port.
+    pub port: u8,
+    /// Service ID to connect to / listen on.
+    pub service_id: u64,
+    /// Ping-pong round trips (0: connect only).
+    pub iterations: u64,
+    /// Bytes per ping-pong message.
+    pub size: usize,
+    /// How long to wait for each CM event and each completion.
+    pub timeout: Duration,
+}
+
+/// What one side saw, for printing.
+pub struct Outcome {
+    /// Lines describing the CM exchange, in order.
+    pub trace: Vec<String>,
+    /// The ping-pong's statistics, if it ran.
+    pub stats: Option<Stats>,
+}
+
+/// The MAC of the netdev behind GID `index` of the port: the next hop when the peer is this
+/// host (loopback), which is all the CLI supports without address resolution.
+fn local_mac(device: &str, port: u8, index: u8) -> io::Result<[u8; 6]> {
+    let ndev = fs::read_to_string(format!("/sys/class/infiniband/{device}/ports/{port}/gid_attrs/ndevs/{index}"))?;
+    let text = fs::read_to_string(format!("/sys/class/net/{}/address", ndev.trim()))?;
+    let mut mac = [0u8; 6];
+    let mut parts = text.trim().split(':');
+    for b in mac.iter_mut() {
+        *b = parts
+            .next()
+            .and_then(|p| u8::from_str_radix(p, 16).ok())
+            .ok_or_else(|| io::Error::other(format!("bad MAC address '{}'", text.trim())))?;
+    }
+    Ok(mac)
+}
+
+/// Verbs objects of one side.
+struct Qp {
+    _device: Device,
+    qp: RcQp,
+}
+
+fn create_qp(device: &str) -> io::Result<Qp> {
+    let dev = Device::open(device)?;
+    let pd = ProtectionDomain::new(&dev)?;
+    let caps = QpCaps::default();
+    let cq = CompletionQueue::new(&dev, caps.max_send_wr + caps.max_recv_wr)?;
+    let qp = RcQp::create(&pd, &cq, caps)?;
+    Ok(Qp { _device: dev, qp })
+}
+
+/// RTR attributes from cepm's; the AH is on `port`, the port the QP was bound to at INIT.
+fn rtr_attr(a: &sys::cepm_qp_attr, port: u8) -> io::Result<RtrAttr> {
+    let mtu = Mtu::from_raw(a.path_mtu.into()).ok_or_else(|| io::Error::other("cepm returned no path MTU"))?;
+    Ok(RtrAttr {
+        dest_qpn: a.dest_qp_num,
+        rq_psn: a.rq_psn,
+        path_mtu: mtu,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer,
+        ah: AhAttr {
+            hop_limit: a.ah.hop_limit,
+            traffic_class: a.ah.traffic_class,
+            flow_label: a.ah.flow_label,
+            sl: a.ah.sl,
+            ..AhAttr::roce(a.ah.dgid, a.ah.sgid_index, port)
+        },
+    })
+}
+
+fn rts_attr(a: &sys::cepm_qp_attr) -> RtsAttr {
+    RtsAttr {
+        sq_psn: a.sq_psn,
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        max_rd_atomic: a.max_rd_atomic,
+    }
+}
+
+/// Moves the QP to INIT with cepm's attributes.
+fn to_init(cepm: &Cepm, handle: u32, qp: &RcQp) -> io::Result<()> {
+    let a = cepm.qp_attr(handle, sys::CEPM_QPS_INIT)?;
+    qp.to_init(a.port_num, a.pkey_index, AccessFlags::from_bits_truncate(a.qp_access_flags))
+}
+
+fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Vec<String>) -> io::Result<()> {
+    let ev = cepm.expect_event(timeout)?;
+    trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
+    if ev.kind != want {
+        return Err(io::Error::other(format!("expected {}, got {}", event_name(want), event_name(ev.kind))));
+    }
+    Ok(())
+}
+
+fn ping_pong(qp: &RcQp, pp: PingPong<'_>, role: Role, config: &Config) -> io::Result<Option<Stats>> {
+    if config.iterations == 0 {
+        return Ok(None);
+    }
+    let cfg = PingPongConfig { iterations: config.iterations, timeout: config.timeout, corrupt_echo_at: None };
+    let stats = pp.run(role, &cfg);
+    if stats.is_err() {
+        let _ = qp.to_error();
+    }
+    stats.map(Some)
+}
+
+/// The active side: REQ, REP, QP to RTS, RTU, ping-pong as the client.
+pub fn active(config: &Config) -> io::Result<Outcome> {
+    let mut trace = Vec::new();
+    let cepm = Cepm::open()?;
+    let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
+    let qp = create_qp(&config.device)?;
+    let handle = cepm.create(0xac71_0000)?;
+    let mut req = sys::cepm_connect {
+        service_id: config.service_id,
+        handle,
+        port_num: config.port.into(),
+        local_qpn: qp.qp.qp_num(),
+        starting_psn: 0x00a1_b2c3,
+        responder_resources: 1,
+        initiator_depth: 1,
+        remote_cm_response_timeout: 20,
+        local_cm_response_timeout: 20,
+        retry_count: 7,
+        rnr_retry_count: 7,
+        max_cm_retries: 15,
+        ..Default::default()
+    };
+    for (dst, src) in req.dev_name.iter_mut().zip(config.device.bytes()) {
+        *dst = src as _;
+    }
+    req.path.dgid = gid.raw;
+    req.path.dmac = local_mac(&config.device, config.port, gid.index)?;
+    req.path.sgid_index = gid.index;
+    req.path.hop_limit = 64;
+    req.path.mtu = 3; // 1024: what rxe runs on a 1500-byte netdev
+    req.path.packet_life_time = 16;
+    let hello = b"cepmctl connect";
+    req.pdata[..hello.len()].copy_from_slice(hello);
+    req.pdata_len = hello.len() as u8;
+    cepm.connect(&req)?;
+    trace.push(format!("REQ sent from QP {:#x} to service {:#018x}", qp.qp.qp_num(), config.service_id));
+    wait_for(&cepm, sys::CEPM_EVENT_REP_RECEIVED, config.timeout, &mut trace)?;
+    let (attr, pdata) = cepm.private_data(handle)?;
+    trace.push(format!(
+        "REP private data ({} bytes, attribute {attr:#x}): {:?}",
+        pdata.len(),
+        String::from_utf8_lossy(&pdata).trim_end_matches('\0')
+    ));
+    to_init(&cepm, handle, &qp.qp)?;
+    let pp = PingPong::new(&qp.qp, config.size)?;
+    let rtr = cepm.qp_attr(handle, sys::CEPM_QPS_RTR)?;
+    qp.qp.to_rtr(&rtr_attr(&rtr, config.port)?)?;
+    qp.qp.to_rts(&rts_attr(&cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?))?;
+    trace.push(format!("QP {:#x} in RTS, connected to QP {:#x}", qp.qp.qp_num(), rtr.dest_qp_num));
+    cepm.send_rtu(handle, b"")?;
+    trace.push(format!("RTU sent; CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    let stats = ping_pong(&qp.qp, pp, Role::Client, config)?;
+    cepm.destroy(handle)?;
+    Ok(Outcome { trace, stats })
+}
+
+/// The passive side: listen, claim the REQ, prepare the REP, QP to RTR, REP, RTU, ping-pong
+/// as the server.
+pub fn passive(config: &Config) -> io::Result<Outcome> {
+    let mut trace = Vec::new();
+    let cepm = Cepm::open()?;
+    let listener = cepm.create(0)?;
+    cepm.listen(listener, config.service_id, u64::MAX)?;
+    // Printed at once, not traced: scripts start the active side when they see it.
+    println!("accept: listening on service {:#018x}", config.service_id);
+    std::io::Write::flush(&mut std::io::stdout())?;
+    wait_for(&cepm, sys::CEPM_EVENT_REQ_RECEIVED, config.timeout, &mut trace)?;
+    let (handle, req) = cepm.get_request(listener, 0x5e55_0000)?;
+    trace.push(format!(
+        "REQ claimed as CEP {handle}: from QPN {:#x}, private data {:?}",
+        req.remote_qpn,
+        String::from_utf8_lossy(&req.private_data).trim_end_matches('\0')
+    ));
+    let qp = create_qp(&config.device)?;
+    let mut rep = sys::cepm_accept {
+        handle,
+        local_qpn: qp.qp.qp_num(),
+        starting_psn: 0x0012_3456,
+        responder_resources: 1,
+        initiator_depth: 1,
+        rnr_retry_count: 7,
+        ..Default::default()
+    };
+    let hello = b"cepmctl accept";
+    rep.pdata[..hello.len()].copy_from_slice(hello);
+    rep.pdata_len = hello.len() as u8;
+    cepm.prepare_rep(&rep)?;
+    // The prepare/send split: the QP is in RTR before the REP leaves.
+    to_init(&cepm, handle, &qp.qp)?;
+    let pp = PingPong::new(&qp.qp, config.size)?;
+    let rtr = cepm.qp_attr(handle, sys::CEPM_QPS_RTR)?;
+    qp.qp.to_rtr(&rtr_attr(&rtr, config.port)?)?;
+    trace.push(format!("REP prepared; QP {:#x} in RTR before the REP is sent", qp.qp.qp_num()));
+    cepm.send_rep(handle)?;
+    wait_for(&cepm, sys::CEPM_EVENT_ESTABLISHED, config.timeout, &mut trace)?;
+    qp.qp.to_rts(&rts_attr(&cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?))?;
+    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    let stats = ping_pong(&qp.qp, pp, Role::Server, config)?;
+    cepm.destroy(handle)?;
+    cepm.destroy(listener)?;
+    Ok(Outcome { trace, stats })
+}

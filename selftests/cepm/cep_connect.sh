@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# A whole connection through cepm over rxe0 (loopback): cepmctl accept listens, cepmctl connect
+# sends the REQ; REP, RTU, QPs moved INIT -> RTR -> RTS with the attributes cepm derives (the
+# passive QP in RTR before its REP leaves), then a verified RC ping-pong over the QPs.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 8
+
+modprobe ib_uverbs
+SID=0x0000000001064e22
+out=$CEPM_ROOT/out/cep_connect.$$
+listening() { grep -q '^accept: listening' "$out.accept"; }
+
+"$CEPMCTL" accept --service-id $SID --iterations 20 >"$out.accept" 2>&1 &
+apid=$!
+wait_until 10 listening
+"$CEPMCTL" connect --service-id $SID --iterations 20 >"$out.connect" 2>&1
+crc=$?
+wait $apid
+arc=$?
+sed 's/^/# /' "$out.accept" "$out.connect"
+
+ktap_check "connect succeeded" test $crc = 0
+ktap_check "accept succeeded" test $arc = 0
+ktap_check "the passive side saw the REQ's private data" grep -q 'private data "cepmctl connect"' "$out.accept"
+ktap_check "the active side saw the REP's private data" grep -q 'REP private data .*"cepmctl accept"' "$out.connect"
+ktap_check "the passive QP was in RTR before the REP was sent" grep -q 'in RTR before the REP is sent' "$out.accept"
+ktap_check "both CEPs reached ESTABLISHED" \
+	sh -c "grep -q 'in ESTABLISHED' '$out.accept' && grep -q 'in ESTABLISHED' '$out.connect'"
+ktap_check "20 round trips of 4096 bytes verified over the connected QPs" \
+	grep -q 'client: 20 iterations x 4096 bytes, .* verified 81920 bytes' "$out.connect"
+ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
+rm -f "$out".*
+ktap_finished
