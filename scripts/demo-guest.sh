@@ -19,6 +19,20 @@ show "$cepmctl" send-mad rxe0 1 SIDR_REQ
 for _ in $(seq 100); do [ "$("$cepmctl" rx-count rxe0 1 SIDR_REQ)" -ge 1 ] && break; sleep 0.05; done
 show "$cepmctl" ports
 echo
+echo "== A connection through cepm: cepmctl accept listens, cepmctl connect sends the REQ;"
+echo "   REP, RTU, QPs to RTS with cepm's attributes, then a verified RC ping-pong"
+modprobe ib_uverbs
+sid=0x0000000001064e2a
+"$cepmctl" accept --service-id $sid --iterations 100 > /tmp/demo-accept.log 2>&1 &
+apid=$!
+for _ in $(seq 200); do grep -q '^accept: listening' /tmp/demo-accept.log && break; sleep 0.05; done
+show "$cepmctl" connect --service-id $sid --iterations 100
+wait $apid
+echo
+echo "(the passive side's trace)"
+cat /tmp/demo-accept.log
+show "$cepmctl" ports
+echo
 echo "== Delete the RDMA device: cepm releases the port"
 show rdma link delete rxe0
 for _ in $(seq 100); do "$cepmctl" ports | grep -q '0 managed' && break; sleep 0.05; done
