@@ -11,12 +11,26 @@
 //! lock, and never two CEP locks at once.
 
 use kernel::{
+    impl_has_delayed_work,
+    new_delayed_work,
     new_spinlock,
     prelude::*,
     rbtree::RBTreeNodeReservation,
     sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
         Arc,
-        SpinLock, //
+        SpinLock,
+    },
+    time::msecs_to_jiffies,
+    time::delay::fsleep,
+    time::Delta,
+    workqueue::{
+        self,
+        DelayedWork,
+        WorkItem, //
     },
 };
 
@@ -28,6 +42,8 @@ use crate::{
             CmMad,
             CmMsg, //
         },
+        drep::Drep,
+        dreq::Dreq,
         mad::{
             AttrId,
             MAD_SIZE, //
@@ -124,7 +140,10 @@ struct CepInner {
     /// Messages waiting for the transition that sends them.
     req_msg: Option<KBox<Req>>,
     rep_msg: Option<KBox<Rep>>,
-    rtu_msg: Option<KBox<Rtu>>,
+    /// Private data of the next RTU, DREQ or DREP.
+    out_pdata: ([u8; uapi::CEPM_PDATA_MAX as usize], usize),
+    /// Our QPN, as the REQ or REP told the peer (a DREQ must name it).
+    local_qpn: u32,
     /// The retried MAD in flight, if any, and how it is retried.
     msg: Option<OutstandingSend>,
     send_seq: u64,
@@ -138,6 +157,33 @@ pub(crate) struct Cep {
     pub(crate) local_id: u32,
     #[pin]
     inner: SpinLock<CepInner>,
+    /// Fires at the end of timewait.
+    #[pin]
+    timewait: DelayedWork<Cep>,
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self> for Cep { self.timewait }
+}
+
+/// Timewait works queued and not run yet: module unload waits for them, since each runs
+/// module code.
+static TIMEWAITS_PENDING: Atomic<u32> = Atomic::new(0);
+
+impl WorkItem for Cep {
+    type Pointer = Arc<Cep>;
+
+    fn run(this: Arc<Cep>) {
+        this.timewait_expired();
+        TIMEWAITS_PENDING.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Waits until no timewait work is queued (module unload). Bounded by the longest timewait.
+pub(crate) fn wait_for_timewaits() {
+    while TIMEWAITS_PENDING.load(Relaxed) != 0 {
+        fsleep(Delta::from_millis(10));
+    }
 }
 
 impl Cep {
@@ -145,6 +191,7 @@ impl Cep {
         Arc::pin_init(
             pin_init!(Self {
                 local_id,
+                timewait <- new_delayed_work!("Cep::timewait"),
                 inner <- new_spinlock!(CepInner {
                     sm,
                     owner,
@@ -158,7 +205,8 @@ impl Cep {
                     negotiated: None,
                     req_msg: None,
                     rep_msg: None,
-                    rtu_msg: None,
+                    out_pdata: ([0; uapi::CEPM_PDATA_MAX as usize], 0),
+                    local_qpn: 0,
                     msg: None,
                     send_seq: 0,
                     retry: RetryTimer { timeout_ms: 0, retries: 0 },
@@ -202,13 +250,36 @@ impl Cep {
                 self.send_retried(inner, msg, AttrId::Rep);
             }
             Action::Send(Outgoing::Rtu) => {
-                if let (Some(peer), Some(rtu)) = (&inner.peer, inner.rtu_msg.as_deref()) {
-                    let mut mad = [0u8; MAD_SIZE];
-                    if CmMad::new(peer.port.tid(self.local_id), 0, CmMsg::Rtu(*rtu)).encode(&mut mad).is_ok() {
-                        peer.port.send_once(&peer.ah, &mad, AttrId::Rtu);
-                    }
-                }
+                let msg = inner.peer.as_ref().map(|p| {
+                    CmMsg::Rtu(Rtu {
+                        local_comm_id: self.local_id,
+                        remote_comm_id: p.comm_id,
+                        private_data: PrivateData::new(inner.out_pdata()).unwrap_or(PrivateData::empty()),
+                    })
+                });
+                self.send_once(inner, msg);
             }
+            Action::Send(Outgoing::Drep) => {
+                let msg = inner.peer.as_ref().map(|p| {
+                    CmMsg::Drep(Drep {
+                        local_comm_id: self.local_id,
+                        remote_comm_id: p.comm_id,
+                        private_data: PrivateData::new(inner.out_pdata()).unwrap_or(PrivateData::empty()),
+                    })
+                });
+                self.send_once(inner, msg);
+            }
+            Action::Send(Outgoing::Dreq) => {
+                let msg = self.dreq(inner);
+                self.send_once(inner, msg);
+            }
+            Action::SendRetried(Outgoing::Dreq) => {
+                let msg = self.dreq(inner);
+                self.send_retried(inner, msg, AttrId::Dreq);
+            }
+            Action::ArmTimewait => self.arm_timewait(inner),
+            // Lazy: the queued work finds the CEP out of timewait and does nothing.
+            Action::CancelTimewait => {}
             Action::CancelSend => {
                 if let Some(msg) = inner.msg.take() {
                     msg.cancel();
@@ -232,6 +303,10 @@ impl Cep {
             UserEvent::RtuReceived | UserEvent::UserEstablished => (uapi::CEPM_EVENT_ESTABLISHED, 0),
             UserEvent::ReqError => (uapi::CEPM_EVENT_REQ_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
             UserEvent::RepError => (uapi::CEPM_EVENT_REP_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
+            UserEvent::DreqReceived => (uapi::CEPM_EVENT_DREQ_RECEIVED, 0),
+            UserEvent::DrepReceived => (uapi::CEPM_EVENT_DREP_RECEIVED, 0),
+            UserEvent::DreqError => (uapi::CEPM_EVENT_DREQ_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
+            UserEvent::TimewaitExit => (uapi::CEPM_EVENT_TIMEWAIT_EXIT, 0),
             other => {
                 pr_warn!("cep {:#x}: event {:?} has no ABI yet\n", self.local_id, other);
                 return;
@@ -249,6 +324,53 @@ impl Cep {
                 let _ = inner.parked_events.push(ev, GFP_ATOMIC);
             }
         }
+    }
+
+    /// Sends `msg` to the peer once.
+    fn send_once(&self, inner: &CepInner, msg: Option<CmMsg>) {
+        let (Some(peer), Some(msg)) = (&inner.peer, msg) else {
+            return;
+        };
+        let mut mad = [0u8; MAD_SIZE];
+        if CmMad::new(peer.port.tid(self.local_id), 0, msg).encode(&mut mad).is_err() {
+            peer.port.count_tx_error();
+            return;
+        }
+        peer.port.send_once(&peer.ah, &mad, msg.attr());
+    }
+
+    /// The DREQ for this connection: it names the peer's QP.
+    fn dreq(&self, inner: &CepInner) -> Option<CmMsg> {
+        let peer = inner.peer.as_ref()?;
+        let remote_qpn = inner.negotiated.as_ref()?.remote_qpn?;
+        let pdata = inner.out_pdata();
+        Some(CmMsg::Dreq(Dreq {
+            local_comm_id: self.local_id,
+            remote_comm_id: peer.comm_id,
+            remote_qpn,
+            private_data: PrivateData::new(pdata.get(..pdata.len().min(220)).unwrap_or(&[]))
+                .unwrap_or(PrivateData::empty()),
+        }))
+    }
+
+    /// Starts timewait: the module parameter's length, or the protocol's (the QP's local ACK
+    /// timeout, `cm_enter_timewait`, `drivers/infiniband/core/cm.c:1013`).
+    fn arm_timewait(self: &Arc<Self>, inner: &CepInner) {
+        let ms = match crate::module_parameters::timewait_ms.value() {
+            0 => timing::timewait_ms(inner.negotiated.as_ref().map_or(14, |n| n.ack_timeout)),
+            ms => ms,
+        };
+        TIMEWAITS_PENDING.fetch_add(1, Relaxed);
+        if workqueue::system().enqueue_delayed(self.clone(), msecs_to_jiffies(ms)).is_err() {
+            // Already queued (timewait re-entered before the last one fired): that work ends it.
+            TIMEWAITS_PENDING.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Timewait is over.
+    fn timewait_expired(self: &Arc<Self>) {
+        let mut inner = self.inner.lock();
+        let _ = self.apply(&mut inner, Event::TimewaitExpired, None);
     }
 
     /// Sends `msg` to the peer, retried with the CEP's retry timer until answered.
@@ -463,8 +585,12 @@ impl Cep {
     /// A REJ for this CEP arrived.
     pub(crate) fn rej_received(self: &Arc<Self>, rej: &Rej) {
         let mut inner = self.inner.lock();
-        // LocalCommID 0 is allowed: a REJ of a REQ may come before the peer has an ID.
-        let from_peer = inner.peer.as_ref().is_some_and(|p| rej.local_comm_id == 0 || p.comm_id == rej.local_comm_id);
+        // LocalCommID 0 is allowed (a REJ of a REQ may come before the peer has an ID), and
+        // so is any ID while we do not know the peer's yet (our REQ is unanswered).
+        let from_peer = inner
+            .peer
+            .as_ref()
+            .is_some_and(|p| rej.local_comm_id == 0 || p.comm_id == 0 || p.comm_id == rej.local_comm_id);
         if !from_peer {
             return;
         }
@@ -533,6 +659,7 @@ impl Cep {
         state::transition(inner.sm, Event::SendReq).map_err(|_| EINVAL)?;
         inner.peer = Some(Peer { comm_id: 0, ca_guid: 0, port, ah });
         inner.service_id = args.service_id;
+        inner.local_qpn = args.local_qpn;
         inner.negotiated = Some(negotiated);
         inner.retry = RetryTimer::req(path.packet_life_time, args.remote_cm_response_timeout, args.max_cm_retries);
         inner.req_msg = Some(req);
@@ -592,6 +719,7 @@ impl Cep {
         CmMsg::Rep(rep).encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)?;
         state::transition(inner.sm, Event::PrepareRep).map_err(|_| EINVAL)?;
         inner.rep_msg = Some(KBox::new(rep, GFP_ATOMIC)?);
+        inner.local_qpn = args.local_qpn;
         if let Some(n) = inner.negotiated.as_mut() {
             n.apply_sent_rep(&rep);
         }
@@ -611,14 +739,60 @@ impl Cep {
 
     /// Sends the RTU (active side, after the REP).
     pub(crate) fn send_rtu(self: &Arc<Self>, pdata: &[u8]) -> Result {
-        let private_data = PrivateData::new(pdata).map_err(|_| E2BIG)?;
+        if pdata.len() > uapi::CEPM_PDATA_MAX as usize {
+            return Err(E2BIG);
+        }
+        self.send_with_pdata(Event::SendRtu, pdata)
+    }
+
+    /// Disconnects: sends a DREQ (retried).
+    pub(crate) fn send_dreq(self: &Arc<Self>, pdata: &[u8]) -> Result {
+        if pdata.len() > uapi::CEPM_DREQ_PDATA_MAX as usize {
+            return Err(E2BIG);
+        }
+        self.send_with_pdata(Event::SendDreq, pdata)
+    }
+
+    /// Answers a DREQ.
+    pub(crate) fn send_drep(self: &Arc<Self>, pdata: &[u8]) -> Result {
+        self.send_with_pdata(Event::SendDrep, pdata)
+    }
+
+    /// A local call whose message carries just `pdata`.
+    fn send_with_pdata(self: &Arc<Self>, event: Event, pdata: &[u8]) -> Result {
         let mut inner = self.inner.lock();
-        let peer = inner.peer.as_ref().ok_or(EINVAL)?;
-        let rtu = Rtu { local_comm_id: self.local_id, remote_comm_id: peer.comm_id, private_data };
-        state::transition(inner.sm, Event::SendRtu).map_err(|_| EINVAL)?;
-        inner.rtu_msg = Some(KBox::new(rtu, GFP_ATOMIC)?);
-        self.apply(&mut inner, Event::SendRtu, None)?;
+        if inner.peer.is_none() {
+            return Err(EINVAL);
+        }
+        state::transition(inner.sm, event).map_err(|_| EINVAL)?;
+        let len = pdata.len().min(inner.out_pdata.0.len());
+        inner.out_pdata.0[..len].copy_from_slice(&pdata[..len]);
+        inner.out_pdata.1 = len;
+        self.apply(&mut inner, event, None)?;
         Ok(())
+    }
+
+    /// A DREQ for this connection arrived.
+    pub(crate) fn dreq_received(self: &Arc<Self>, dreq: &Dreq) {
+        let mut inner = self.inner.lock();
+        if inner.peer.as_ref().is_none_or(|p| p.comm_id != dreq.local_comm_id) {
+            return;
+        }
+        let qpn_matches = dreq.remote_qpn == inner.local_qpn;
+        if qpn_matches {
+            inner.set_pdata(AttrId::Dreq, dreq.private_data.as_bytes());
+        }
+        let _ = self.apply(&mut inner, Event::RxDreq { qpn_matches }, None);
+    }
+
+    /// A DREP for this connection arrived.
+    pub(crate) fn drep_received(self: &Arc<Self>, drep: &Drep) {
+        let mut inner = self.inner.lock();
+        if inner.peer.as_ref().is_none_or(|p| p.comm_id != drep.local_comm_id) {
+            return;
+        }
+        inner.set_pdata(AttrId::Drep, drep.private_data.as_bytes());
+        let _ = self.apply(&mut inner, Event::RxDrep, None);
     }
 
     /// The attributes that move the connection's QP to `args.qp_state`.
@@ -711,6 +885,11 @@ impl Cep {
 }
 
 impl CepInner {
+    /// The private data of the next RTU, DREQ or DREP.
+    fn out_pdata(&self) -> &[u8] {
+        self.out_pdata.0.get(..self.out_pdata.1).unwrap_or(&[])
+    }
+
     fn set_pdata(&mut self, attr: AttrId, data: &[u8]) {
         let len = data.len().min(self.pdata.data.len());
         self.pdata.data = [0; uapi::CEPM_PDATA_MAX as usize];

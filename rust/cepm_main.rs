@@ -61,6 +61,12 @@ module! {
     authors: ["The cepm developers"],
     description: "InfiniBand/RoCE Connection Manager with a /dev/cepm interface",
     license: "GPL",
+    params: {
+        timewait_ms: u32 {
+            default: 0,
+            description: "Timewait length in ms; 0 (default) follows the protocol (the QP's local ACK timeout)",
+        },
+    },
 }
 
 /// The loaded module.

@@ -49,6 +49,8 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
         CmMsg::Rej(rej) => tables::find_local(rej.remote_comm_id).map(|cep| cep.rej_received(rej)).is_some(),
         CmMsg::Rep(rep) => tables::find_local(rep.remote_comm_id).map(|cep| cep.rep_received(rep)).is_some(),
         CmMsg::Rtu(rtu) => tables::find_local(rtu.remote_comm_id).map(|cep| cep.rtu_received(rtu)).is_some(),
+        CmMsg::Dreq(dreq) => tables::find_local(dreq.remote_comm_id).map(|cep| cep.dreq_received(dreq)).is_some(),
+        CmMsg::Drep(drep) => tables::find_local(drep.remote_comm_id).map(|cep| cep.drep_received(drep)).is_some(),
         _ => false,
     };
     if matched {

@@ -172,8 +172,10 @@ impl CepmFile {
             uapi::CEPM_IOCTL_CONNECT => self.connect(arg, size),
             uapi::CEPM_IOCTL_PREPARE_REP => self.prepare_rep(arg, size),
             uapi::CEPM_IOCTL_SEND_REP => self.send_rep(arg, size),
-            uapi::CEPM_IOCTL_SEND_RTU => self.send_rtu(arg, size),
+            uapi::CEPM_IOCTL_SEND_RTU => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_rtu(pdata)),
             uapi::CEPM_IOCTL_INIT_QP_ATTR => self.init_qp_attr(arg, size),
+            uapi::CEPM_IOCTL_SEND_DREQ => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_dreq(pdata)),
+            uapi::CEPM_IOCTL_SEND_DREP => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_drep(pdata)),
             _ => Err(ENOTTY),
         }
     }
@@ -333,13 +335,14 @@ impl CepmFile {
         self.cep(req.handle)?.send_rep()
     }
 
-    fn send_rtu(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_rtu = UserSlice::new(arg, size).reader().read()?;
+    /// RTU, DREQ and DREP: a handle and private data.
+    fn send_pdata_msg(&self, arg: UserPtr, size: usize, send: impl FnOnce(&Arc<Cep>, &[u8]) -> Result) -> Result {
+        let req: uapi::cepm_send_pdata = UserSlice::new(arg, size).reader().read()?;
         if req.reserved != [0; 3] {
             return Err(EINVAL);
         }
         let pdata = req.pdata.get(..usize::from(req.pdata_len)).ok_or(E2BIG)?;
-        self.cep(req.handle)?.send_rtu(pdata)
+        send(&self.cep(req.handle)?, pdata)
     }
 
     fn init_qp_attr(&self, arg: UserPtr, size: usize) -> Result {

@@ -73,6 +73,8 @@ impl Tables {
 
 impl Drop for Tables {
     fn drop(&mut self) {
+        // Timewait works still queued run module code: let them finish first.
+        crate::cep::wait_for_timewaits();
         // Every CEP is destroyed by now (files closed, devices removed); free what is left.
         let listeners = core::mem::take(&mut *LISTENERS.lock());
         let locals = LOCAL_IDS.lock().take();

@@ -116,6 +116,10 @@ pub fn event_name(kind: u32) -> &'static str {
         sys::CEPM_EVENT_ESTABLISHED => "ESTABLISHED",
         sys::CEPM_EVENT_REQ_ERROR => "REQ_ERROR",
         sys::CEPM_EVENT_REP_ERROR => "REP_ERROR",
+        sys::CEPM_EVENT_DREQ_RECEIVED => "DREQ_RECEIVED",
+        sys::CEPM_EVENT_DREP_RECEIVED => "DREP_RECEIVED",
+        sys::CEPM_EVENT_DREQ_ERROR => "DREQ_ERROR",
+        sys::CEPM_EVENT_TIMEWAIT_EXIT => "TIMEWAIT_EXIT",
         _ => "?",
     }
 }
@@ -212,12 +216,27 @@ impl Cepm {
         self.ioctl(sys::CEPM_IOCTL_SEND_REP, &mut a)
     }
 
-    /// Sends the RTU with `pdata`.
-    pub fn send_rtu(&self, handle: u32, pdata: &[u8]) -> io::Result<()> {
-        let mut a = sys::cepm_rtu { handle, ..Default::default() };
+    /// One of the private-data-only messages (`CEPM_IOCTL_SEND_RTU/DREQ/DREP`).
+    fn send_pdata_msg(&self, cmd: u32, handle: u32, pdata: &[u8]) -> io::Result<()> {
+        let mut a = sys::cepm_send_pdata { handle, ..Default::default() };
         a.pdata_len = u8::try_from(pdata.len()).map_err(|_| invalid("private data too long"))?;
         a.pdata.get_mut(..pdata.len()).ok_or_else(|| invalid("private data too long"))?.copy_from_slice(pdata);
-        self.ioctl(sys::CEPM_IOCTL_SEND_RTU, &mut a)
+        self.ioctl(cmd, &mut a)
+    }
+
+    /// Sends the RTU with `pdata` (active side, after REP_RECEIVED).
+    pub fn send_rtu(&self, handle: u32, pdata: &[u8]) -> io::Result<()> {
+        self.send_pdata_msg(sys::CEPM_IOCTL_SEND_RTU, handle, pdata)
+    }
+
+    /// Disconnects: sends a DREQ with `pdata`.
+    pub fn send_dreq(&self, handle: u32, pdata: &[u8]) -> io::Result<()> {
+        self.send_pdata_msg(sys::CEPM_IOCTL_SEND_DREQ, handle, pdata)
+    }
+
+    /// Answers a DREQ_RECEIVED with a DREP carrying `pdata`.
+    pub fn send_drep(&self, handle: u32, pdata: &[u8]) -> io::Result<()> {
+        self.send_pdata_msg(sys::CEPM_IOCTL_SEND_DREP, handle, pdata)
     }
 
     /// The attributes that move the connection's QP to `qp_state` (`CEPM_QPS_*`).

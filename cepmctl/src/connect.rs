@@ -109,7 +109,12 @@ fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Vec<String>) 
     let ev = cepm.expect_event(timeout)?;
     trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
     if ev.kind != want {
-        return Err(io::Error::other(format!("expected {}, got {}", event_name(want), event_name(ev.kind))));
+        return Err(io::Error::other(format!(
+            "expected {}, got {} (status {})",
+            event_name(want),
+            event_name(ev.kind),
+            ev.status
+        )));
     }
     Ok(())
 }
@@ -178,6 +183,12 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     cepm.send_rtu(handle, b"")?;
     trace.push(format!("RTU sent; CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
     let stats = ping_pong(&qp.qp, pp, Role::Client, config)?;
+    // Disconnect: DREQ, the peer's DREP, then timewait.
+    cepm.send_dreq(handle, b"bye")?;
+    trace.push("DREQ sent".to_string());
+    wait_for(&cepm, sys::CEPM_EVENT_DREP_RECEIVED, config.timeout, &mut trace)?;
+    wait_for(&cepm, sys::CEPM_EVENT_TIMEWAIT_EXIT, config.timeout, &mut trace)?;
+    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
     cepm.destroy(handle)?;
     Ok(Outcome { trace, stats })
 }
@@ -224,6 +235,14 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     qp.qp.to_rts(&rts_attr(&cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?))?;
     trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
     let stats = ping_pong(&qp.qp, pp, Role::Server, config)?;
+    // The active side disconnects; answer its DREQ and wait out timewait.
+    wait_for(&cepm, sys::CEPM_EVENT_DREQ_RECEIVED, config.timeout, &mut trace)?;
+    let (_, pdata) = cepm.private_data(handle)?;
+    trace.push(format!("DREQ private data {:?}", String::from_utf8_lossy(&pdata).trim_end_matches('\0')));
+    cepm.send_drep(handle, b"")?;
+    trace.push("DREP sent".to_string());
+    wait_for(&cepm, sys::CEPM_EVENT_TIMEWAIT_EXIT, config.timeout, &mut trace)?;
+    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
     cepm.destroy(handle)?;
     cepm.destroy(listener)?;
     Ok(Outcome { trace, stats })

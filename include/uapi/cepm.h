@@ -280,10 +280,17 @@ struct cepm_send_rep {
 	__u32 reserved;
 };
 
-/* CEPM_IOC_SEND_RTU: after REP_RECEIVED and moving the QP to RTS. */
-struct cepm_rtu {
+#define CEPM_DREQ_PDATA_MAX 220
+
+/*
+ * A message that carries only private data:
+ * CEPM_IOC_SEND_RTU (after REP_RECEIVED and moving the QP to RTS; up to
+ * CEPM_PDATA_MAX), CEPM_IOC_SEND_DREQ (disconnect; up to CEPM_DREQ_PDATA_MAX),
+ * CEPM_IOC_SEND_DREP (answer a DREQ_RECEIVED; up to CEPM_PDATA_MAX).
+ */
+struct cepm_send_pdata {
 	__u32 handle;
-	__u8 pdata_len; /* <= CEPM_PDATA_MAX */
+	__u8 pdata_len;
 	__u8 reserved[3];
 	__u8 pdata[CEPM_PDATA_MAX];
 };
@@ -329,8 +336,10 @@ struct cepm_qp_attr {
 #define CEPM_IOC_CONNECT _IOW(CEPM_IOC_MAGIC, 0x88, struct cepm_connect)
 #define CEPM_IOC_PREPARE_REP _IOW(CEPM_IOC_MAGIC, 0x89, struct cepm_accept)
 #define CEPM_IOC_SEND_REP _IOW(CEPM_IOC_MAGIC, 0x8a, struct cepm_send_rep)
-#define CEPM_IOC_SEND_RTU _IOW(CEPM_IOC_MAGIC, 0x8b, struct cepm_rtu)
+#define CEPM_IOC_SEND_RTU _IOW(CEPM_IOC_MAGIC, 0x8b, struct cepm_send_pdata)
 #define CEPM_IOC_INIT_QP_ATTR _IOWR(CEPM_IOC_MAGIC, 0x8c, struct cepm_qp_attr)
+#define CEPM_IOC_SEND_DREQ _IOW(CEPM_IOC_MAGIC, 0x8d, struct cepm_send_pdata)
+#define CEPM_IOC_SEND_DREP _IOW(CEPM_IOC_MAGIC, 0x8e, struct cepm_send_pdata)
 
 /* struct cepm_event.event */
 enum cepm_event_type {
@@ -340,6 +349,10 @@ enum cepm_event_type {
 	CEPM_EVENT_ESTABLISHED,      /* passive side: the RTU arrived */
 	CEPM_EVENT_REQ_ERROR,        /* the REQ went unanswered through every retry */
 	CEPM_EVENT_REP_ERROR,        /* the REP went unanswered through every retry */
+	CEPM_EVENT_DREQ_RECEIVED,    /* the peer disconnects: answer with SEND_DREP */
+	CEPM_EVENT_DREP_RECEIVED,    /* our DREQ was answered; timewait follows */
+	CEPM_EVENT_DREQ_ERROR,       /* the DREQ went unanswered; timewait follows */
+	CEPM_EVENT_TIMEWAIT_EXIT,    /* the CEP is idle again */
 };
 
 /* What read() returns, one record per event. */

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 12
 
 modprobe ib_uverbs
 SID=0x0000000001064e22
@@ -31,6 +31,19 @@ ktap_check "both CEPs reached ESTABLISHED" \
 	sh -c "grep -q 'in ESTABLISHED' '$out.accept' && grep -q 'in ESTABLISHED' '$out.connect'"
 ktap_check "20 round trips of 4096 bytes verified over the connected QPs" \
 	grep -q 'client: 20 iterations x 4096 bytes, .* verified 81920 bytes' "$out.connect"
+ktap_check "the passive side got the DREQ with its private data and answered" \
+	sh -c "grep -q 'DREQ private data \"bye\"' '$out.accept' && grep -q 'DREP sent' '$out.accept'"
+ktap_check "the active side got the DREP" grep -q 'event DREP_RECEIVED' "$out.connect"
+ktap_check "both sides left timewait and are idle again" \
+	sh -c "grep -q 'event TIMEWAIT_EXIT' '$out.accept' && grep -q 'event TIMEWAIT_EXIT' '$out.connect' &&
+	       grep -q 'in IDLE' '$out.accept' && grep -q 'in IDLE' '$out.connect'"
+
+# Nobody listens on this service ID: the stock REJ 8 comes back and reaches the user.
+"$CEPMCTL" connect --service-id 0x0000000001064e23 --iterations 0 >"$out.rej" 2>&1
+rc=$?
+sed 's/^/# /' "$out.rej"
+ktap_check "connect to an unlistened service fails with REJ reason 8 (Invalid Service ID)" \
+	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 8)' '$out.rej'"
 ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
 rm -f "$out".*
 ktap_finished
