@@ -179,6 +179,19 @@ impl WorkItem for Cep {
     }
 }
 
+/// Cuts every CEP off `port`, whose device is being removed: their address handles go now
+/// and their owners get `DEVICE_REMOVAL`. The agent is already unregistered, so nothing can
+/// tie a new CEP to the port.
+pub(crate) fn release_port(port: &CmPort) {
+    let Ok(ceps) = tables::all_ceps() else {
+        pr_err!("cannot list CEPs to release a removed port\n");
+        return;
+    };
+    for cep in ceps.iter() {
+        cep.device_removed(port);
+    }
+}
+
 /// Waits until no timewait work is queued (module unload). Bounded by the longest timewait.
 pub(crate) fn wait_for_timewaits() {
     while TIMEWAITS_PENDING.load(Relaxed) != 0 {
@@ -312,18 +325,7 @@ impl Cep {
                 return;
             }
         };
-        let mut ev = uapi::cepm_event { event: kind, status, ..Default::default() };
-        match &inner.owner {
-            Some(owner) => {
-                ev.handle = owner.handle;
-                ev.user_context = owner.context;
-                owner.file.push_event(ev);
-            }
-            None => {
-                // Kept for whoever claims the CEP; lost only if memory is short.
-                let _ = inner.parked_events.push(ev, GFP_ATOMIC);
-            }
-        }
+        inner.deliver_raw(uapi::cepm_event { event: kind, status, ..Default::default() });
     }
 
     /// Sends `msg` to the peer once.
@@ -772,6 +774,19 @@ impl Cep {
         Ok(())
     }
 
+    /// The device of `port` is going away: forget the peer if it is reached through it.
+    fn device_removed(&self, port: &CmPort) {
+        let mut inner = self.inner.lock();
+        if !inner.peer.as_ref().is_some_and(|p| core::ptr::eq(&*p.port, port)) {
+            return;
+        }
+        // The agent's unregistration flushed our send already; the AH goes with the peer.
+        inner.msg = None;
+        inner.peer = None;
+        let ev = uapi::cepm_event { event: uapi::CEPM_EVENT_DEVICE_REMOVAL, ..Default::default() };
+        inner.deliver_raw(ev);
+    }
+
     /// A DREQ for this connection arrived.
     pub(crate) fn dreq_received(self: &Arc<Self>, dreq: &Dreq) {
         let mut inner = self.inner.lock();
@@ -885,6 +900,21 @@ impl Cep {
 }
 
 impl CepInner {
+    /// Queues `ev` for the owner, or parks it until the CEP is claimed.
+    fn deliver_raw(&mut self, mut ev: uapi::cepm_event) {
+        match &self.owner {
+            Some(owner) => {
+                ev.handle = owner.handle;
+                ev.user_context = owner.context;
+                owner.file.push_event(ev);
+            }
+            None => {
+                // Kept for whoever claims the CEP; lost only if memory is short.
+                let _ = self.parked_events.push(ev, GFP_ATOMIC);
+            }
+        }
+    }
+
     /// The private data of the next RTU, DREQ or DREP.
     fn out_pdata(&self) -> &[u8] {
         self.out_pdata.0.get(..self.out_pdata.1).unwrap_or(&[])

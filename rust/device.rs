@@ -8,6 +8,7 @@ use kernel::{
 };
 
 use crate::{
+    cep,
     port::CmPort,
     shim::{
         IbDevice,
@@ -32,6 +33,21 @@ pub(crate) struct CmDevice {
     /// Dropped before `ib`: the agents are unregistered while the device is still valid.
     ports: KVec<ManagedPort>,
     ib: IbDevice,
+}
+
+impl Drop for CmDevice {
+    /// Runs inside the `ib_client`'s `remove`, which must leave nothing of ours on the device.
+    fn drop(&mut self) {
+        for managed in core::mem::take(&mut self.ports) {
+            let ManagedPort { _agent: agent, port } = managed;
+            // Unregistering flushes the agent's sends and waits out its handlers: after this,
+            // no MAD arrives on the port and no new CEP can be tied to it.
+            drop(agent);
+            // Then the CEPs still tied to the port drop their address handles and hear that
+            // the device is gone, before ib_core frees it.
+            cep::release_port(&port);
+        }
+    }
 }
 
 impl CmDevice {

@@ -121,6 +121,19 @@ pub(crate) fn count_local() -> usize {
     LOCAL_IDS.lock().as_ref().map_or(0, |t| t.iter().count())
 }
 
+/// Every CEP that exists now.
+pub(crate) fn all_ceps() -> Result<KVec<Arc<Cep>>> {
+    // Allocate outside the lock; CEPs created meanwhile are not in the snapshot.
+    let mut out = KVec::with_capacity(count_local(), GFP_KERNEL)?;
+    let table = LOCAL_IDS.lock();
+    if let Some(tree) = table.as_ref() {
+        for (_, cep) in tree.iter().take(out.capacity()) {
+            out.push(cep.clone(), GFP_ATOMIC)?;
+        }
+    }
+    Ok(out)
+}
+
 /// Forgets local comm ID `id`.
 pub(crate) fn remove_local(id: u32) {
     let removed = LOCAL_IDS.lock().as_mut().and_then(|t| t.remove(&id));

@@ -120,6 +120,7 @@ pub fn event_name(kind: u32) -> &'static str {
         sys::CEPM_EVENT_DREP_RECEIVED => "DREP_RECEIVED",
         sys::CEPM_EVENT_DREQ_ERROR => "DREQ_ERROR",
         sys::CEPM_EVENT_TIMEWAIT_EXIT => "TIMEWAIT_EXIT",
+        sys::CEPM_EVENT_DEVICE_REMOVAL => "DEVICE_REMOVAL",
         _ => "?",
     }
 }

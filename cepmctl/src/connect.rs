@@ -29,14 +29,40 @@ pub struct Config {
     pub size: usize,
     /// How long to wait for each CM event and each completion.
     pub timeout: Duration,
+    /// CM only: no QP is created (a made-up QPN goes in the REQ/REP) and no data moves.
+    pub cm_only: bool,
+    /// Once established, wait for the next event (e.g. `DEVICE_REMOVAL`) instead of
+    /// disconnecting.
+    pub hold: bool,
 }
 
-/// What one side saw, for printing.
+/// The QPN a CM-only connection announces: any non-zero 24-bit value will do.
+const CM_ONLY_QPN: u32 = 0x00_c0de;
+
+/// What one side saw.
 pub struct Outcome {
-    /// Lines describing the CM exchange, in order.
+    /// Lines describing the CM exchange, in order (also printed as they happened).
     pub trace: Vec<String>,
     /// The ping-pong's statistics, if it ran.
     pub stats: Option<Stats>,
+}
+
+/// The CM exchange as it happens: each step is printed at once (scripts wait on them) and kept.
+struct Trace {
+    who: &'static str,
+    lines: Vec<String>,
+}
+
+impl Trace {
+    fn new(who: &'static str) -> Self {
+        Self { who, lines: Vec::new() }
+    }
+
+    fn push(&mut self, line: String) {
+        println!("{}: {line}", self.who);
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        self.lines.push(line);
+    }
 }
 
 /// The MAC of the netdev behind GID `index` of the port: the next hop when the peer is this
@@ -105,7 +131,7 @@ fn to_init(cepm: &Cepm, handle: u32, qp: &RcQp) -> io::Result<()> {
     qp.to_init(a.port_num, a.pkey_index, AccessFlags::from_bits_truncate(a.qp_access_flags))
 }
 
-fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Vec<String>) -> io::Result<()> {
+fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Trace) -> io::Result<()> {
     let ev = cepm.expect_event(timeout)?;
     trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
     if ev.kind != want {
@@ -117,6 +143,16 @@ fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Vec<String>) 
         )));
     }
     Ok(())
+}
+
+/// With `hold`, waits for the next event and records it; the caller then destroys the CEP.
+fn hold(cepm: &Cepm, config: &Config, trace: &mut Trace) -> io::Result<bool> {
+    if !config.hold {
+        return Ok(false);
+    }
+    let ev = cepm.expect_event(config.timeout)?;
+    trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
+    Ok(true)
 }
 
 fn ping_pong(qp: &RcQp, pp: PingPong<'_>, role: Role, config: &Config) -> io::Result<Option<Stats>> {
@@ -133,16 +169,17 @@ fn ping_pong(qp: &RcQp, pp: PingPong<'_>, role: Role, config: &Config) -> io::Re
 
 /// The active side: REQ, REP, QP to RTS, RTU, ping-pong as the client.
 pub fn active(config: &Config) -> io::Result<Outcome> {
-    let mut trace = Vec::new();
+    let mut trace = Trace::new("connect");
     let cepm = Cepm::open()?;
     let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
-    let qp = create_qp(&config.device)?;
+    let qp = if config.cm_only { None } else { Some(create_qp(&config.device)?) };
+    let qpn = qp.as_ref().map_or(CM_ONLY_QPN, |q| q.qp.qp_num());
     let handle = cepm.create(0xac71_0000)?;
     let mut req = sys::cepm_connect {
         service_id: config.service_id,
         handle,
         port_num: config.port.into(),
-        local_qpn: qp.qp.qp_num(),
+        local_qpn: qpn,
         starting_psn: 0x00a1_b2c3,
         responder_resources: 1,
         initiator_depth: 1,
@@ -166,7 +203,7 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     req.pdata[..hello.len()].copy_from_slice(hello);
     req.pdata_len = hello.len() as u8;
     cepm.connect(&req)?;
-    trace.push(format!("REQ sent from QP {:#x} to service {:#018x}", qp.qp.qp_num(), config.service_id));
+    trace.push(format!("REQ sent from QP {qpn:#x} to service {:#018x}", config.service_id));
     wait_for(&cepm, sys::CEPM_EVENT_REP_RECEIVED, config.timeout, &mut trace)?;
     let (attr, pdata) = cepm.private_data(handle)?;
     trace.push(format!(
@@ -174,15 +211,30 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         pdata.len(),
         String::from_utf8_lossy(&pdata).trim_end_matches('\0')
     ));
-    to_init(&cepm, handle, &qp.qp)?;
-    let pp = PingPong::new(&qp.qp, config.size)?;
+    let pp = match &qp {
+        Some(qp) => {
+            to_init(&cepm, handle, &qp.qp)?;
+            Some(PingPong::new(&qp.qp, config.size)?)
+        }
+        None => None,
+    };
     let rtr = cepm.qp_attr(handle, sys::CEPM_QPS_RTR)?;
-    qp.qp.to_rtr(&rtr_attr(&rtr, config.port)?)?;
-    qp.qp.to_rts(&rts_attr(&cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?))?;
-    trace.push(format!("QP {:#x} in RTS, connected to QP {:#x}", qp.qp.qp_num(), rtr.dest_qp_num));
+    let rts = cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?;
+    if let Some(qp) = &qp {
+        qp.qp.to_rtr(&rtr_attr(&rtr, config.port)?)?;
+        qp.qp.to_rts(&rts_attr(&rts))?;
+    }
+    trace.push(format!("QP {qpn:#x} in RTS, connected to QP {:#x}", rtr.dest_qp_num));
     cepm.send_rtu(handle, b"")?;
     trace.push(format!("RTU sent; CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
-    let stats = ping_pong(&qp.qp, pp, Role::Client, config)?;
+    let stats = match (&qp, pp) {
+        (Some(qp), Some(pp)) => ping_pong(&qp.qp, pp, Role::Client, config)?,
+        _ => None,
+    };
+    if hold(&cepm, config, &mut trace)? {
+        cepm.destroy(handle)?;
+        return Ok(Outcome { trace: trace.lines, stats });
+    }
     // Disconnect: DREQ, the peer's DREP, then timewait.
     cepm.send_dreq(handle, b"bye")?;
     trace.push("DREQ sent".to_string());
@@ -190,19 +242,18 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     wait_for(&cepm, sys::CEPM_EVENT_TIMEWAIT_EXIT, config.timeout, &mut trace)?;
     trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
     cepm.destroy(handle)?;
-    Ok(Outcome { trace, stats })
+    Ok(Outcome { trace: trace.lines, stats })
 }
 
 /// The passive side: listen, claim the REQ, prepare the REP, QP to RTR, REP, RTU, ping-pong
 /// as the server.
 pub fn passive(config: &Config) -> io::Result<Outcome> {
-    let mut trace = Vec::new();
+    let mut trace = Trace::new("accept");
     let cepm = Cepm::open()?;
     let listener = cepm.create(0)?;
     cepm.listen(listener, config.service_id, u64::MAX)?;
-    // Printed at once, not traced: scripts start the active side when they see it.
-    println!("accept: listening on service {:#018x}", config.service_id);
-    std::io::Write::flush(&mut std::io::stdout())?;
+    // Scripts start the active side when they see this line.
+    trace.push(format!("listening on service {:#018x}", config.service_id));
     wait_for(&cepm, sys::CEPM_EVENT_REQ_RECEIVED, config.timeout, &mut trace)?;
     let (handle, req) = cepm.get_request(listener, 0x5e55_0000)?;
     trace.push(format!(
@@ -210,10 +261,11 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         req.remote_qpn,
         String::from_utf8_lossy(&req.private_data).trim_end_matches('\0')
     ));
-    let qp = create_qp(&config.device)?;
+    let qp = if config.cm_only { None } else { Some(create_qp(&config.device)?) };
+    let qpn = qp.as_ref().map_or(CM_ONLY_QPN, |q| q.qp.qp_num());
     let mut rep = sys::cepm_accept {
         handle,
-        local_qpn: qp.qp.qp_num(),
+        local_qpn: qpn,
         starting_psn: 0x0012_3456,
         responder_resources: 1,
         initiator_depth: 1,
@@ -225,16 +277,34 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     rep.pdata_len = hello.len() as u8;
     cepm.prepare_rep(&rep)?;
     // The prepare/send split: the QP is in RTR before the REP leaves.
-    to_init(&cepm, handle, &qp.qp)?;
-    let pp = PingPong::new(&qp.qp, config.size)?;
+    let pp = match &qp {
+        Some(qp) => {
+            to_init(&cepm, handle, &qp.qp)?;
+            Some(PingPong::new(&qp.qp, config.size)?)
+        }
+        None => None,
+    };
     let rtr = cepm.qp_attr(handle, sys::CEPM_QPS_RTR)?;
-    qp.qp.to_rtr(&rtr_attr(&rtr, config.port)?)?;
-    trace.push(format!("REP prepared; QP {:#x} in RTR before the REP is sent", qp.qp.qp_num()));
+    if let Some(qp) = &qp {
+        qp.qp.to_rtr(&rtr_attr(&rtr, config.port)?)?;
+    }
+    trace.push(format!("REP prepared; QP {qpn:#x} in RTR before the REP is sent"));
     cepm.send_rep(handle)?;
     wait_for(&cepm, sys::CEPM_EVENT_ESTABLISHED, config.timeout, &mut trace)?;
-    qp.qp.to_rts(&rts_attr(&cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?))?;
+    let rts = cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?;
+    if let Some(qp) = &qp {
+        qp.qp.to_rts(&rts_attr(&rts))?;
+    }
     trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
-    let stats = ping_pong(&qp.qp, pp, Role::Server, config)?;
+    let stats = match (&qp, pp) {
+        (Some(qp), Some(pp)) => ping_pong(&qp.qp, pp, Role::Server, config)?,
+        _ => None,
+    };
+    if hold(&cepm, config, &mut trace)? {
+        cepm.destroy(handle)?;
+        cepm.destroy(listener)?;
+        return Ok(Outcome { trace: trace.lines, stats });
+    }
     // The active side disconnects; answer its DREQ and wait out timewait.
     wait_for(&cepm, sys::CEPM_EVENT_DREQ_RECEIVED, config.timeout, &mut trace)?;
     let (_, pdata) = cepm.private_data(handle)?;
@@ -245,5 +315,5 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
     cepm.destroy(handle)?;
     cepm.destroy(listener)?;
-    Ok(Outcome { trace, stats })
+    Ok(Outcome { trace: trace.lines, stats })
 }

@@ -164,6 +164,12 @@ struct ConnectArgs {
     /// Milliseconds to wait for each event or completion.
     #[arg(long, default_value_t = 20_000)]
     timeout_ms: u64,
+    /// CM only: no QP, no data (a made-up QPN goes on the wire).
+    #[arg(long)]
+    cm_only: bool,
+    /// Once established, wait for the next event instead of disconnecting.
+    #[arg(long)]
+    hold: bool,
 }
 
 impl ConnectArgs {
@@ -175,14 +181,14 @@ impl ConnectArgs {
             iterations: self.iterations,
             size: self.size,
             timeout: std::time::Duration::from_millis(self.timeout_ms),
+            cm_only: self.cm_only,
+            hold: self.hold,
         }
     }
 }
 
+/// The ping-pong's result (the CM trace was printed as it happened).
 fn print_outcome(who: &str, outcome: &cepm::connect::Outcome) {
-    for line in &outcome.trace {
-        println!("{who}: {line}");
-    }
     if let Some(stats) = &outcome.stats {
         println!("{who}: {stats}");
     }
@@ -371,6 +377,10 @@ fn verbs_selftest(config: &cepm::verbs::loopback::Config) -> std::io::Result<()>
 }
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`cepmctl ports | grep -q ...`), like C tools, instead of
+    // panicking in println!.
+    // SAFETY: Setting a signal disposition to SIG_DFL has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -353,6 +353,7 @@ enum cepm_event_type {
 	CEPM_EVENT_DREP_RECEIVED,    /* our DREQ was answered; timewait follows */
 	CEPM_EVENT_DREQ_ERROR,       /* the DREQ went unanswered; timewait follows */
 	CEPM_EVENT_TIMEWAIT_EXIT,    /* the CEP is idle again */
+	CEPM_EVENT_DEVICE_REMOVAL,   /* its RDMA device is gone: the CEP can only be destroyed */
 };
 
 /* What read() returns, one record per event. */
