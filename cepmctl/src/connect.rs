@@ -34,6 +34,9 @@ pub struct Config {
     /// Once established, wait for the next event (e.g. `DEVICE_REMOVAL`) instead of
     /// disconnecting.
     pub hold: bool,
+    /// Active side: the peer's IPv4 address and next-hop MAC; `None` for this host
+    /// (loopback to the port's own GID).
+    pub peer: Option<([u8; 4], [u8; 6])>,
 }
 
 /// The QPN a CM-only connection announces: any non-zero 24-bit value will do.
@@ -193,8 +196,17 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     for (dst, src) in req.dev_name.iter_mut().zip(config.device.bytes()) {
         *dst = src as _;
     }
-    req.path.dgid = gid.raw;
-    req.path.dmac = local_mac(&config.device, config.port, gid.index)?;
+    match config.peer {
+        Some((ip, mac)) => {
+            req.path.dgid[10..12].copy_from_slice(&[0xff, 0xff]);
+            req.path.dgid[12..].copy_from_slice(&ip);
+            req.path.dmac = mac;
+        }
+        None => {
+            req.path.dgid = gid.raw;
+            req.path.dmac = local_mac(&config.device, config.port, gid.index)?;
+        }
+    }
     req.path.sgid_index = gid.index;
     req.path.hop_limit = 64;
     req.path.mtu = 3; // 1024: what rxe runs on a 1500-byte netdev
@@ -203,7 +215,12 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     req.pdata[..hello.len()].copy_from_slice(hello);
     req.pdata_len = hello.len() as u8;
     cepm.connect(&req)?;
-    trace.push(format!("REQ sent from QP {qpn:#x} to service {:#018x}", config.service_id));
+    trace.push(format!(
+        "REQ sent from QP {qpn:#x} on {} to service {:#018x} at GID {}",
+        config.device,
+        config.service_id,
+        crate::verbs::loopback::format_gid(&req.path.dgid)
+    ));
     wait_for(&cepm, sys::CEPM_EVENT_REP_RECEIVED, config.timeout, &mut trace)?;
     let (attr, pdata) = cepm.private_data(handle)?;
     trace.push(format!(

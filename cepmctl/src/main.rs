@@ -170,6 +170,24 @@ struct ConnectArgs {
     /// Once established, wait for the next event instead of disconnecting.
     #[arg(long)]
     hold: bool,
+    /// connect: the peer's IPv4 address (default: this host, over the port's own GID).
+    #[arg(long, requires = "peer_mac")]
+    peer_ip: Option<std::net::Ipv4Addr>,
+    /// connect: the MAC of the peer's netdev (next hop), e.g. 02:00:00:00:00:02.
+    #[arg(long, requires = "peer_ip", value_parser = parse_mac)]
+    peer_mac: Option<[u8; 6]>,
+}
+
+fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in mac.iter_mut() {
+        *b = parts.next().and_then(|p| u8::from_str_radix(p, 16).ok()).ok_or_else(|| format!("bad MAC '{s}'"))?;
+    }
+    if parts.next().is_some() {
+        return Err(format!("bad MAC '{s}'"));
+    }
+    Ok(mac)
 }
 
 impl ConnectArgs {
@@ -183,6 +201,7 @@ impl ConnectArgs {
             timeout: std::time::Duration::from_millis(self.timeout_ms),
             cm_only: self.cm_only,
             hold: self.hold,
+            peer: self.peer_ip.zip(self.peer_mac).map(|(ip, mac)| (ip.octets(), mac)),
         }
     }
 }
