@@ -125,6 +125,8 @@ struct CepInner {
     /// `None` while unclaimed (born from a listen) and after destroy.
     owner: Option<Owner>,
     service_id: u64,
+    /// Listeners: the mask their service ID is matched under.
+    listen_mask: u64,
     peer: Option<Peer>,
     /// Listener: REQs not claimed yet, oldest first.
     pending: KVec<Arc<Cep>>,
@@ -209,6 +211,7 @@ impl Cep {
                     sm,
                     owner,
                     service_id: 0,
+                    listen_mask: u64::MAX,
                     peer: None,
                     pending: KVec::new(),
                     req: None,
@@ -298,7 +301,7 @@ impl Cep {
                     msg.cancel();
                 }
             }
-            Action::StopListening => tables::remove_listener(self),
+            Action::StopListening => tables::remove_listener(self, inner.service_id, inner.listen_mask),
             Action::CountDuplicate => {
                 if let Some(peer) = &inner.peer {
                     peer.port.count_duplicate();
@@ -453,6 +456,7 @@ impl Cep {
         tables::add_listener(service_id, mask, self.clone())?;
         inner.sm = t.next;
         inner.service_id = service_id;
+        inner.listen_mask = mask;
         Ok(())
     }
 

@@ -3,9 +3,14 @@
 //! The lookup tables of the CM: local comm ID → CEP, (remote comm ID, remote CA GUID) → CEP,
 //! and the listeners.
 //!
-//! Lock order: a CEP's lock may be held while taking a table lock, never the reverse; lookups
-//! clone the `Arc` and drop the table lock before locking the CEP. Each table has one spinlock
-//! for now (see `docs/design.md`: sharding is the next step).
+//! Every table is sharded: a lookup on the receive or connect path locks one shard of
+//! [`SHARDS`], chosen by hashing its key, never a lock shared by all connections. Listeners
+//! with an exact service ID are sharded by it; listeners with a partial mask sit in one list
+//! that is only locked while such a listener exists.
+//!
+//! Lock order: a CEP's lock may be held while taking a shard lock, never the reverse; lookups
+//! clone the `Arc` and drop the shard lock before locking the CEP. No code holds two shard
+//! locks at once.
 
 use kernel::{
     prelude::*,
@@ -27,15 +32,51 @@ use crate::{
     shim, //
 };
 
-kernel::sync::global_lock! {
-    // SAFETY: `Tables::new` initialises the lock in module init, before any user.
-    unsafe(uninit) static LOCAL_IDS: SpinLock<Option<RBTree<u32, Arc<Cep>>>> = None;
+/// Shards per table.
+pub(crate) const SHARDS: usize = 16;
+
+/// Declares `SHARDS` global spinlocks holding `$ty` and a function that runs a closure on
+/// shard `i` of them under its lock.
+macro_rules! sharded {
+    ($with:ident, $init:ident, $ty:ty, $empty:expr, [$($n:literal => $shard:ident),+ $(,)?]) => {
+        $(
+            kernel::sync::global_lock! {
+                // SAFETY: `Tables::new` calls the init function in module init, before any user.
+                unsafe(uninit) static $shard: SpinLock<$ty> = $empty;
+            }
+        )+
+
+        /// Runs `f` on shard `i % SHARDS` under its lock.
+        fn $with<R>(i: usize, f: impl FnOnce(&mut $ty) -> R) -> R {
+            match i % SHARDS {
+                $($n => f(&mut $shard.lock()),)+
+                _ => unreachable!(),
+            }
+        }
+
+        /// Initialises every shard's lock.
+        ///
+        /// # Safety
+        ///
+        /// Called once per module load, before any other use.
+        unsafe fn $init() {
+            // SAFETY: The function's safety requirements are `init`'s.
+            unsafe { $($shard.init();)+ }
+        }
+    };
 }
 
-kernel::sync::global_lock! {
-    // SAFETY: `Tables::new` initialises the lock in module init, before any user.
-    unsafe(uninit) static REMOTE_IDS: SpinLock<Option<RBTree<(u32, u64), Arc<Cep>>>> = None;
-}
+sharded!(with_local, init_local, Option<RBTree<u32, Arc<Cep>>>, None, [
+    0 => LOCAL_0, 1 => LOCAL_1, 2 => LOCAL_2, 3 => LOCAL_3, 4 => LOCAL_4, 5 => LOCAL_5,
+    6 => LOCAL_6, 7 => LOCAL_7, 8 => LOCAL_8, 9 => LOCAL_9, 10 => LOCAL_10, 11 => LOCAL_11,
+    12 => LOCAL_12, 13 => LOCAL_13, 14 => LOCAL_14, 15 => LOCAL_15,
+]);
+
+sharded!(with_remote, init_remote, Option<RBTree<(u32, u64), Arc<Cep>>>, None, [
+    0 => REMOTE_0, 1 => REMOTE_1, 2 => REMOTE_2, 3 => REMOTE_3, 4 => REMOTE_4, 5 => REMOTE_5,
+    6 => REMOTE_6, 7 => REMOTE_7, 8 => REMOTE_8, 9 => REMOTE_9, 10 => REMOTE_10, 11 => REMOTE_11,
+    12 => REMOTE_12, 13 => REMOTE_13, 14 => REMOTE_14, 15 => REMOTE_15,
+]);
 
 /// A listener: REQs whose service ID matches `service_id` under `mask` go to `cep`.
 struct Listener {
@@ -44,15 +85,31 @@ struct Listener {
     cep: Arc<Cep>,
 }
 
+sharded!(with_listeners, init_listeners, KVec<Listener>, KVec::new(), [
+    0 => LISTEN_0, 1 => LISTEN_1, 2 => LISTEN_2, 3 => LISTEN_3, 4 => LISTEN_4, 5 => LISTEN_5,
+    6 => LISTEN_6, 7 => LISTEN_7, 8 => LISTEN_8, 9 => LISTEN_9, 10 => LISTEN_10, 11 => LISTEN_11,
+    12 => LISTEN_12, 13 => LISTEN_13, 14 => LISTEN_14, 15 => LISTEN_15,
+]);
+
 kernel::sync::global_lock! {
     // SAFETY: `Tables::new` initialises the lock in module init, before any user.
-    unsafe(uninit) static LISTENERS: SpinLock<KVec<Listener>> = KVec::new();
+    unsafe(uninit) static MASKED_LISTENERS: SpinLock<KVec<Listener>> = KVec::new();
 }
+
+/// How many listeners have a partial mask: while 0, REQs never lock their list.
+static MASKED_COUNT: Atomic<u32> = Atomic::new(0);
 
 /// Comm IDs on the wire are a counter XORed with this, like Linux's `random_id_operand`, so
 /// that they are not predictable across boots.
 static ID_OPERAND: Atomic<u32> = Atomic::new(0);
 static NEXT_ID: Atomic<u32> = Atomic::new(0);
+
+/// The shard of a 64-bit key (service IDs, peer keys): fold all its bits.
+fn shard_of(key: u64) -> usize {
+    let folded = key ^ (key >> 32);
+    let folded = folded ^ (folded >> 16);
+    (folded ^ (folded >> 8)) as usize
+}
 
 /// Ownership of the tables for the lifetime of the module.
 pub(crate) struct Tables(());
@@ -62,9 +119,10 @@ impl Tables {
     pub(crate) fn new() -> Self {
         // SAFETY: Module init calls this once, before anything can use the tables.
         unsafe {
-            LOCAL_IDS.init();
-            REMOTE_IDS.init();
-            LISTENERS.init();
+            init_local();
+            init_remote();
+            init_listeners();
+            MASKED_LISTENERS.init();
         }
         ID_OPERAND.store(shim::random_u32(), Relaxed);
         Self(())
@@ -76,68 +134,71 @@ impl Drop for Tables {
         // Timewait works still queued run module code: let them finish first.
         crate::cep::wait_for_timewaits();
         // Every CEP is destroyed by now (files closed, devices removed); free what is left.
-        let listeners = core::mem::take(&mut *LISTENERS.lock());
-        let locals = LOCAL_IDS.lock().take();
-        let remotes = REMOTE_IDS.lock().take();
-        let leftover = listeners.len()
-            + locals.map_or(0, |t| t.iter().count())
-            + remotes.map_or(0, |t| t.iter().count());
+        let mut leftover = 0;
+        for i in 0..SHARDS {
+            leftover += with_local(i, |t| t.take().map_or(0, |t| t.iter().count()));
+            leftover += with_remote(i, |t| t.take().map_or(0, |t| t.iter().count()));
+            leftover += with_listeners(i, |l| core::mem::take(l).len());
+        }
+        leftover += core::mem::take(&mut *MASKED_LISTENERS.lock()).len();
         if leftover != 0 {
             pr_err!("{} table entries left at unload\n", leftover);
         }
     }
 }
 
-/// Gives `cep` a fresh local comm ID and makes it findable by it.
-///
-/// `make` builds the CEP for the chosen ID.
+/// Gives a new CEP a fresh local comm ID and makes it findable by it; `make` builds the CEP
+/// for the chosen ID.
 pub(crate) fn insert_new_local(make: impl FnOnce(u32) -> Result<Arc<Cep>>) -> Result<Arc<Cep>> {
     let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
     let operand = ID_OPERAND.load(Relaxed);
-    let mut table = LOCAL_IDS.lock();
-    let tree = table.get_or_insert_with(RBTree::new);
-    // Cyclic allocation: the next free value after the last one handed out.
+    // Cyclic allocation: the next value of the counter, skipping IDs still in use (after a
+    // wrap) and 0. Distinct counter values give distinct IDs, so no two callers pick the same.
     let id = loop {
         let id = NEXT_ID.fetch_add(1, Relaxed) ^ operand;
-        if id != 0 && tree.get(&id).is_none() {
+        if id != 0 && with_local(id as usize, |t| t.as_ref().is_none_or(|t| t.get(&id).is_none())) {
             break id;
         }
     };
-    drop(table);
     let cep = make(id)?;
-    let mut table = LOCAL_IDS.lock();
-    let tree = table.get_or_insert_with(RBTree::new);
-    tree.insert(reservation.into_node(id, cep.clone()));
+    with_local(id as usize, |t| t.get_or_insert_with(RBTree::new).insert(reservation.into_node(id, cep.clone())));
     Ok(cep)
 }
 
 /// The CEP with local comm ID `id`.
 pub(crate) fn find_local(id: u32) -> Option<Arc<Cep>> {
-    LOCAL_IDS.lock().as_ref()?.get(&id).cloned()
+    with_local(id as usize, |t| t.as_ref()?.get(&id).cloned())
 }
 
 /// How many CEPs exist (each has a local comm ID from creation to destruction).
 pub(crate) fn count_local() -> usize {
-    LOCAL_IDS.lock().as_ref().map_or(0, |t| t.iter().count())
+    (0..SHARDS).map(|i| with_local(i, |t| t.as_ref().map_or(0, |t| t.iter().count()))).sum()
 }
 
-/// Every CEP that exists now.
+/// Every CEP that exists now (a snapshot; CEPs created meanwhile may be missing).
 pub(crate) fn all_ceps() -> Result<KVec<Arc<Cep>>> {
-    // Allocate outside the lock; CEPs created meanwhile are not in the snapshot.
     let mut out = KVec::with_capacity(count_local(), GFP_KERNEL)?;
-    let table = LOCAL_IDS.lock();
-    if let Some(tree) = table.as_ref() {
-        for (_, cep) in tree.iter().take(out.capacity()) {
-            out.push(cep.clone(), GFP_ATOMIC)?;
-        }
+    for i in 0..SHARDS {
+        with_local(i, |t| {
+            for (_, cep) in t.iter().flat_map(|t| t.iter()) {
+                if out.len() < out.capacity() {
+                    // Cannot fail: there is room.
+                    let _ = out.push(cep.clone(), GFP_ATOMIC);
+                }
+            }
+        });
     }
     Ok(out)
 }
 
 /// Forgets local comm ID `id`.
 pub(crate) fn remove_local(id: u32) {
-    let removed = LOCAL_IDS.lock().as_mut().and_then(|t| t.remove(&id));
+    let removed = with_local(id as usize, |t| t.as_mut().and_then(|t| t.remove(&id)));
     drop(removed);
+}
+
+fn remote_shard(key: (u32, u64)) -> usize {
+    shard_of(u64::from(key.0) ^ key.1)
 }
 
 /// Makes `cep` findable by its peer's (comm ID, CA GUID). Returns the CEP already there, if any
@@ -147,59 +208,84 @@ pub(crate) fn insert_remote(
     cep: &Arc<Cep>,
     reservation: RBTreeNodeReservation<(u32, u64), Arc<Cep>>,
 ) -> Option<Arc<Cep>> {
-    let mut table = REMOTE_IDS.lock();
-    let tree = table.get_or_insert_with(RBTree::new);
-    if let Some(existing) = tree.get(&key) {
-        return Some(existing.clone());
-    }
-    tree.insert(reservation.into_node(key, cep.clone()));
-    None
+    with_remote(remote_shard(key), |t| {
+        let tree = t.get_or_insert_with(RBTree::new);
+        if let Some(existing) = tree.get(&key) {
+            return Some(existing.clone());
+        }
+        tree.insert(reservation.into_node(key, cep.clone()));
+        None
+    })
 }
 
 /// The CEP connected to the peer (comm ID, CA GUID), if any.
 pub(crate) fn find_remote(key: (u32, u64)) -> Option<Arc<Cep>> {
-    REMOTE_IDS.lock().as_ref()?.get(&key).cloned()
+    with_remote(remote_shard(key), |t| t.as_ref()?.get(&key).cloned())
 }
 
 /// Forgets the peer key `key` if it still maps to `cep`.
 pub(crate) fn remove_remote(key: (u32, u64), cep: &Cep) {
-    let mut table = REMOTE_IDS.lock();
-    let Some(tree) = table.as_mut() else {
-        return;
-    };
-    if tree.get(&key).is_some_and(|c| core::ptr::eq(&**c, cep)) {
-        let removed = tree.remove(&key);
-        drop(table);
-        drop(removed);
-    }
+    let removed = with_remote(remote_shard(key), |t| {
+        let tree = t.as_mut()?;
+        if tree.get(&key).is_some_and(|c| core::ptr::eq(&**c, cep)) {
+            tree.remove(&key)
+        } else {
+            None
+        }
+    });
+    drop(removed);
 }
 
 /// Adds a listener; `EBUSY` if the same service ID and mask are already listened on.
 pub(crate) fn add_listener(service_id: u64, mask: u64, cep: Arc<Cep>) -> Result {
-    let mut listeners = LISTENERS.lock();
-    if listeners.iter().any(|l| l.mask == mask && l.service_id & mask == service_id & mask) {
-        return Err(EBUSY);
+    let listener = Listener { service_id, mask, cep };
+    let add = |list: &mut KVec<Listener>| {
+        if list.iter().any(|l| l.mask == mask && l.service_id & mask == service_id & mask) {
+            return Err(EBUSY);
+        }
+        list.push(listener, GFP_ATOMIC)?;
+        Ok(())
+    };
+    if mask == u64::MAX {
+        with_listeners(shard_of(service_id), add)
+    } else {
+        add(&mut MASKED_LISTENERS.lock())?;
+        MASKED_COUNT.fetch_add(1, Relaxed);
+        Ok(())
     }
-    listeners.push(Listener { service_id, mask, cep }, GFP_ATOMIC)?;
-    Ok(())
 }
 
-/// The listener for `service_id`, the most specific mask first.
+/// The listener for `service_id`: an exact one first, else the masked one with the most
+/// specific mask.
 pub(crate) fn find_listener(service_id: u64) -> Option<Arc<Cep>> {
-    let listeners = LISTENERS.lock();
-    listeners
+    let exact = with_listeners(shard_of(service_id), |list| {
+        list.iter().find(|l| l.service_id == service_id).map(|l| l.cep.clone())
+    });
+    if exact.is_some() || MASKED_COUNT.load(Relaxed) == 0 {
+        return exact;
+    }
+    let masked = MASKED_LISTENERS.lock();
+    masked
         .iter()
         .filter(|l| service_id & l.mask == l.service_id & l.mask)
         .max_by_key(|l| l.mask.count_ones())
         .map(|l| l.cep.clone())
 }
 
-/// Removes `cep` from the listeners.
-pub(crate) fn remove_listener(cep: &Cep) {
-    let removed = {
-        let mut listeners = LISTENERS.lock();
-        let found = listeners.iter().position(|l| core::ptr::eq(&*l.cep, cep));
-        found.and_then(|i| listeners.remove(i).ok())
+/// Removes `cep` (listening on `service_id` under `mask`) from the listeners.
+pub(crate) fn remove_listener(cep: &Cep, service_id: u64, mask: u64) {
+    let take = |list: &mut KVec<Listener>| {
+        let found = list.iter().position(|l| core::ptr::eq(&*l.cep, cep));
+        found.and_then(|i| list.remove(i).ok())
+    };
+    let removed = if mask == u64::MAX {
+        with_listeners(shard_of(service_id), take)
+    } else {
+        let removed = take(&mut MASKED_LISTENERS.lock());
+        if removed.is_some() {
+            MASKED_COUNT.fetch_sub(1, Relaxed);
+        }
+        removed
     };
     drop(removed);
 }

@@ -206,6 +206,26 @@ TEST_F(cepm, listen_twice_is_ebusy)
 	EXPECT_EQ(EINVAL, errno);
 }
 
+TEST_F(cepm, masked_listens)
+{
+	struct cepm_listen l = { .service_id = 0x0000000001060000ULL | 0x5100,
+				 .service_mask = ~0xffULL };
+	int a = create_cep(self->fd, 1), b = create_cep(self->fd, 2), c = create_cep(self->fd, 3);
+
+	ASSERT_GT(c, 0);
+	l.handle = a;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	/* The same range again: EBUSY, whatever the low bits say. */
+	l.handle = b;
+	l.service_id |= 0x42;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EBUSY, errno);
+	/* An exact service ID inside the range is a different listen. */
+	l.handle = c;
+	l.service_mask = 0;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+}
+
 TEST_F(cepm, get_request_without_request)
 {
 	struct cepm_listen l = { .service_id = 0x0000000001060000ULL | 50002 };
