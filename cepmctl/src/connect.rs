@@ -37,6 +37,12 @@ pub struct Config {
     /// Active side: the peer's IPv4 address and next-hop MAC; `None` for this host
     /// (loopback to the port's own GID).
     pub peer: Option<([u8; 4], [u8; 6])>,
+    /// Active side: REQ resends before REQ_ERROR.
+    pub max_cm_retries: u8,
+    /// Active side: how long the peer may take to answer (IBTA exponent).
+    pub cm_response_timeout: u8,
+    /// Active side: the path's packet lifetime (IBTA exponent).
+    pub packet_life_time: u8,
 }
 
 /// The QPN a CM-only connection announces: any non-zero 24-bit value will do.
@@ -186,11 +192,11 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         starting_psn: 0x00a1_b2c3,
         responder_resources: 1,
         initiator_depth: 1,
-        remote_cm_response_timeout: 20,
-        local_cm_response_timeout: 20,
+        remote_cm_response_timeout: config.cm_response_timeout,
+        local_cm_response_timeout: config.cm_response_timeout,
         retry_count: 7,
         rnr_retry_count: 7,
-        max_cm_retries: 15,
+        max_cm_retries: config.max_cm_retries,
         ..Default::default()
     };
     for (dst, src) in req.dev_name.iter_mut().zip(config.device.bytes()) {
@@ -210,7 +216,7 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     req.path.sgid_index = gid.index;
     req.path.hop_limit = 64;
     req.path.mtu = 3; // 1024: what rxe runs on a 1500-byte netdev
-    req.path.packet_life_time = 16;
+    req.path.packet_life_time = config.packet_life_time;
     let hello = b"cepmctl connect";
     req.pdata[..hello.len()].copy_from_slice(hello);
     req.pdata_len = hello.len() as u8;

@@ -170,6 +170,15 @@ struct ConnectArgs {
     /// Once established, wait for the next event instead of disconnecting.
     #[arg(long)]
     hold: bool,
+    /// connect: how often the REQ is resent before REQ_ERROR (at most 15).
+    #[arg(long, default_value_t = 15)]
+    max_cm_retries: u8,
+    /// connect: how long the peer may take to answer, IBTA exponent (4.096 µs · 2^n).
+    #[arg(long, default_value_t = 20)]
+    cm_response_timeout: u8,
+    /// connect: the path's packet lifetime, IBTA exponent.
+    #[arg(long, default_value_t = 16)]
+    packet_life_time: u8,
     /// connect: the peer's IPv4 address (default: this host, over the port's own GID).
     #[arg(long, requires = "peer_mac")]
     peer_ip: Option<std::net::Ipv4Addr>,
@@ -202,6 +211,9 @@ impl ConnectArgs {
             cm_only: self.cm_only,
             hold: self.hold,
             peer: self.peer_ip.zip(self.peer_mac).map(|(ip, mac)| (ip.octets(), mac)),
+            max_cm_retries: self.max_cm_retries,
+            cm_response_timeout: self.cm_response_timeout,
+            packet_life_time: self.packet_life_time,
         }
     }
 }

@@ -40,6 +40,8 @@ managed_ports() { "$CEPMCTL" ports | sed -n 's/^cepm ABI [0-9]*, \([0-9]*\) mana
 # Connection endpoints alive in the module, all processes together.
 live_ceps() { "$CEPMCTL" ports | sed -n 's/^cepm ABI [0-9]*, [0-9]* managed port(s), \([0-9]*\) CEP.*/\1/p'; }
 
+ceps_are() { [ "$(live_ceps)" = "$1" ]; }
+
 port_listed() { "$CEPMCTL" ports | grep -q "^$1 port $2 "; }
 port_not_listed() { ! port_listed "$@"; }
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Connections that cannot complete: a REQ nobody answers runs out of retries (REQ_ERROR), and
+# a process killed with SIGKILL mid-handshake leaves nothing behind (its REQ is cancelled and
+# the peer gets a REJ).  The "peer" is an address on the veth pair where no RDMA device
+# listens, so every MAD to it is lost.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 4
+
+out=$CEPM_ROOT/out/cep_failures.$$
+trap 'rm -f "$out".*' EXIT
+nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+tx() { "$CEPMCTL" tx-count "$RXE_DEV" 1 "$1"; }
+tx_is() { [ "$(tx "$1")" = "$2" ]; }
+
+# 3 sends (1 + 2 retries) of 2 x 1 ms (PLT 8) + 16.8 ms (exponent 12) each: about 60 ms,
+# far below connect's own 20 s wait, which would fail differently ("no event").
+"$CEPMCTL" connect --service-id 0x0000000001064e27 --cm-only "${nowhere[@]}" \
+	--max-cm-retries 2 --cm-response-timeout 12 --packet-life-time 8 --timeout-ms 20000 >"$out.timeout" 2>&1
+rc=$?
+sed 's/^/# /' "$out.timeout"
+ktap_check "an unanswered REQ ends in REQ_ERROR (ETIMEDOUT)" \
+	sh -c "test $rc != 0 && grep -q 'got REQ_ERROR (status 110)' '$out.timeout'"
+ktap_check "no CEP is left after the timeout" test "$(live_ceps)" = 0
+
+# Long retries this time; SIGKILL while the REQ is outstanding.
+rej0=$(tx REJ)
+"$CEPMCTL" connect --service-id 0x0000000001064e28 --cm-only "${nowhere[@]}" --timeout-ms 60000 >"$out.kill" 2>&1 &
+pid=$!
+req_sent() { grep -q '^connect: REQ sent' "$out.kill"; }
+wait_until 10 req_sent
+kill -9 $pid
+wait $pid 2>/dev/null
+ktap_check "SIGKILL mid-handshake: the CEP is gone" wait_until 10 ceps_are 0
+ktap_check "... and its destroy sent a REJ (Timeout) to the peer" wait_until 10 tx_is REJ $((rej0 + 1))
+ktap_finished
