@@ -76,7 +76,7 @@ impl Trace {
 
 /// The MAC of the netdev behind GID `index` of the port: the next hop when the peer is this
 /// host (loopback), which is all the CLI supports without address resolution.
-fn local_mac(device: &str, port: u8, index: u8) -> io::Result<[u8; 6]> {
+pub(crate) fn local_mac(device: &str, port: u8, index: u8) -> io::Result<[u8; 6]> {
     let ndev = fs::read_to_string(format!("/sys/class/infiniband/{device}/ports/{port}/gid_attrs/ndevs/{index}"))?;
     let text = fs::read_to_string(format!("/sys/class/net/{}/address", ndev.trim()))?;
     let mut mac = [0u8; 6];

@@ -6,6 +6,7 @@
 
 pub mod cep;
 pub mod connect;
+pub mod many;
 pub mod sys;
 pub mod umad;
 pub mod verbs;

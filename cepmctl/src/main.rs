@@ -170,6 +170,13 @@ struct ConnectArgs {
     /// Once established, wait for the next event instead of disconnecting.
     #[arg(long)]
     hold: bool,
+    /// CM only, event driven: this many connections (connect and disconnect each) instead of
+    /// one; `accept` answers until that many have disconnected.
+    #[arg(long)]
+    count: Option<u64>,
+    /// connect --count: connections in flight at once.
+    #[arg(long, default_value_t = 1)]
+    parallel: u64,
     /// connect: how often the REQ is resent before REQ_ERROR (at most 15).
     #[arg(long, default_value_t = 15)]
     max_cm_retries: u8,
@@ -216,6 +223,15 @@ impl ConnectArgs {
             packet_life_time: self.packet_life_time,
         }
     }
+}
+
+fn print_totals(who: &str, t: &cepm::many::Totals, parallel: u64) {
+    let ms = t.elapsed.as_secs_f64() * 1e3;
+    let per = if t.completed == 0 { 0.0 } else { ms / t.completed as f64 };
+    println!(
+        "{who}: {} connected and disconnected, {} failed, {parallel} in flight, {ms:.0} ms ({per:.2} ms per connection)",
+        t.completed, t.failed
+    );
 }
 
 /// The ping-pong's result (the CM trace was printed as it happened).
@@ -349,12 +365,21 @@ fn valid_message(attr: AttrId, service_id: u64, comm_id: u32) -> std::io::Result
 fn run(cli: Cli) -> std::io::Result<()> {
     match cli.command {
         Command::Abi => println!("{}", Cepm::open()?.query()?.abi_version),
-        Command::Connect { service_id, common } => {
-            print_outcome("connect", &cepm::connect::active(&common.config(service_id))?)
-        }
-        Command::Accept { service_id, common } => {
-            print_outcome("accept", &cepm::connect::passive(&common.config(service_id))?)
-        }
+        Command::Connect { service_id, common } => match common.count {
+            Some(count) => {
+                let parallel = common.parallel.max(1);
+                let t = cepm::many::active(&common.config(service_id), count, parallel)?;
+                print_totals("connect", &t, parallel);
+                if t.failed != 0 {
+                    return Err(std::io::Error::other(format!("{} connection(s) failed", t.failed)));
+                }
+            }
+            None => print_outcome("connect", &cepm::connect::active(&common.config(service_id))?),
+        },
+        Command::Accept { service_id, common } => match common.count {
+            Some(count) => print_totals("accept", &cepm::many::passive(&common.config(service_id), count)?, 1),
+            None => print_outcome("accept", &cepm::connect::passive(&common.config(service_id))?),
+        },
         Command::Serve { service_id, count, reason, reject_data, leave_unclaimed, timeout_ms } => {
             serve(service_id, count, reason, reject_data.as_bytes(), leave_unclaimed, timeout_ms)?
         }

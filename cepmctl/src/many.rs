@@ -1,0 +1,153 @@
+//! Many CM-only connections at once, event driven: what the scale tests and the benchmark
+//! run. The active side keeps up to `parallel` connections in flight (REQ → REP → RTU →
+//! DREQ → DREP) until `count` have completed; the passive side answers whatever arrives
+//! (claim, REP; DREP on DREQ) until `count` connections have been disconnected.
+
+use std::{
+    collections::HashSet,
+    io,
+    time::{Duration, Instant},
+};
+
+use crate::{connect::Config, sys, umad, Cepm};
+
+/// What a run measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Totals {
+    /// Connections that went through connect and disconnect.
+    pub completed: u64,
+    /// Connections that failed (REJ, timeouts).
+    pub failed: u64,
+    /// Wall time of the whole run.
+    pub elapsed: Duration,
+}
+
+/// The QPN CM-only connections announce.
+const QPN: u32 = 0x00_c0de;
+
+fn other(msg: String) -> io::Error {
+    io::Error::other(msg)
+}
+
+/// The REQ of one CM-only connection to this host's own GID, or to `config.peer`.
+fn connect_args(config: &Config, handle: u32, gid: &umad::Gid, dmac: [u8; 6]) -> sys::cepm_connect {
+    let mut req = sys::cepm_connect {
+        service_id: config.service_id,
+        handle,
+        port_num: config.port.into(),
+        local_qpn: QPN,
+        starting_psn: 1,
+        remote_cm_response_timeout: config.cm_response_timeout,
+        local_cm_response_timeout: config.cm_response_timeout,
+        retry_count: 7,
+        rnr_retry_count: 7,
+        max_cm_retries: config.max_cm_retries,
+        ..Default::default()
+    };
+    for (dst, src) in req.dev_name.iter_mut().zip(config.device.bytes()) {
+        *dst = src as _;
+    }
+    match config.peer {
+        Some((ip, mac)) => {
+            req.path.dgid[10..12].copy_from_slice(&[0xff, 0xff]);
+            req.path.dgid[12..].copy_from_slice(&ip);
+            req.path.dmac = mac;
+        }
+        None => {
+            req.path.dgid = gid.raw;
+            req.path.dmac = dmac;
+        }
+    }
+    req.path.sgid_index = gid.index;
+    req.path.hop_limit = 64;
+    req.path.mtu = 3;
+    req.path.packet_life_time = config.packet_life_time;
+    req
+}
+
+/// The active side: `count` connections, at most `parallel` at a time.
+pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> {
+    let cepm = Cepm::open()?;
+    let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
+    let dmac = crate::connect::local_mac(&config.device, config.port, gid.index)?;
+    let start = Instant::now();
+    let (mut started, mut completed, mut failed) = (0u64, 0u64, 0u64);
+    let mut in_flight: HashSet<u32> = HashSet::new();
+    while completed + failed < count {
+        while started < count && (in_flight.len() as u64) < parallel {
+            let handle = cepm.create(started)?;
+            cepm.connect(&connect_args(config, handle, &gid, dmac))?;
+            in_flight.insert(handle);
+            started += 1;
+        }
+        let ev = cepm.expect_event(config.timeout)?;
+        match ev.kind {
+            sys::CEPM_EVENT_REP_RECEIVED => {
+                cepm.send_rtu(ev.handle, b"")?;
+                cepm.send_dreq(ev.handle, b"")?;
+            }
+            // Destroy right after the DREP: timewait then ends in the kernel on its own.
+            sys::CEPM_EVENT_DREP_RECEIVED => {
+                cepm.destroy(ev.handle)?;
+                in_flight.remove(&ev.handle);
+                completed += 1;
+            }
+            sys::CEPM_EVENT_REJ_RECEIVED
+            | sys::CEPM_EVENT_REQ_ERROR
+            | sys::CEPM_EVENT_DREQ_ERROR => {
+                cepm.destroy(ev.handle)?;
+                in_flight.remove(&ev.handle);
+                failed += 1;
+            }
+            other_kind => {
+                return Err(other(format!(
+                    "unexpected event {} on CEP {}",
+                    crate::cep::event_name(other_kind),
+                    ev.handle
+                )))
+            }
+        }
+    }
+    Ok(Totals { completed, failed, elapsed: start.elapsed() })
+}
+
+/// The passive side: answer until `count` connections have been disconnected.
+pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
+    let cepm = Cepm::open()?;
+    let listener = cepm.create(0)?;
+    cepm.listen(listener, config.service_id, u64::MAX)?;
+    println!("accept: listening on service {:#018x}", config.service_id);
+    std::io::Write::flush(&mut std::io::stdout())?;
+    let start = Instant::now();
+    let (mut completed, mut failed) = (0u64, 0u64);
+    while completed + failed < count {
+        let ev = cepm.expect_event(config.timeout)?;
+        match ev.kind {
+            sys::CEPM_EVENT_REQ_RECEIVED => {
+                let (handle, _) = cepm.get_request(listener, 0)?;
+                let rep = sys::cepm_accept { handle, local_qpn: QPN, starting_psn: 2, ..Default::default() };
+                cepm.prepare_rep(&rep)?;
+                cepm.send_rep(handle)?;
+            }
+            sys::CEPM_EVENT_ESTABLISHED => {}
+            sys::CEPM_EVENT_DREQ_RECEIVED => {
+                cepm.send_drep(ev.handle, b"")?;
+                cepm.destroy(ev.handle)?;
+                completed += 1;
+            }
+            sys::CEPM_EVENT_REJ_RECEIVED | sys::CEPM_EVENT_REP_ERROR => {
+                cepm.destroy(ev.handle)?;
+                failed += 1;
+            }
+            other_kind => {
+                return Err(other(format!(
+                    "unexpected event {} on CEP {}",
+                    crate::cep::event_name(other_kind),
+                    ev.handle
+                )))
+            }
+        }
+    }
+    cepm.destroy(listener)?;
+    Ok(Totals { completed, failed, elapsed: start.elapsed() })
+}
