@@ -44,6 +44,7 @@ use crate::{
         },
         drep::Drep,
         dreq::Dreq,
+        mra::Mra,
         mad::{
             AttrId,
             MAD_SIZE, //
@@ -148,6 +149,8 @@ struct CepInner {
     local_qpn: u32,
     /// The retried MAD in flight, if any, and how it is retried.
     msg: Option<OutstandingSend>,
+    /// Service timeout of the last MRA received (IBTA exponent).
+    mra_service_timeout: u8,
     send_seq: u64,
     retry: RetryTimer,
 }
@@ -224,6 +227,7 @@ impl Cep {
                     out_pdata: ([0; uapi::CEPM_PDATA_MAX as usize], 0),
                     local_qpn: 0,
                     msg: None,
+                    mra_service_timeout: 0,
                     send_seq: 0,
                     retry: RetryTimer { timeout_ms: 0, retries: 0 },
                 }, "Cep::inner"),
@@ -294,6 +298,16 @@ impl Cep {
                 self.send_retried(inner, msg, AttrId::Dreq);
             }
             Action::ArmTimewait => self.arm_timewait(inner),
+            Action::Send(Outgoing::MraReq) => self.send_mra(inner, MessageCode::Req),
+            Action::Send(Outgoing::MraRep) => self.send_mra(inner, MessageCode::Rep),
+            // The MRA's time, plus the path's: `cm_mra_handler`, drivers/infiniband/core/cm.c:3187-3190.
+            Action::ExtendSend => {
+                let av_timeout = inner.negotiated.as_ref().map_or(0, |n| n.ack_timeout);
+                let timeout = inner.retry.after_mra(inner.mra_service_timeout, av_timeout).timeout_ms;
+                if let Some(msg) = &inner.msg {
+                    let _ = msg.extend(timeout);
+                }
+            }
             // Lazy: the queued work finds the CEP out of timewait and does nothing.
             Action::CancelTimewait => {}
             Action::CancelSend => {
@@ -323,6 +337,7 @@ impl Cep {
             UserEvent::DrepReceived => (uapi::CEPM_EVENT_DREP_RECEIVED, 0),
             UserEvent::DreqError => (uapi::CEPM_EVENT_DREQ_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
             UserEvent::TimewaitExit => (uapi::CEPM_EVENT_TIMEWAIT_EXIT, 0),
+            UserEvent::MraReceived => (uapi::CEPM_EVENT_MRA_RECEIVED, u32::from(inner.mra_service_timeout)),
             other => {
                 pr_warn!("cep {:#x}: event {:?} has no ABI yet\n", self.local_id, other);
                 return;
@@ -342,6 +357,22 @@ impl Cep {
             return;
         }
         peer.port.send_once(&peer.ah, &mad, msg.attr());
+    }
+
+    /// Sends an MRA for the peer's `what` (REQ or REP) with Linux's service timeout.
+    fn send_mra(&self, inner: &CepInner, what: MessageCode) {
+        /// `CM_MRA_SETTING`, what Linux always sends (drivers/infiniband/core/cm.c).
+        const MRA_SERVICE_TIMEOUT: u8 = 24;
+        let msg = inner.peer.as_ref().map(|p| {
+            CmMsg::Mra(Mra {
+                local_comm_id: self.local_id,
+                remote_comm_id: p.comm_id,
+                message_mraed: what,
+                service_timeout: MRA_SERVICE_TIMEOUT,
+                private_data: PrivateData::empty(),
+            })
+        });
+        self.send_once(inner, msg);
     }
 
     /// The DREQ for this connection: it names the peer's QP.
@@ -789,6 +820,26 @@ impl Cep {
         inner.peer = None;
         let ev = uapi::cepm_event { event: uapi::CEPM_EVENT_DEVICE_REMOVAL, ..Default::default() };
         inner.deliver_raw(ev);
+    }
+
+    /// Arms an MRA for the REQ or REP just received (sent on its duplicate).
+    pub(crate) fn prepare_mra(self: &Arc<Self>) -> Result {
+        let mut inner = self.inner.lock();
+        self.apply(&mut inner, Event::PrepareMra, None)?;
+        Ok(())
+    }
+
+    /// An MRA for our REQ or REP arrived.
+    pub(crate) fn mra_received(self: &Arc<Self>, mra: &Mra) {
+        let mut inner = self.inner.lock();
+        // Before the REP we do not know the peer's comm ID: any is fine, as for a REJ.
+        let from_peer = inner.peer.as_ref().is_some_and(|p| p.comm_id == 0 || p.comm_id == mra.local_comm_id);
+        if !from_peer {
+            return;
+        }
+        inner.mra_service_timeout = mra.service_timeout;
+        inner.set_pdata(AttrId::Mra, mra.private_data.as_bytes());
+        let _ = self.apply(&mut inner, Event::RxMra(mra.message_mraed), None);
     }
 
     /// A DREQ for this connection arrived.

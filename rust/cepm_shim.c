@@ -237,6 +237,11 @@ void cepm_shim_cancel_mad(struct ib_mad_send_buf *send_buf)
 	ib_cancel_mad(send_buf);
 }
 
+int cepm_shim_modify_mad(struct ib_mad_send_buf *send_buf, u32 timeout_ms)
+{
+	return ib_modify_mad(send_buf, timeout_ms);
+}
+
 static int cepm_fop_open(struct inode *inode, struct file *file)
 {
 	void *ctx = cepm_rust_open();

@@ -155,5 +155,7 @@ struct ib_mad_send_buf *cepm_shim_send_mad(struct ib_mad_agent *agent, struct ib
 					   int retries, void *msg_ctx, bool may_sleep);
 /* Stops resending; the send then completes with -ECANCELED (or has already). */
 void cepm_shim_cancel_mad(struct ib_mad_send_buf *send_buf);
+/* Gives an outstanding send a new timeout (after an MRA); 0 if it is still outstanding. */
+int cepm_shim_modify_mad(struct ib_mad_send_buf *send_buf, u32 timeout_ms);
 
 #endif /* CEPM_SHIM_H */

@@ -50,6 +50,7 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
         CmMsg::Rep(rep) => tables::find_local(rep.remote_comm_id).map(|cep| cep.rep_received(rep)).is_some(),
         CmMsg::Rtu(rtu) => tables::find_local(rtu.remote_comm_id).map(|cep| cep.rtu_received(rtu)).is_some(),
         CmMsg::Dreq(dreq) => tables::find_local(dreq.remote_comm_id).map(|cep| cep.dreq_received(dreq)).is_some(),
+        CmMsg::Mra(mra) => tables::find_local(mra.remote_comm_id).map(|cep| cep.mra_received(mra)).is_some(),
         CmMsg::Drep(drep) => tables::find_local(drep.remote_comm_id).map(|cep| cep.drep_received(drep)).is_some(),
         _ => false,
     };

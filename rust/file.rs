@@ -175,6 +175,7 @@ impl CepmFile {
             uapi::CEPM_IOCTL_SEND_RTU => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_rtu(pdata)),
             uapi::CEPM_IOCTL_INIT_QP_ATTR => self.init_qp_attr(arg, size),
             uapi::CEPM_IOCTL_SEND_DREQ => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_dreq(pdata)),
+            uapi::CEPM_IOCTL_PREPARE_MRA => self.prepare_mra(arg, size),
             uapi::CEPM_IOCTL_SEND_DREP => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_drep(pdata)),
             _ => Err(ENOTTY),
         }
@@ -343,6 +344,14 @@ impl CepmFile {
         }
         let pdata = req.pdata.get(..usize::from(req.pdata_len)).ok_or(E2BIG)?;
         send(&self.cep(req.handle)?, pdata)
+    }
+
+    fn prepare_mra(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_prepare_mra = UserSlice::new(arg, size).reader().read()?;
+        if req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        self.cep(req.handle)?.prepare_mra()
     }
 
     fn init_qp_attr(&self, arg: UserPtr, size: usize) -> Result {

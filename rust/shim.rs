@@ -387,6 +387,12 @@ impl OutstandingSend {
         // SAFETY: The buffer is not freed yet, by the type invariant.
         unsafe { shim::cepm_shim_cancel_mad(self.buf.as_ptr()) };
     }
+
+    /// Waits `timeout_ms` for the answer from now on (the peer sent an MRA).
+    pub(crate) fn extend(&self, timeout_ms: u32) -> Result {
+        // SAFETY: The buffer is not freed yet, by the type invariant.
+        to_result(unsafe { shim::cepm_shim_modify_mad(self.buf.as_ptr(), timeout_ms) })
+    }
 }
 
 /// Posts `mad` through `agent` to `ah`; the AH lives until the send completes. A non-zero

@@ -121,6 +121,7 @@ pub fn event_name(kind: u32) -> &'static str {
         sys::CEPM_EVENT_DREQ_ERROR => "DREQ_ERROR",
         sys::CEPM_EVENT_TIMEWAIT_EXIT => "TIMEWAIT_EXIT",
         sys::CEPM_EVENT_DEVICE_REMOVAL => "DEVICE_REMOVAL",
+        sys::CEPM_EVENT_MRA_RECEIVED => "MRA_RECEIVED",
         _ => "?",
     }
 }
@@ -209,6 +210,13 @@ impl Cepm {
     pub fn prepare_rep(&self, args: &sys::cepm_accept) -> io::Result<()> {
         let mut a = *args;
         self.ioctl(sys::CEPM_IOCTL_PREPARE_REP, &mut a)
+    }
+
+    /// Arms an MRA for the REQ or REP just received: the peer's retry of it is answered with
+    /// an MRA, so the peer waits longer.
+    pub fn prepare_mra(&self, handle: u32) -> io::Result<()> {
+        let mut a = sys::cepm_prepare_mra { handle, reserved: 0 };
+        self.ioctl(sys::CEPM_IOCTL_PREPARE_MRA, &mut a)
     }
 
     /// Sends the prepared REP.

@@ -43,6 +43,10 @@ pub struct Config {
     pub cm_response_timeout: u8,
     /// Active side: the path's packet lifetime (IBTA exponent).
     pub packet_life_time: u8,
+    /// Passive side: arm an MRA for the REQ before answering.
+    pub mra: bool,
+    /// Passive side: wait this long before answering the REQ (a slow server).
+    pub answer_delay: Duration,
 }
 
 /// The QPN a CM-only connection announces: any non-zero 24-bit value will do.
@@ -140,8 +144,13 @@ fn to_init(cepm: &Cepm, handle: u32, qp: &RcQp) -> io::Result<()> {
     qp.to_init(a.port_num, a.pkey_index, AccessFlags::from_bits_truncate(a.qp_access_flags))
 }
 
+/// Waits for event `want`; MRAs on the way are traced and waited past.
 fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Trace) -> io::Result<()> {
-    let ev = cepm.expect_event(timeout)?;
+    let mut ev = cepm.expect_event(timeout)?;
+    while ev.kind == sys::CEPM_EVENT_MRA_RECEIVED && want != ev.kind {
+        trace.push(format!("event MRA_RECEIVED on CEP {} (service timeout {})", ev.handle, ev.status));
+        ev = cepm.expect_event(timeout)?;
+    }
     trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
     if ev.kind != want {
         return Err(io::Error::other(format!(
@@ -284,6 +293,14 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         req.remote_qpn,
         String::from_utf8_lossy(&req.private_data).trim_end_matches('\0')
     ));
+    if config.mra {
+        cepm.prepare_mra(handle)?;
+        trace.push("MRA armed for the REQ".to_string());
+    }
+    if !config.answer_delay.is_zero() {
+        trace.push(format!("answering in {} ms", config.answer_delay.as_millis()));
+        std::thread::sleep(config.answer_delay);
+    }
     let qp = if config.cm_only { None } else { Some(create_qp(&config.device)?) };
     let qpn = qp.as_ref().map_or(CM_ONLY_QPN, |q| q.qp.qp_num());
     let mut rep = sys::cepm_accept {

@@ -186,6 +186,12 @@ struct ConnectArgs {
     /// connect: the path's packet lifetime, IBTA exponent.
     #[arg(long, default_value_t = 16)]
     packet_life_time: u8,
+    /// accept: arm an MRA for the REQ before answering it.
+    #[arg(long)]
+    mra: bool,
+    /// accept: wait this many milliseconds before answering the REQ (a slow server).
+    #[arg(long, default_value_t = 0)]
+    answer_delay_ms: u64,
     /// connect: the peer's IPv4 address (default: this host, over the port's own GID).
     #[arg(long, requires = "peer_mac")]
     peer_ip: Option<std::net::Ipv4Addr>,
@@ -221,6 +227,8 @@ impl ConnectArgs {
             max_cm_retries: self.max_cm_retries,
             cm_response_timeout: self.cm_response_timeout,
             packet_life_time: self.packet_life_time,
+            mra: self.mra,
+            answer_delay: std::time::Duration::from_millis(self.answer_delay_ms),
         }
     }
 }

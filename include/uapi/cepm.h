@@ -295,6 +295,17 @@ struct cepm_send_pdata {
 	__u8 pdata[CEPM_PDATA_MAX];
 };
 
+/*
+ * CEPM_IOC_PREPARE_MRA: the answer to a received REQ or REP will take a while.
+ * As Linux's ib_prepare_cm_mra, nothing is sent now: a duplicate of the
+ * message (the peer's retry) is answered with an MRA (service timeout 24),
+ * which makes the peer wait longer instead of giving up.
+ */
+struct cepm_prepare_mra {
+	__u32 handle;
+	__u32 reserved;
+};
+
 /* Target states of CEPM_IOC_INIT_QP_ATTR (enum ib_qp_state values). */
 #define CEPM_QPS_INIT 1
 #define CEPM_QPS_RTR 2
@@ -340,6 +351,7 @@ struct cepm_qp_attr {
 #define CEPM_IOC_INIT_QP_ATTR _IOWR(CEPM_IOC_MAGIC, 0x8c, struct cepm_qp_attr)
 #define CEPM_IOC_SEND_DREQ _IOW(CEPM_IOC_MAGIC, 0x8d, struct cepm_send_pdata)
 #define CEPM_IOC_SEND_DREP _IOW(CEPM_IOC_MAGIC, 0x8e, struct cepm_send_pdata)
+#define CEPM_IOC_PREPARE_MRA _IOW(CEPM_IOC_MAGIC, 0x8f, struct cepm_prepare_mra)
 
 /* struct cepm_event.event */
 enum cepm_event_type {
@@ -354,6 +366,7 @@ enum cepm_event_type {
 	CEPM_EVENT_DREQ_ERROR,       /* the DREQ went unanswered; timewait follows */
 	CEPM_EVENT_TIMEWAIT_EXIT,    /* the CEP is idle again */
 	CEPM_EVENT_DEVICE_REMOVAL,   /* its RDMA device is gone: the CEP can only be destroyed */
+	CEPM_EVENT_MRA_RECEIVED,     /* the peer needs more time; our message's timeout was extended */
 };
 
 /* What read() returns, one record per event. */
