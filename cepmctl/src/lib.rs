@@ -46,6 +46,8 @@ pub struct PortInfo {
     pub rx_malformed: u64,
     /// Received MADs with a header that were not valid CM messages.
     pub rx_invalid: u64,
+    /// Received duplicates of messages already handled.
+    pub rx_duplicates: u64,
     /// CM MADs posted, indexed by attribute ID.
     pub tx_by_attr: [u64; ATTR_SLOTS],
     /// Sends that could not be posted or failed.
@@ -73,6 +75,7 @@ impl PortInfo {
             rx_other_attr: raw.rx_other_attr,
             rx_malformed: raw.rx_malformed,
             rx_invalid: raw.rx_invalid,
+            rx_duplicates: raw.rx_duplicates,
             tx_by_attr: raw.tx_by_attr,
             tx_errors: raw.tx_errors,
         }

@@ -271,6 +271,9 @@ fn print_port(p: &PortInfo) {
     if p.rx_other_attr != 0 || p.rx_malformed != 0 || p.rx_invalid != 0 {
         println!("  other attribute: {}, malformed: {}, invalid: {}", p.rx_other_attr, p.rx_malformed, p.rx_invalid);
     }
+    if p.rx_duplicates != 0 {
+        println!("  duplicates: {}", p.rx_duplicates);
+    }
     println!("  sent: {}", attr_counts(|a| p.tx(a)));
     if p.tx_errors != 0 {
         println!("  send errors: {}", p.tx_errors);

@@ -49,4 +49,28 @@ port_not_listed() { ! port_listed "$@"; }
 mark_dmesg() { DMESG_MARK=$(dmesg | wc -l); }
 dmesg_since_mark() { dmesg | tail -n +"$((DMESG_MARK + 1))"; }
 
+# A second "host": veth1 moved into network namespace $PEER_NS with 10.77.0.2/24 and rxe1 on
+# it, managed by cepm like rxe0.  peer_ns_down puts everything back (veth1 must come home
+# before the namespace goes: deleting it there would delete veth0 too).
+PEER_NS=cepm_peer
+peer_has_gid() { grep -qs 'ffff:0a4d:0002' /sys/class/infiniband/rxe1/ports/1/gids/*; }
+peer_ns_up() {
+	modprobe ib_uverbs
+	ip netns add $PEER_NS &&
+	ip link set veth1 netns $PEER_NS &&
+	ip -n $PEER_NS addr add 10.77.0.2/24 dev veth1 &&
+	ip -n $PEER_NS link set veth1 up &&
+	ip -n $PEER_NS link set lo up &&
+	ip netns exec $PEER_NS rdma link add rxe1 type rxe netdev veth1 &&
+	wait_until 20 port_listed rxe1 1 &&
+	wait_until 20 peer_has_gid &&
+	PEER_MAC=$(ip -n $PEER_NS -br link show veth1 | awk '{print $3}')
+}
+peer_ns_down() {
+	rdma link delete rxe1 2>/dev/null
+	ip -n $PEER_NS link set veth1 netns 1 2>/dev/null
+	ip netns del $PEER_NS 2>/dev/null
+	ip link set veth1 up 2>/dev/null
+}
+
 need_root() { [ "$(id -u)" = 0 ] || { ktap_skip_all "needs root"; exit "$KSFT_SKIP"; }; }
