@@ -153,11 +153,19 @@ fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Trace) -> io:
     }
     trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
     if ev.kind != want {
+        // A REJ's private data is the peer's explanation: show it.
+        let pdata = match ev.kind {
+            sys::CEPM_EVENT_REJ_RECEIVED => cepm.private_data(ev.handle).map(|(_, d)| d).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let text = String::from_utf8_lossy(&pdata);
         return Err(io::Error::other(format!(
-            "expected {}, got {} (status {})",
+            "expected {}, got {} (status {}), {} bytes of private data {:?}",
             event_name(want),
             event_name(ev.kind),
-            ev.status
+            ev.status,
+            pdata.len(),
+            text.trim_end_matches('\0')
         )));
     }
     Ok(())

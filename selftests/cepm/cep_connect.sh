@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 13
 
 modprobe ib_uverbs
 SID=0x0000000001064e22
@@ -44,6 +44,17 @@ rc=$?
 sed 's/^/# /' "$out.rej"
 ktap_check "connect to an unlistened service fails with REJ reason 8 (Invalid Service ID)" \
 	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 8)' '$out.rej'"
+
+# A server that rejects with the most private data a REJ carries (148 bytes).
+max_pdata=$(printf 'r%.0s' $(seq 148))
+"$CEPMCTL" serve --service-id 0x0000000001064e2c --reason 28 --reject-data "$max_pdata" >"$out.serve" 2>&1 &
+spid=$!
+wait_until 10 grep -q '^serve: listening' "$out.serve"
+"$CEPMCTL" connect --service-id 0x0000000001064e2c --cm-only >"$out.rej148" 2>&1
+wait $spid
+sed 's/^/# /' "$out.serve" "$out.rej148" | cut -c1-160
+ktap_check "a REJ with 148 bytes of private data reaches the active side whole (reason 28)" \
+	grep -q "got REJ_RECEIVED (status 28), 148 bytes of private data \"$max_pdata\"" "$out.rej148"
 ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
 rm -f "$out".*
 ktap_finished
