@@ -18,8 +18,10 @@ use kernel::{
     rbtree::RBTreeNodeReservation,
     sync::{
         atomic::{
+            Acquire,
             Atomic,
-            Relaxed, //
+            Relaxed,
+            Release, //
         },
         Arc,
         SpinLock,
@@ -104,6 +106,9 @@ struct Peer {
     port: Arc<CmPort>,
     /// Where our MADs to the peer go (from the REQ's GRH for a passive CEP).
     ah: Arc<AddressHandle>,
+    /// What `ah` points at, read when it was made: QP attributes need it, and nothing may
+    /// touch the AH outside the CEP lock (device removal takes it away under that lock).
+    ah_info: AhInfo,
 }
 
 /// What the user put in a REJ.
@@ -128,6 +133,8 @@ struct CepInner {
     service_id: u64,
     /// Listeners: the mask their service ID is matched under.
     listen_mask: u64,
+    /// The key this CEP holds in the remote-ID table (passive CEPs), removed on destroy.
+    remote_key: Option<(u32, u64)>,
     peer: Option<Peer>,
     /// Listener: REQs not claimed yet, oldest first.
     pending: KVec<Arc<Cep>>,
@@ -171,6 +178,14 @@ impl_has_delayed_work! {
     impl HasDelayedWork<Self> for Cep { self.timewait }
 }
 
+/// Most REQs a listener keeps waiting for `GET_REQUEST`; beyond it, new REQs are dropped and
+/// the peers retry them, so a flood of REQs cannot pin unbounded memory and AHs.
+pub(crate) const BACKLOG: usize = 1024;
+
+/// Longest timewait: the protocol's value comes from the peer's ACK timeout (up to
+/// 4.096 µs · 2^31, about 2.4 hours), and module unload waits for timewait works.
+const TIMEWAIT_MAX_MS: u32 = 30_000;
+
 /// Timewait works queued and not run yet: module unload waits for them, since each runs
 /// module code.
 static TIMEWAITS_PENDING: Atomic<u32> = Atomic::new(0);
@@ -180,7 +195,10 @@ impl WorkItem for Cep {
 
     fn run(this: Arc<Cep>) {
         this.timewait_expired();
-        TIMEWAITS_PENDING.fetch_sub(1, Relaxed);
+        // The last reference may go here (and with it the CEP): only then is this work done
+        // with module code... apart from returning, which `wait_for_timewaits` allows for.
+        drop(this);
+        TIMEWAITS_PENDING.fetch_sub(1, Release);
     }
 }
 
@@ -199,9 +217,11 @@ pub(crate) fn release_port(port: &CmPort) {
 
 /// Waits until no timewait work is queued (module unload). Bounded by the longest timewait.
 pub(crate) fn wait_for_timewaits() {
-    while TIMEWAITS_PENDING.load(Relaxed) != 0 {
+    while TIMEWAITS_PENDING.load(Acquire) != 0 {
         fsleep(Delta::from_millis(10));
     }
+    // A worker that just decremented may still be returning through module code.
+    fsleep(Delta::from_millis(10));
 }
 
 impl Cep {
@@ -215,6 +235,7 @@ impl Cep {
                     owner,
                     service_id: 0,
                     listen_mask: u64::MAX,
+                    remote_key: None,
                     peer: None,
                     pending: KVec::new(),
                     req: None,
@@ -395,7 +416,8 @@ impl Cep {
         let ms = match crate::module_parameters::timewait_ms.value() {
             0 => timing::timewait_ms(inner.negotiated.as_ref().map_or(14, |n| n.ack_timeout)),
             ms => ms,
-        };
+        }
+        .min(TIMEWAIT_MAX_MS);
         TIMEWAITS_PENDING.fetch_add(1, Relaxed);
         if workqueue::system().enqueue_delayed(self.clone(), msecs_to_jiffies(ms)).is_err() {
             // Already queued (timewait re-entered before the last one fired): that work ends it.
@@ -422,10 +444,13 @@ impl Cep {
         inner.send_seq = inner.send_seq.wrapping_add(1);
         let owner = SendOwner { cep: self.clone(), seq: inner.send_seq };
         let retry = inner.retry;
-        // A failed post is left to the protocol: the CEP waits for an answer that cannot come
-        // and the user destroys it; the counters show the failure.
-        if let Ok(sent) = peer.port.send_retried(&peer.ah, &mad, attr, retry.timeout_ms, retry.retries, owner) {
-            inner.msg = Some(sent);
+        match peer.port.send_retried(&peer.ah, &mad, attr, retry.timeout_ms, retry.retries, owner) {
+            Ok(sent) => inner.msg = Some(sent),
+            // Nothing will ever answer: fail now as if every retry had run out, so the owner
+            // gets its *_ERROR event instead of waiting forever.
+            Err(_) => {
+                let _ = self.apply(inner, Event::SendTimeout, None);
+            }
         }
     }
 
@@ -529,6 +554,7 @@ impl Cep {
             *dst = *src;
         }
 
+        let ah_info = ah.info()?;
         let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let (sm, actions) = state::Cep::spawned_from_req();
         let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
@@ -546,7 +572,9 @@ impl Cep {
                 ca_guid: req.local_ca_guid,
                 port: port.clone(),
                 ah,
+                ah_info,
             });
+            inner.remote_key = Some(key);
             inner.set_pdata(AttrId::Req, req.private_data.as_bytes());
             inner.negotiated = Some(Negotiated::passive(req, 0, u8::try_from(port.num()).unwrap_or(0)));
             inner.retry = RetryTimer::rep(req.local_cm_response_timeout, req.max_cm_retries);
@@ -562,11 +590,14 @@ impl Cep {
     }
 
     /// Hands a spawned CEP to this listener; it waits there until claimed. Fails if this CEP
-    /// is no longer listening.
+    /// is no longer listening (`ENOTCONN`) or already has [`BACKLOG`] REQs waiting (`EBUSY`).
     pub(crate) fn offer(&self, child: Arc<Cep>) -> Result {
         let mut inner = self.inner.lock();
         if inner.sm.state != State::Listen {
             return Err(ENOTCONN);
+        }
+        if inner.pending.len() >= BACKLOG {
+            return Err(EBUSY);
         }
         let Some(owner) = &inner.owner else {
             return Err(ENOTCONN);
@@ -651,7 +682,6 @@ impl Cep {
             reserved: 0,
         };
         let local_gid = port.gid(path.sgid_index)?;
-        let ah = port.create_ah(&info)?;
         let req = KBox::new(
             Req {
                 local_comm_id: self.local_id,
@@ -692,9 +722,16 @@ impl Cep {
         CmMsg::Req(*req).encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)?;
         let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
         let mut inner = self.inner.lock();
-        // Only an idle CEP may connect; `apply` checks it again, this keeps `inner` untouched.
+        // Only an idle CEP never tied to a peer may connect; `apply` checks the state again,
+        // this keeps `inner` untouched on error.
         state::transition(inner.sm, Event::SendReq).map_err(|_| EINVAL)?;
-        inner.peer = Some(Peer { comm_id: 0, ca_guid: 0, port, ah });
+        if inner.peer.is_some() || inner.remote_key.is_some() {
+            return Err(EINVAL);
+        }
+        // Under the CEP lock: device removal either already detached the agent (ENODEV) or
+        // will find this peer and release the AH before the device goes.
+        let ah = port.create_ah(&info)?;
+        inner.peer = Some(Peer { comm_id: 0, ca_guid: 0, port, ah, ah_info: info });
         inner.service_id = args.service_id;
         inner.local_qpn = args.local_qpn;
         inner.negotiated = Some(negotiated);
@@ -876,9 +913,8 @@ impl Cep {
         let inner = self.inner.lock();
         let negotiated = inner.negotiated.as_ref().ok_or(EINVAL)?;
         let a = qp_attr::derive(inner.sm.state, target, negotiated).map_err(|_| EINVAL)?;
-        let ah = inner.peer.as_ref().ok_or(EINVAL)?.ah.clone();
+        let info = inner.peer.as_ref().ok_or(EINVAL)?.ah_info;
         drop(inner);
-        let info = ah.info()?;
         args.attr_mask = a.mask;
         args.qp_access_flags = a.access_flags;
         args.dest_qp_num = a.dest_qp_num;
@@ -913,16 +949,35 @@ impl Cep {
     /// Ends the CEP as its state requires; afterwards no event for it is queued anywhere and
     /// none can arrive. Pending REQs of a listener are rejected.
     pub(crate) fn destroy(self: &Arc<Self>) {
-        let (pending, peer_key) = {
+        self.destroy_with(false);
+    }
+
+    /// Destroys a CEP spawned for a REQ that cannot be taken now, without answering: the
+    /// peer retries the REQ.
+    pub(crate) fn destroy_silently(self: &Arc<Self>) {
+        self.destroy_with(true);
+    }
+
+    /// Destroy; `retry_later` drops a pending REQ silently so that the peer retries it (Linux's
+    /// `-ENOMEM` semantics, `drivers/infiniband/core/cm.c:1101-1104`).
+    fn destroy_with(self: &Arc<Self>, retry_later: bool) {
+        let (pending, remote_key, peer, messages) = {
             let mut inner = self.inner.lock();
-            let _ = self.apply(&mut inner, Event::Destroy { retry_later: false }, None);
+            let _ = self.apply(&mut inner, Event::Destroy { retry_later }, None);
             inner.owner = None;
             inner.parked_events.clear();
-            let peer_key = inner.peer.as_ref().map(|p| (p.comm_id, p.ca_guid));
-            (core::mem::take(&mut inner.pending), peer_key)
+            // The peer (and its AH) goes now, not with the last reference: a queued timewait
+            // work may hold that past the device's removal.
+            (
+                core::mem::take(&mut inner.pending),
+                inner.remote_key.take(),
+                inner.peer.take(),
+                (inner.req_msg.take(), inner.rep_msg.take()),
+            )
         };
+        drop((peer, messages));
         tables::remove_local(self.local_id);
-        if let Some(key) = peer_key {
+        if let Some(key) = remote_key {
             tables::remove_remote(key, self);
         }
         for child in pending {

@@ -10,7 +10,10 @@
 //!   (`drivers/infiniband/core/cm.c:2050-2057`, `cm_issue_rej` `cm.c:1607-1645`) and a DREQ
 //!   for unknown comm IDs gets a DREP (`cm_issue_drep`, `cm.c:2811-2840`).
 
-use kernel::sync::Arc;
+use kernel::{
+    prelude::*,
+    sync::Arc, //
+};
 
 use crate::{
     cep::Cep,
@@ -90,9 +93,12 @@ fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &crate::proto::r
     let Ok(Some(cep)) = Cep::spawn_from_req(port, ah, req, &device) else {
         return true;
     };
-    if listener.offer(cep.clone()).is_err() {
+    match listener.offer(cep.clone()) {
+        Ok(()) => {}
+        // A full backlog: drop the REQ; the peer retries it.
+        Err(e) if e == EBUSY => cep.destroy_silently(),
         // The listener went away meanwhile: the new CEP rejects the REQ as it is destroyed.
-        cep.destroy();
+        Err(_) => cep.destroy(),
     }
     true
 }

@@ -38,15 +38,18 @@ pub(crate) struct CmDevice {
 impl Drop for CmDevice {
     /// Runs inside the `ib_client`'s `remove`, which must leave nothing of ours on the device.
     fn drop(&mut self) {
-        for managed in core::mem::take(&mut self.ports) {
-            let ManagedPort { _agent: agent, port } = managed;
-            // Unregistering flushes the agent's sends and waits out its handlers: after this,
-            // no MAD arrives on the port and no new CEP can be tied to it.
-            drop(agent);
-            // Then the CEPs still tied to the port drop their address handles and hear that
-            // the device is gone, before ib_core frees it.
-            cep::release_port(&port);
-        }
+        release_ports(core::mem::take(&mut self.ports));
+    }
+}
+
+/// Lets go of `ports`: each agent is unregistered (which flushes its sends and waits out its
+/// handlers, so no MAD arrives and no new CEP can be tied to the port), then the CEPs still
+/// tied to the port drop their address handles and hear that the device is gone.
+fn release_ports(ports: KVec<ManagedPort>) {
+    for managed in ports {
+        let ManagedPort { _agent: agent, port } = managed;
+        drop(agent);
+        cep::release_port(&port);
     }
 }
 
@@ -68,6 +71,8 @@ impl CmDevice {
             match MadAgent::register(&ib, port.clone()) {
                 Ok(agent) => ports.push(ManagedPort { _agent: agent, port }, GFP_KERNEL)?,
                 Err(e) => {
+                    // Ports registered so far may already have CEPs (a REQ can arrive at once).
+                    release_ports(ports);
                     pr_warn!(
                         "{}: port {}: cannot register the CM MAD agent ({:?}); another CM such as ib_cm owns it; skipping this device\n",
                         name.to_str().unwrap_or("?"),

@@ -357,6 +357,9 @@ impl CepmFile {
     fn init_qp_attr(&self, arg: UserPtr, size: usize) -> Result {
         let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
         let mut req: uapi::cepm_qp_attr = reader.read()?;
+        if req.reserved != [0; 2] || req.ah.reserved != [0; 2] {
+            return Err(EINVAL);
+        }
         self.cep(req.handle)?.qp_attr(&mut req)?;
         writer.write(&req)
     }
@@ -364,6 +367,9 @@ impl CepmFile {
     fn query_cep(&self, arg: UserPtr, size: usize) -> Result {
         let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
         let req: uapi::cepm_cep_info = reader.read()?;
+        if req.reserved != 0 {
+            return Err(EINVAL);
+        }
         let info = self.cep(req.handle)?.info(req.handle);
         writer.write(&info)
     }

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 9
 
 SID=0x0000000001064e24
 out=$CEPM_ROOT/out/device_removal.$$
@@ -23,10 +23,20 @@ wait_until 10 listening
 cpid=$!
 wait_until 20 both_established
 
+# Right before the delete, 20 connections that end with destroy in timewait: their timewait
+# works are still queued when the device goes, and must not touch it when they fire.
+"$CEPMCTL" accept --cm-only --service-id 0x0000000001064e2d --count 20 >"$out.burst" 2>&1 &
+bpid=$!
+wait_until 10 grep -q '^accept: listening' "$out.burst"
+"$CEPMCTL" connect --cm-only --service-id 0x0000000001064e2d --count 20 --parallel 20 >>"$out.burst" 2>&1
+wait $bpid
+sed 's/^/# /' "$out.burst"
+
 rdma link delete "$RXE_DEV"
 wait $cpid; crc=$?
 wait $apid; arc=$?
 sed 's/^/# /' "$out.accept" "$out.connect"
+ktap_check "the burst before the delete completed" grep -q '^connect: 20 connected and disconnected, 0 failed' "$out.burst"
 ktap_check "both ends were established and heard DEVICE_REMOVAL" \
 	sh -c "test $crc = 0 && test $arc = 0 && grep -q 'event DEVICE_REMOVAL' '$out.connect' && grep -q 'event DEVICE_REMOVAL' '$out.accept'"
 ktap_check "rdma link delete: port gone from the ioctl" wait_until 20 port_not_listed "$RXE_DEV" 1
