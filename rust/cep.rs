@@ -69,6 +69,8 @@ use crate::{
             Transport, //
         },
         rtu::Rtu,
+        sidr_rep::SidrRep,
+        sidr_req::SidrReq,
         timing::{
             self,
             RetryTimer, //
@@ -158,6 +160,12 @@ struct CepInner {
     msg: Option<OutstandingSend>,
     /// Service timeout of the last MRA received (IBTA exponent).
     mra_service_timeout: u8,
+    /// SIDR: the request to send, the answer to send, and what the answer we got said.
+    sidr_req_msg: Option<KBox<SidrReq>>,
+    sidr_rep_msg: Option<KBox<SidrRep>>,
+    remote_qkey: u32,
+    sidr_qpn: u32,
+    sidr_status: u8,
     send_seq: u64,
     retry: RetryTimer,
 }
@@ -249,6 +257,11 @@ impl Cep {
                     local_qpn: 0,
                     msg: None,
                     mra_service_timeout: 0,
+                    sidr_req_msg: None,
+                    sidr_rep_msg: None,
+                    remote_qkey: 0,
+                    sidr_qpn: 0,
+                    sidr_status: 0,
                     send_seq: 0,
                     retry: RetryTimer { timeout_ms: 0, retries: 0 },
                 }, "Cep::inner"),
@@ -319,6 +332,21 @@ impl Cep {
                 self.send_retried(inner, msg, AttrId::Dreq);
             }
             Action::ArmTimewait => self.arm_timewait(inner),
+            Action::SendRetried(Outgoing::SidrReq) => {
+                let msg = inner.sidr_req_msg.take().map(|m| CmMsg::SidrReq(*m));
+                self.send_retried(inner, msg, AttrId::SidrReq);
+            }
+            Action::Send(Outgoing::SidrRep { status }) => {
+                // The user's answer, or (destroy of an unanswered SIDR_REQ) a bare status.
+                let msg = inner.peer.as_ref().map(|p| {
+                    let mut rep = inner.sidr_rep_msg.as_deref().copied().unwrap_or_default();
+                    rep.request_id = p.comm_id;
+                    rep.status = status;
+                    rep.service_id = inner.service_id;
+                    CmMsg::SidrRep(rep)
+                });
+                self.send_once(inner, msg);
+            }
             Action::Send(Outgoing::MraReq) => self.send_mra(inner, MessageCode::Req),
             Action::Send(Outgoing::MraRep) => self.send_mra(inner, MessageCode::Rep),
             // The MRA's time, plus the path's: `cm_mra_handler`, drivers/infiniband/core/cm.c:3187-3190.
@@ -359,6 +387,8 @@ impl Cep {
             UserEvent::DreqError => (uapi::CEPM_EVENT_DREQ_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
             UserEvent::TimewaitExit => (uapi::CEPM_EVENT_TIMEWAIT_EXIT, 0),
             UserEvent::MraReceived => (uapi::CEPM_EVENT_MRA_RECEIVED, u32::from(inner.mra_service_timeout)),
+            UserEvent::SidrRepReceived => (uapi::CEPM_EVENT_SIDR_REP_RECEIVED, u32::from(inner.sidr_status)),
+            UserEvent::SidrReqError => (uapi::CEPM_EVENT_SIDR_REQ_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
             other => {
                 pr_warn!("cep {:#x}: event {:?} has no ABI yet\n", self.local_id, other);
                 return;
@@ -591,7 +621,7 @@ impl Cep {
 
     /// Hands a spawned CEP to this listener; it waits there until claimed. Fails if this CEP
     /// is no longer listening (`ENOTCONN`) or already has [`BACKLOG`] REQs waiting (`EBUSY`).
-    pub(crate) fn offer(&self, child: Arc<Cep>) -> Result {
+    pub(crate) fn offer(&self, child: Arc<Cep>, sidr: bool) -> Result {
         let mut inner = self.inner.lock();
         if inner.sm.state != State::Listen {
             return Err(ENOTCONN);
@@ -603,7 +633,7 @@ impl Cep {
             return Err(ENOTCONN);
         };
         let ev = uapi::cepm_event {
-            event: uapi::CEPM_EVENT_REQ_RECEIVED,
+            event: if sidr { uapi::CEPM_EVENT_SIDR_REQ_RECEIVED } else { uapi::CEPM_EVENT_REQ_RECEIVED },
             handle: owner.handle,
             user_context: owner.context,
             ..Default::default()
@@ -859,6 +889,123 @@ impl Cep {
         inner.deliver_raw(ev);
     }
 
+    /// Sends a SIDR_REQ for `args.service_id` from `port`.
+    pub(crate) fn sidr_req(self: &Arc<Self>, port: Arc<CmPort>, args: &uapi::cepm_sidr_req) -> Result {
+        let path = &args.path;
+        let info = AhInfo {
+            dgid: path.dgid,
+            dmac: path.dmac,
+            sgid_index: path.sgid_index,
+            hop_limit: path.hop_limit,
+            flow_label: path.flow_label,
+            traffic_class: path.traffic_class,
+            sl: path.sl,
+            port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
+            reserved: 0,
+        };
+        let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
+        let req = KBox::new(
+            SidrReq {
+                request_id: self.local_id,
+                pkey: if path.pkey == 0 { 0xffff } else { path.pkey },
+                service_id: args.service_id,
+                private_data: PrivateData::new(pdata).map_err(|_| E2BIG)?,
+            },
+            GFP_KERNEL,
+        )?;
+        let mut inner = self.inner.lock();
+        state::transition(inner.sm, Event::SendSidrReq).map_err(|_| EINVAL)?;
+        if inner.peer.is_some() || inner.remote_key.is_some() {
+            return Err(EINVAL);
+        }
+        let ah = port.create_ah(&info)?;
+        inner.peer = Some(Peer { comm_id: 0, ca_guid: 0, port, ah, ah_info: info });
+        inner.service_id = args.service_id;
+        inner.retry = RetryTimer::req(path.packet_life_time, args.cm_response_timeout, args.max_cm_retries);
+        inner.sidr_req_msg = Some(req);
+        self.apply(&mut inner, Event::SendSidrReq, None)?;
+        Ok(())
+    }
+
+    /// The answer to our SIDR_REQ arrived.
+    pub(crate) fn sidr_rep_received(self: &Arc<Self>, rep: &SidrRep) {
+        let mut inner = self.inner.lock();
+        if inner.sm.state != State::SidrReqSent {
+            return;
+        }
+        inner.sidr_status = rep.status;
+        inner.sidr_qpn = rep.qpn;
+        inner.remote_qkey = rep.qkey;
+        inner.set_pdata(AttrId::SidrRep, rep.private_data.as_bytes());
+        let _ = self.apply(&mut inner, Event::RxSidrRep, None);
+    }
+
+    /// Answers a claimed SIDR_REQ.
+    pub(crate) fn sidr_rep(self: &Arc<Self>, args: &uapi::cepm_sidr_rep) -> Result {
+        let info = args.info.get(..usize::from(args.info_len)).ok_or(E2BIG)?;
+        let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
+        let rep = KBox::new(
+            SidrRep {
+                status: args.status,
+                qpn: args.qpn,
+                qkey: args.qkey,
+                additional_info: PrivateData::new(info).map_err(|_| E2BIG)?,
+                private_data: PrivateData::new(pdata).map_err(|_| E2BIG)?,
+                ..Default::default()
+            },
+            GFP_KERNEL,
+        )?;
+        CmMsg::SidrRep(*rep).encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)?;
+        let mut inner = self.inner.lock();
+        state::transition(inner.sm, Event::SendSidrRep { status: args.status }).map_err(|_| EINVAL)?;
+        inner.sidr_rep_msg = Some(rep);
+        self.apply(&mut inner, Event::SendSidrRep { status: args.status }, None)?;
+        Ok(())
+    }
+
+    /// The CEP a listener spawns for a SIDR_REQ: unclaimed, in SIDR_REQ_RCVD, findable by the
+    /// requester's (request ID, GID) so that retries are recognised.
+    pub(crate) fn spawn_from_sidr_req(
+        port: &Arc<CmPort>,
+        ah: Arc<AddressHandle>,
+        sreq: &SidrReq,
+        device_name: &[u8],
+    ) -> Result<Option<Arc<Self>>> {
+        let ah_info = ah.info()?;
+        let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL)?;
+        info.service_id = sreq.service_id;
+        info.remote_comm_id = sreq.request_id;
+        info.port_num = u8::try_from(port.num()).unwrap_or(0);
+        info.sidr = 1;
+        let pdata = sreq.private_data.as_bytes();
+        let len = pdata.len().min(info.pdata.len());
+        info.pdata[..len].copy_from_slice(&pdata[..len]);
+        info.pdata_len = u8::try_from(len).unwrap_or(0);
+        for (dst, src) in info.dev_name.iter_mut().zip(device_name.iter()) {
+            *dst = *src;
+        }
+        // No CA GUID in a SIDR_REQ: the requester's GID (interface ID half) stands in.
+        let mut guid = [0u8; 8];
+        guid.copy_from_slice(&ah_info.dgid[8..]);
+        let key = (sreq.request_id, u64::from_be_bytes(guid));
+        let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let (sm, _actions) = state::Cep::spawned_from_sidr_req();
+        let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
+        if tables::insert_remote(key, &cep, reservation).is_some() {
+            // A retry of a SIDR_REQ already waiting: the first one will be answered.
+            tables::remove_local(cep.local_id);
+            return Ok(None);
+        }
+        let mut inner = cep.inner.lock();
+        inner.service_id = sreq.service_id;
+        inner.peer = Some(Peer { comm_id: sreq.request_id, ca_guid: key.1, port: port.clone(), ah, ah_info });
+        inner.remote_key = Some(key);
+        inner.set_pdata(AttrId::SidrReq, pdata);
+        inner.req = Some(info);
+        drop(inner);
+        Ok(Some(cep))
+    }
+
     /// Arms an MRA for the REQ or REP just received (sent on its duplicate).
     pub(crate) fn prepare_mra(self: &Arc<Self>) -> Result {
         let mut inner = self.inner.lock();
@@ -997,6 +1144,10 @@ impl Cep {
             remote_comm_id: inner.peer.as_ref().map_or(0, |p| p.comm_id),
             pending_requests: u32::try_from(inner.pending.len()).unwrap_or(u32::MAX),
             reserved: 0,
+            remote_qpn: inner.negotiated.as_ref().and_then(|n| n.remote_qpn).unwrap_or(inner.sidr_qpn),
+            remote_qkey: inner.remote_qkey,
+            sidr_status: inner.sidr_status.into(),
+            reserved2: 0,
         }
     }
 

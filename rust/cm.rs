@@ -27,6 +27,7 @@ use crate::{
         msg_code::MessageCode,
         pdata::PrivateData,
         rej::Rej,
+        sidr_rep::SidrRep,
         state::{
             stateless_reply,
             StatelessReply,
@@ -53,6 +54,8 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
         CmMsg::Rep(rep) => tables::find_local(rep.remote_comm_id).map(|cep| cep.rep_received(rep)).is_some(),
         CmMsg::Rtu(rtu) => tables::find_local(rtu.remote_comm_id).map(|cep| cep.rtu_received(rtu)).is_some(),
         CmMsg::Dreq(dreq) => tables::find_local(dreq.remote_comm_id).map(|cep| cep.dreq_received(dreq)).is_some(),
+        CmMsg::SidrReq(sreq) => sidr_req_received(port, mad, sreq),
+        CmMsg::SidrRep(rep) => tables::find_local(rep.request_id).map(|cep| cep.sidr_rep_received(rep)).is_some(),
         CmMsg::Mra(mra) => tables::find_local(mra.remote_comm_id).map(|cep| cep.mra_received(mra)).is_some(),
         CmMsg::Drep(drep) => tables::find_local(drep.remote_comm_id).map(|cep| cep.drep_received(drep)).is_some(),
         _ => false,
@@ -93,11 +96,32 @@ fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &crate::proto::r
     let Ok(Some(cep)) = Cep::spawn_from_req(port, ah, req, &device) else {
         return true;
     };
-    match listener.offer(cep.clone()) {
+    match listener.offer(cep.clone(), false) {
         Ok(()) => {}
         // A full backlog: drop the REQ; the peer retries it.
         Err(e) if e == EBUSY => cep.destroy_silently(),
         // The listener went away meanwhile: the new CEP rejects the REQ as it is destroyed.
+        Err(_) => cep.destroy(),
+    }
+    true
+}
+
+/// Routes a SIDR_REQ to its listener; false if nobody listens on its service ID.
+fn sidr_req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, sreq: &crate::proto::sidr_req::SidrReq) -> bool {
+    let Some(listener) = tables::find_listener(sreq.service_id) else {
+        return false;
+    };
+    let Ok(ah) = mad.reply_ah() else {
+        return true;
+    };
+    let device = port.device_name();
+    let Ok(Some(cep)) = Cep::spawn_from_sidr_req(port, ah, sreq, &device) else {
+        return true;
+    };
+    match listener.offer(cep.clone(), true) {
+        Ok(()) => {}
+        Err(e) if e == EBUSY => cep.destroy_silently(),
+        // The destroy answers the SIDR_REQ with status REJECT.
         Err(_) => cep.destroy(),
     }
     true
@@ -108,6 +132,7 @@ fn stateless_answer(msg: &CmMsg) -> Option<CmMsg> {
     let why = match msg {
         CmMsg::Req(_) => Unmatched::ReqNoListener,
         CmMsg::Dreq(_) => Unmatched::Dreq,
+        CmMsg::SidrReq(_) => Unmatched::SidrReqNoListener,
         _ => Unmatched::Other,
     };
     match (stateless_reply(why), msg) {
@@ -118,6 +143,12 @@ fn stateless_answer(msg: &CmMsg) -> Option<CmMsg> {
             reason,
             ari: PrivateData::empty(),
             private_data: PrivateData::empty(),
+        })),
+        (StatelessReply::SidrRep(status), CmMsg::SidrReq(sreq)) => Some(CmMsg::SidrRep(SidrRep {
+            request_id: sreq.request_id,
+            status,
+            service_id: sreq.service_id,
+            ..Default::default()
         })),
         (StatelessReply::Drep, CmMsg::Dreq(dreq)) => Some(CmMsg::Drep(Drep {
             local_comm_id: dreq.remote_comm_id,

@@ -176,6 +176,8 @@ impl CepmFile {
             uapi::CEPM_IOCTL_INIT_QP_ATTR => self.init_qp_attr(arg, size),
             uapi::CEPM_IOCTL_SEND_DREQ => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_dreq(pdata)),
             uapi::CEPM_IOCTL_PREPARE_MRA => self.prepare_mra(arg, size),
+            uapi::CEPM_IOCTL_SIDR_REQ => self.sidr_req(arg, size),
+            uapi::CEPM_IOCTL_SIDR_REP => self.sidr_rep(arg, size),
             uapi::CEPM_IOCTL_SEND_DREP => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_drep(pdata)),
             _ => Err(ENOTTY),
         }
@@ -344,6 +346,35 @@ impl CepmFile {
         }
         let pdata = req.pdata.get(..usize::from(req.pdata_len)).ok_or(E2BIG)?;
         send(&self.cep(req.handle)?, pdata)
+    }
+
+    fn sidr_req(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_sidr_req = UserSlice::new(arg, size).reader().read()?;
+        if req.reserved != 0 || req.path.reserved != [0; 2] {
+            return Err(EINVAL);
+        }
+        if usize::from(req.pdata_len) > uapi::CEPM_SIDR_REQ_PDATA_MAX as usize {
+            return Err(E2BIG);
+        }
+        if req.max_cm_retries > 15 {
+            return Err(EINVAL);
+        }
+        let cep = self.cep(req.handle)?;
+        let port = registry::find_port(&req.dev_name, req.port_num).ok_or(ENODEV)?;
+        cep.sidr_req(port, &req)
+    }
+
+    fn sidr_rep(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_sidr_rep = UserSlice::new(arg, size).reader().read()?;
+        if req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        if usize::from(req.pdata_len) > uapi::CEPM_SIDR_REP_PDATA_MAX as usize
+            || usize::from(req.info_len) > uapi::CEPM_REJ_ARI_MAX as usize
+        {
+            return Err(E2BIG);
+        }
+        self.cep(req.handle)?.sidr_rep(&req)
     }
 
     fn prepare_mra(&self, arg: UserPtr, size: usize) -> Result {

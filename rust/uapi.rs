@@ -39,7 +39,9 @@ const _: () = assert!(core::mem::size_of::<cepm_listen>() == 24);
 const _: () = assert!(core::mem::size_of::<cepm_req_info>() == 200);
 const _: () = assert!(core::mem::size_of::<cepm_get_request>() == 216);
 const _: () = assert!(core::mem::size_of::<cepm_reject>() == 228);
-const _: () = assert!(core::mem::size_of::<cepm_cep_info>() == 40);
+const _: () = assert!(core::mem::size_of::<cepm_cep_info>() == 56);
+const _: () = assert!(core::mem::size_of::<cepm_sidr_req>() == 336);
+const _: () = assert!(core::mem::size_of::<cepm_sidr_rep>() == 224);
 const _: () = assert!(core::mem::size_of::<cepm_private_data>() == 232);
 const _: () = assert!(core::mem::size_of::<cepm_event>() == 24);
 const _: () = assert!(core::mem::size_of::<cepm_path_rec>() == 36);
@@ -77,6 +79,8 @@ plain_old_data!(
     cepm_accept,
     cepm_send_rep,
     cepm_prepare_mra,
+    cepm_sidr_req,
+    cepm_sidr_rep,
     cepm_send_pdata,
     cepm_qp_attr,
 );

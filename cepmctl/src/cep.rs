@@ -24,6 +24,8 @@ pub struct ReqInfo {
     pub initiator_depth: u8,
     /// Path MTU (IB enum).
     pub path_mtu: u8,
+    /// Whether this is a SIDR_REQ (then `remote_comm_id` is its request ID).
+    pub sidr: u8,
     /// Device and port the REQ arrived on.
     pub device: String,
     /// Port number.
@@ -44,6 +46,7 @@ impl ReqInfo {
             responder_resources: r.responder_resources,
             initiator_depth: r.initiator_depth,
             path_mtu: r.path_mtu,
+            sidr: r.sidr,
             device: String::from_utf8_lossy(&name).into_owned(),
             port: r.port_num,
             private_data: r.pdata[..usize::from(r.pdata_len).min(r.pdata.len())].to_vec(),
@@ -66,6 +69,12 @@ pub struct CepInfo {
     pub remote_comm_id: u32,
     /// Listeners: REQs waiting to be claimed.
     pub pending_requests: u32,
+    /// The peer's QPN (after REQ/REP, or from a SIDR_REP).
+    pub remote_qpn: u32,
+    /// The peer's Q_Key (from a SIDR_REP).
+    pub remote_qkey: u32,
+    /// The status of the SIDR_REP received.
+    pub sidr_status: u32,
 }
 
 /// An event read from `/dev/cepm`.
@@ -122,6 +131,9 @@ pub fn event_name(kind: u32) -> &'static str {
         sys::CEPM_EVENT_TIMEWAIT_EXIT => "TIMEWAIT_EXIT",
         sys::CEPM_EVENT_DEVICE_REMOVAL => "DEVICE_REMOVAL",
         sys::CEPM_EVENT_MRA_RECEIVED => "MRA_RECEIVED",
+        sys::CEPM_EVENT_SIDR_REQ_RECEIVED => "SIDR_REQ_RECEIVED",
+        sys::CEPM_EVENT_SIDR_REP_RECEIVED => "SIDR_REP_RECEIVED",
+        sys::CEPM_EVENT_SIDR_REQ_ERROR => "SIDR_REQ_ERROR",
         _ => "?",
     }
 }
@@ -190,6 +202,9 @@ impl Cepm {
             local_comm_id: i.local_comm_id,
             remote_comm_id: i.remote_comm_id,
             pending_requests: i.pending_requests,
+            remote_qpn: i.remote_qpn,
+            remote_qkey: i.remote_qkey,
+            sidr_status: i.sidr_status,
         })
     }
 
@@ -210,6 +225,18 @@ impl Cepm {
     pub fn prepare_rep(&self, args: &sys::cepm_accept) -> io::Result<()> {
         let mut a = *args;
         self.ioctl(sys::CEPM_IOCTL_PREPARE_REP, &mut a)
+    }
+
+    /// Sends a SIDR_REQ (`args.handle` names the CEP).
+    pub fn sidr_req(&self, args: &sys::cepm_sidr_req) -> io::Result<()> {
+        let mut a = *args;
+        self.ioctl(sys::CEPM_IOCTL_SIDR_REQ, &mut a)
+    }
+
+    /// Answers a claimed SIDR_REQ.
+    pub fn sidr_rep(&self, args: &sys::cepm_sidr_rep) -> io::Result<()> {
+        let mut a = *args;
+        self.ioctl(sys::CEPM_IOCTL_SIDR_REP, &mut a)
     }
 
     /// Arms an MRA for the REQ or REP just received: the peer's retry of it is answered with

@@ -7,6 +7,7 @@
 pub mod cep;
 pub mod connect;
 pub mod many;
+pub mod sidr;
 pub mod sys;
 pub mod umad;
 pub mod verbs;

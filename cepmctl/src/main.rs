@@ -34,6 +34,34 @@ enum Command {
         #[command(flatten)]
         common: ConnectArgs,
     },
+    /// Resolve a UD service ID (SIDR): print the QPN and Q_Key that serve it.
+    Resolve {
+        /// Service ID (RDMA CM UDP port space: 0x0000000001110000 | port).
+        #[arg(long, value_parser = parse_u64)]
+        service_id: u64,
+        #[command(flatten)]
+        common: ConnectArgs,
+    },
+    /// Answer SIDR_REQs for a UD service ID with a QPN and Q_Key.
+    ServeUd {
+        /// Service ID to listen on.
+        #[arg(long, value_parser = parse_u64)]
+        service_id: u64,
+        /// QPN to answer with.
+        #[arg(long, value_parser = parse_u32)]
+        qpn: u32,
+        /// Q_Key to answer with.
+        #[arg(long, value_parser = parse_u32, default_value = "0x11111111")]
+        qkey: u32,
+        /// SIDR_REP status (0 success, 2 reject).
+        #[arg(long, default_value_t = 0)]
+        status: u8,
+        /// How many SIDR_REQs to answer.
+        #[arg(long, default_value_t = 1)]
+        answers: u64,
+        #[command(flatten)]
+        common: ConnectArgs,
+    },
     /// Accept one connection on a service ID and answer the ping-pong as the server.
     Accept {
         /// Service ID to listen on.
@@ -387,6 +415,14 @@ fn run(cli: Cli) -> std::io::Result<()> {
             }
             None => print_outcome("connect", &cepm::connect::active(&common.config(service_id))?),
         },
+        Command::Resolve { service_id, common } => {
+            let r = cepm::sidr::resolve(&common.config(service_id))?;
+            println!("resolve: {service_id:#018x}: status {}, QPN {:#x}, Q_Key {:#x}", r.status, r.qpn, r.qkey);
+        }
+        Command::ServeUd { service_id, qpn, qkey, status, answers, common } => {
+            let n = cepm::sidr::serve(&common.config(service_id), answers, status, qpn, qkey)?;
+            println!("serve-ud: answered {n} SIDR_REQ(s)");
+        }
         Command::Accept { service_id, common } => match common.count {
             Some(count) => print_totals("accept", &cepm::many::passive(&common.config(service_id), count)?, 1),
             None => print_outcome("accept", &cepm::connect::passive(&common.config(service_id))?),

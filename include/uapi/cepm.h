@@ -140,7 +140,9 @@ struct cepm_req_info {
 	__u8 pdata_len;           /* always CEPM_REQ_PDATA_MAX: the wire has no length */
 	__u8 pdata[CEPM_REQ_PDATA_MAX];
 	char dev_name[CEPM_DEVICE_NAME_MAX];
-	__u8 reserved[4];
+	__u8 sidr;     /* 1: a SIDR_REQ (remote_comm_id is its request ID; the full
+	                * 216 bytes of private data come from GET_PRIVATE_DATA) */
+	__u8 reserved[3];
 };
 
 /* CEPM_IOC_GET_REQUEST: claim the oldest REQ pending on a listener (EAGAIN: none). */
@@ -200,6 +202,10 @@ struct cepm_cep_info {
 	__u32 remote_comm_id;
 	__u32 pending_requests; /* listeners: REQs waiting for CEPM_IOC_GET_REQUEST */
 	__u32 reserved;
+	__u32 remote_qpn;       /* the peer's QPN (after REQ/REP, or a SIDR_REP) */
+	__u32 remote_qkey;      /* the peer's Q_Key (after a SIDR_REP) */
+	__u32 sidr_status;      /* the status of the SIDR_REP received */
+	__u32 reserved2;
 };
 
 /* CEPM_IOC_GET_PRIVATE_DATA: the private data of the last message received. */
@@ -254,6 +260,45 @@ struct cepm_connect {
 };
 
 #define CEPM_REP_PDATA_MAX 196
+
+#define CEPM_SIDR_REQ_PDATA_MAX 216
+#define CEPM_SIDR_REP_PDATA_MAX 136
+
+/*
+ * CEPM_IOC_SIDR_REQ: resolve a UD service (Service ID Resolution): send a
+ * SIDR_REQ, retried until the SIDR_REP (SIDR_REP_RECEIVED; QUERY_CEP then has
+ * the QPN, Q_Key and status).
+ */
+struct cepm_sidr_req {
+	__u64 service_id;
+	__u32 handle;
+	__u32 port_num;
+	char dev_name[CEPM_DEVICE_NAME_MAX];
+	struct cepm_path_rec path;
+	__u8 cm_response_timeout; /* IBTA exponent */
+	__u8 max_cm_retries;      /* <= 15 */
+	__u8 pdata_len;           /* <= CEPM_SIDR_REQ_PDATA_MAX, else E2BIG */
+	__u8 reserved;
+	__u8 pdata[CEPM_SIDR_REQ_PDATA_MAX];
+};
+
+/* SIDR_REP status values (IBTA vol. 1, table 119). */
+#define CEPM_SIDR_SUCCESS 0
+#define CEPM_SIDR_UNSUPPORTED 1 /* no listener for the service ID */
+#define CEPM_SIDR_REJECT 2
+
+/* CEPM_IOC_SIDR_REP: answer a claimed SIDR_REQ. */
+struct cepm_sidr_rep {
+	__u32 handle;
+	__u32 qpn;
+	__u32 qkey;
+	__u8 status;    /* CEPM_SIDR_* */
+	__u8 info_len;  /* <= CEPM_REJ_ARI_MAX */
+	__u8 pdata_len; /* <= CEPM_SIDR_REP_PDATA_MAX, else E2BIG */
+	__u8 reserved;
+	__u8 info[CEPM_REJ_ARI_MAX];
+	__u8 pdata[CEPM_SIDR_REP_PDATA_MAX];
+};
 
 /*
  * CEPM_IOC_PREPARE_REP: fix the REP's QPN, PSN and resources on a claimed
@@ -352,6 +397,8 @@ struct cepm_qp_attr {
 #define CEPM_IOC_SEND_DREQ _IOW(CEPM_IOC_MAGIC, 0x8d, struct cepm_send_pdata)
 #define CEPM_IOC_SEND_DREP _IOW(CEPM_IOC_MAGIC, 0x8e, struct cepm_send_pdata)
 #define CEPM_IOC_PREPARE_MRA _IOW(CEPM_IOC_MAGIC, 0x8f, struct cepm_prepare_mra)
+#define CEPM_IOC_SIDR_REQ _IOW(CEPM_IOC_MAGIC, 0x90, struct cepm_sidr_req)
+#define CEPM_IOC_SIDR_REP _IOW(CEPM_IOC_MAGIC, 0x91, struct cepm_sidr_rep)
 
 /* struct cepm_event.event */
 enum cepm_event_type {
@@ -367,6 +414,9 @@ enum cepm_event_type {
 	CEPM_EVENT_TIMEWAIT_EXIT,    /* the CEP is idle again */
 	CEPM_EVENT_DEVICE_REMOVAL,   /* its RDMA device is gone: the CEP can only be destroyed */
 	CEPM_EVENT_MRA_RECEIVED,     /* the peer needs more time; our message's timeout was extended */
+	CEPM_EVENT_SIDR_REQ_RECEIVED, /* on a listener: claim it with GET_REQUEST, answer SIDR_REP */
+	CEPM_EVENT_SIDR_REP_RECEIVED, /* status: the SIDR status; QUERY_CEP has QPN and Q_Key */
+	CEPM_EVENT_SIDR_REQ_ERROR,   /* the SIDR_REQ went unanswered through every retry */
 };
 
 /* What read() returns, one record per event. */

@@ -52,7 +52,7 @@ pub mod fields {
 }
 
 /// A SIDR_REP, fields in host order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
 pub struct SidrRep {
     /// The SIDR_REQ's RequestID.
     pub request_id: u32,

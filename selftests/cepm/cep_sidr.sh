@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Service ID Resolution: a UD server answers a SIDR_REQ with its QPN and Q_Key, locally and
+# across the veth pair to the namespace cepm_peer; a service nobody serves gets status 1
+# (Linux's stateless answer); a server may also refuse (status 2).
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 6
+
+out=$CEPM_ROOT/out/cep_sidr.$$
+trap 'peer_ns_down; rm -f "$out".*' EXIT
+listening() { grep -q '^serve-ud: listening' "$1"; }
+
+"$CEPMCTL" serve-ud --service-id 0x0000000001114e60 --qpn 0x4242 --qkey 0x11111111 >"$out.s1" 2>&1 &
+spid=$!
+wait_until 10 listening "$out.s1"
+"$CEPMCTL" resolve --service-id 0x0000000001114e60 >"$out.r1" 2>&1
+rrc=$?
+wait $spid
+src=$?
+sed 's/^/# /' "$out.s1" "$out.r1"
+ktap_check "local SIDR: status 0, the server's QPN and Q_Key" \
+	sh -c "test $rrc = 0 && test $src = 0 && grep -q 'status 0, QPN 0x4242, Q_Key 0x11111111' '$out.r1'"
+
+"$CEPMCTL" resolve --service-id 0x0000000001114e61 >"$out.r2" 2>&1
+sed 's/^/# /' "$out.r2"
+ktap_check "a service nobody serves: status 1 (unsupported)" grep -q 'status 1, QPN 0x0' "$out.r2"
+
+"$CEPMCTL" serve-ud --service-id 0x0000000001114e62 --qpn 0x4242 --status 2 >"$out.s3" 2>&1 &
+spid=$!
+wait_until 10 listening "$out.s3"
+"$CEPMCTL" resolve --service-id 0x0000000001114e62 >"$out.r3" 2>&1
+wait $spid
+sed 's/^/# /' "$out.r3"
+ktap_check "a server that refuses: status 2" grep -q 'status 2,' "$out.r3"
+
+ktap_check "second host up (rxe1 in namespace $PEER_NS)" peer_ns_up
+ip netns exec $PEER_NS "$CEPMCTL" serve-ud --device rxe1 --service-id 0x0000000001114e63 --qpn 0x777 --qkey 0x2222 \
+	>"$out.s4" 2>&1 &
+spid=$!
+wait_until 10 listening "$out.s4"
+"$CEPMCTL" resolve --device rxe0 --service-id 0x0000000001114e63 --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" >"$out.r4" 2>&1
+rrc=$?
+wait $spid
+sed 's/^/# /' "$out.s4" "$out.r4"
+ktap_check "SIDR across the veth pair to rxe1" sh -c "test $rrc = 0 && grep -q 'status 0, QPN 0x777, Q_Key 0x2222' '$out.r4'"
+ktap_check "no CEP is left in the module" wait_until 10 ceps_are 0
+ktap_finished
