@@ -700,17 +700,7 @@ impl Cep {
     /// Sends a REQ for the connection `args` describes, from `port`.
     pub(crate) fn connect(self: &Arc<Self>, port: Arc<CmPort>, args: &uapi::cepm_connect) -> Result {
         let path = &args.path;
-        let info = AhInfo {
-            dgid: path.dgid,
-            dmac: path.dmac,
-            sgid_index: path.sgid_index,
-            hop_limit: path.hop_limit,
-            flow_label: path.flow_label,
-            traffic_class: path.traffic_class,
-            sl: path.sl,
-            port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
-            reserved: 0,
-        };
+        let info = ah_info(path, &port)?;
         let local_gid = port.gid(path.sgid_index)?;
         let req = KBox::new(
             Req {
@@ -752,16 +742,7 @@ impl Cep {
         CmMsg::Req(*req).encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)?;
         let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
         let mut inner = self.inner.lock();
-        // Only an idle CEP never tied to a peer may connect; `apply` checks the state again,
-        // this keeps `inner` untouched on error.
-        state::transition(inner.sm, Event::SendReq).map_err(|_| EINVAL)?;
-        if inner.peer.is_some() || inner.remote_key.is_some() {
-            return Err(EINVAL);
-        }
-        // Under the CEP lock: device removal either already detached the agent (ENODEV) or
-        // will find this peer and release the AH before the device goes.
-        let ah = port.create_ah(&info)?;
-        inner.peer = Some(Peer { comm_id: 0, ca_guid: 0, port, ah, ah_info: info });
+        inner.attach_first_peer(Event::SendReq, port, info)?;
         inner.service_id = args.service_id;
         inner.local_qpn = args.local_qpn;
         inner.negotiated = Some(negotiated);
@@ -892,17 +873,7 @@ impl Cep {
     /// Sends a SIDR_REQ for `args.service_id` from `port`.
     pub(crate) fn sidr_req(self: &Arc<Self>, port: Arc<CmPort>, args: &uapi::cepm_sidr_req) -> Result {
         let path = &args.path;
-        let info = AhInfo {
-            dgid: path.dgid,
-            dmac: path.dmac,
-            sgid_index: path.sgid_index,
-            hop_limit: path.hop_limit,
-            flow_label: path.flow_label,
-            traffic_class: path.traffic_class,
-            sl: path.sl,
-            port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
-            reserved: 0,
-        };
+        let info = ah_info(path, &port)?;
         let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
         let req = KBox::new(
             SidrReq {
@@ -914,12 +885,7 @@ impl Cep {
             GFP_KERNEL,
         )?;
         let mut inner = self.inner.lock();
-        state::transition(inner.sm, Event::SendSidrReq).map_err(|_| EINVAL)?;
-        if inner.peer.is_some() || inner.remote_key.is_some() {
-            return Err(EINVAL);
-        }
-        let ah = port.create_ah(&info)?;
-        inner.peer = Some(Peer { comm_id: 0, ca_guid: 0, port, ah, ah_info: info });
+        inner.attach_first_peer(Event::SendSidrReq, port, info)?;
         inner.service_id = args.service_id;
         inner.retry = RetryTimer::req(path.packet_life_time, args.cm_response_timeout, args.max_cm_retries);
         inner.sidr_req_msg = Some(req);
@@ -1161,6 +1127,21 @@ impl Cep {
 }
 
 impl CepInner {
+    /// Ties a CEP that never had a peer to the one `info` describes, for the local call
+    /// `event` (REQ or SIDR_REQ), which must be legal now; nothing changes on error.
+    ///
+    /// The AH is made under the CEP lock: device removal has then either detached the agent
+    /// already (`ENODEV`) or will find this peer and release the AH before the device goes.
+    fn attach_first_peer(&mut self, event: Event, port: Arc<CmPort>, info: AhInfo) -> Result {
+        state::transition(self.sm, event).map_err(|_| EINVAL)?;
+        if self.peer.is_some() || self.remote_key.is_some() {
+            return Err(EINVAL);
+        }
+        let ah = port.create_ah(&info)?;
+        self.peer = Some(Peer { comm_id: 0, ca_guid: 0, port, ah, ah_info: info });
+        Ok(())
+    }
+
     /// Queues `ev` for the owner, or parks it until the CEP is claimed.
     fn deliver_raw(&mut self, mut ev: uapi::cepm_event) {
         match &self.owner {
@@ -1188,6 +1169,21 @@ impl CepInner {
         self.pdata.attr = attr.to_u16();
         self.pdata.len = u8::try_from(len).unwrap_or(u8::MAX);
     }
+}
+
+/// The address a caller's path describes, on `port`.
+fn ah_info(path: &uapi::cepm_path_rec, port: &CmPort) -> Result<AhInfo> {
+    Ok(AhInfo {
+        dgid: path.dgid,
+        dmac: path.dmac,
+        sgid_index: path.sgid_index,
+        hop_limit: path.hop_limit,
+        flow_label: path.flow_label,
+        traffic_class: path.traffic_class,
+        sl: path.sl,
+        port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
+        reserved: 0,
+    })
 }
 
 /// The ABI's number for a state.

@@ -94,6 +94,40 @@ pub(crate) fn local_mac(device: &str, port: u8, index: u8) -> io::Result<[u8; 6]
     Ok(mac)
 }
 
+/// Where a connection or resolution from `config` goes: the local device name (for the
+/// ABI's `dev_name`) and the path to the peer (this host's own GID unless `config.peer`).
+pub(crate) struct Route {
+    pub(crate) dev_name: [std::ffi::c_char; 64],
+    pub(crate) path: sys::cepm_path_rec,
+}
+
+impl Route {
+    pub(crate) fn new(config: &Config) -> io::Result<Self> {
+        let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
+        let mut dev_name = [0; 64];
+        for (dst, src) in dev_name.iter_mut().zip(config.device.bytes()) {
+            *dst = src as _;
+        }
+        let mut path = sys::cepm_path_rec::default();
+        match config.peer {
+            Some((ip, mac)) => {
+                path.dgid[10..12].copy_from_slice(&[0xff, 0xff]);
+                path.dgid[12..].copy_from_slice(&ip);
+                path.dmac = mac;
+            }
+            None => {
+                path.dgid = gid.raw;
+                path.dmac = local_mac(&config.device, config.port, gid.index)?;
+            }
+        }
+        path.sgid_index = gid.index;
+        path.hop_limit = 64;
+        path.mtu = 3; // 1024: what rxe runs on a 1500-byte netdev
+        path.packet_life_time = config.packet_life_time;
+        Ok(Self { dev_name, path })
+    }
+}
+
 /// Verbs objects of one side.
 struct Qp {
     _device: Device,
@@ -136,6 +170,28 @@ fn rts_attr(a: &sys::cepm_qp_attr) -> RtsAttr {
         rnr_retry: a.rnr_retry,
         max_rd_atomic: a.max_rd_atomic,
     }
+}
+
+/// Moves the QP (if any) to INIT and then RTR with cepm's attributes, posting the ping-pong's
+/// first receive in between; returns the ping-pong and the RTR attributes.
+fn to_rtr<'q>(
+    cepm: &Cepm,
+    handle: u32,
+    qp: Option<&'q Qp>,
+    config: &Config,
+) -> io::Result<(Option<PingPong<'q>>, sys::cepm_qp_attr)> {
+    let pp = match qp {
+        Some(qp) => {
+            to_init(cepm, handle, &qp.qp)?;
+            Some(PingPong::new(&qp.qp, config.size)?)
+        }
+        None => None,
+    };
+    let rtr = cepm.qp_attr(handle, sys::CEPM_QPS_RTR)?;
+    if let Some(qp) = qp {
+        qp.qp.to_rtr(&rtr_attr(&rtr, config.port)?)?;
+    }
+    Ok((pp, rtr))
 }
 
 /// Moves the QP to INIT with cepm's attributes.
@@ -197,7 +253,6 @@ fn ping_pong(qp: &RcQp, pp: PingPong<'_>, role: Role, config: &Config) -> io::Re
 pub fn active(config: &Config) -> io::Result<Outcome> {
     let mut trace = Trace::new("connect");
     let cepm = Cepm::open()?;
-    let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
     let qp = if config.cm_only { None } else { Some(create_qp(&config.device)?) };
     let qpn = qp.as_ref().map_or(CM_ONLY_QPN, |q| q.qp.qp_num());
     let handle = cepm.create(0xac71_0000)?;
@@ -216,24 +271,9 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         max_cm_retries: config.max_cm_retries,
         ..Default::default()
     };
-    for (dst, src) in req.dev_name.iter_mut().zip(config.device.bytes()) {
-        *dst = src as _;
-    }
-    match config.peer {
-        Some((ip, mac)) => {
-            req.path.dgid[10..12].copy_from_slice(&[0xff, 0xff]);
-            req.path.dgid[12..].copy_from_slice(&ip);
-            req.path.dmac = mac;
-        }
-        None => {
-            req.path.dgid = gid.raw;
-            req.path.dmac = local_mac(&config.device, config.port, gid.index)?;
-        }
-    }
-    req.path.sgid_index = gid.index;
-    req.path.hop_limit = 64;
-    req.path.mtu = 3; // 1024: what rxe runs on a 1500-byte netdev
-    req.path.packet_life_time = config.packet_life_time;
+    let route = Route::new(config)?;
+    req.dev_name = route.dev_name;
+    req.path = route.path;
     let hello = b"cepmctl connect";
     req.pdata[..hello.len()].copy_from_slice(hello);
     req.pdata_len = hello.len() as u8;
@@ -251,17 +291,9 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         pdata.len(),
         String::from_utf8_lossy(&pdata).trim_end_matches('\0')
     ));
-    let pp = match &qp {
-        Some(qp) => {
-            to_init(&cepm, handle, &qp.qp)?;
-            Some(PingPong::new(&qp.qp, config.size)?)
-        }
-        None => None,
-    };
-    let rtr = cepm.qp_attr(handle, sys::CEPM_QPS_RTR)?;
+    let (pp, rtr) = to_rtr(&cepm, handle, qp.as_ref(), config)?;
     let rts = cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?;
     if let Some(qp) = &qp {
-        qp.qp.to_rtr(&rtr_attr(&rtr, config.port)?)?;
         qp.qp.to_rts(&rts_attr(&rts))?;
     }
     trace.push(format!("QP {qpn:#x} in RTS, connected to QP {:#x}", rtr.dest_qp_num));
@@ -325,17 +357,7 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     rep.pdata_len = hello.len() as u8;
     cepm.prepare_rep(&rep)?;
     // The prepare/send split: the QP is in RTR before the REP leaves.
-    let pp = match &qp {
-        Some(qp) => {
-            to_init(&cepm, handle, &qp.qp)?;
-            Some(PingPong::new(&qp.qp, config.size)?)
-        }
-        None => None,
-    };
-    let rtr = cepm.qp_attr(handle, sys::CEPM_QPS_RTR)?;
-    if let Some(qp) = &qp {
-        qp.qp.to_rtr(&rtr_attr(&rtr, config.port)?)?;
-    }
+    let (pp, _) = to_rtr(&cepm, handle, qp.as_ref(), config)?;
     trace.push(format!("REP prepared; QP {qpn:#x} in RTR before the REP is sent"));
     cepm.send_rep(handle)?;
     wait_for(&cepm, sys::CEPM_EVENT_ESTABLISHED, config.timeout, &mut trace)?;

@@ -9,7 +9,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{connect::Config, sys, umad, Cepm};
+use crate::{
+    connect::{Config, Route},
+    sys, Cepm,
+};
 
 /// What a run measured.
 #[derive(Clone, Copy, Debug)]
@@ -29,12 +32,14 @@ fn other(msg: String) -> io::Error {
     io::Error::other(msg)
 }
 
-/// The REQ of one CM-only connection to this host's own GID, or to `config.peer`.
-fn connect_args(config: &Config, handle: u32, gid: &umad::Gid, dmac: [u8; 6]) -> sys::cepm_connect {
-    let mut req = sys::cepm_connect {
+/// The REQ of one CM-only connection along `route`.
+fn connect_args(config: &Config, handle: u32, route: &Route) -> sys::cepm_connect {
+    sys::cepm_connect {
         service_id: config.service_id,
         handle,
         port_num: config.port.into(),
+        dev_name: route.dev_name,
+        path: route.path,
         local_qpn: QPN,
         starting_psn: 1,
         remote_cm_response_timeout: config.cm_response_timeout,
@@ -43,40 +48,20 @@ fn connect_args(config: &Config, handle: u32, gid: &umad::Gid, dmac: [u8; 6]) ->
         rnr_retry_count: 7,
         max_cm_retries: config.max_cm_retries,
         ..Default::default()
-    };
-    for (dst, src) in req.dev_name.iter_mut().zip(config.device.bytes()) {
-        *dst = src as _;
     }
-    match config.peer {
-        Some((ip, mac)) => {
-            req.path.dgid[10..12].copy_from_slice(&[0xff, 0xff]);
-            req.path.dgid[12..].copy_from_slice(&ip);
-            req.path.dmac = mac;
-        }
-        None => {
-            req.path.dgid = gid.raw;
-            req.path.dmac = dmac;
-        }
-    }
-    req.path.sgid_index = gid.index;
-    req.path.hop_limit = 64;
-    req.path.mtu = 3;
-    req.path.packet_life_time = config.packet_life_time;
-    req
 }
 
 /// The active side: `count` connections, at most `parallel` at a time.
 pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> {
     let cepm = Cepm::open()?;
-    let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
-    let dmac = crate::connect::local_mac(&config.device, config.port, gid.index)?;
+    let route = Route::new(config)?;
     let start = Instant::now();
     let (mut started, mut completed, mut failed) = (0u64, 0u64, 0u64);
     let mut in_flight: HashSet<u32> = HashSet::new();
     while completed + failed < count {
         while started < count && (in_flight.len() as u64) < parallel {
             let handle = cepm.create(started)?;
-            cepm.connect(&connect_args(config, handle, &gid, dmac))?;
+            cepm.connect(&connect_args(config, handle, &route))?;
             in_flight.insert(handle);
             started += 1;
         }

@@ -3,7 +3,11 @@
 
 use std::io;
 
-use crate::{cep::event_name, connect::Config, sys, umad, Cepm};
+use crate::{
+    cep::event_name,
+    connect::{Config, Route},
+    sys, Cepm,
+};
 
 /// What a resolution returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,34 +23,18 @@ pub struct Resolution {
 /// Sends a SIDR_REQ for `config.service_id` and waits for the answer.
 pub fn resolve(config: &Config) -> io::Result<Resolution> {
     let cepm = Cepm::open()?;
-    let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
+    let route = Route::new(config)?;
     let handle = cepm.create(0x51d2)?;
-    let mut req = sys::cepm_sidr_req {
+    let req = sys::cepm_sidr_req {
         service_id: config.service_id,
         handle,
         port_num: config.port.into(),
+        dev_name: route.dev_name,
+        path: route.path,
         cm_response_timeout: config.cm_response_timeout,
         max_cm_retries: config.max_cm_retries,
         ..Default::default()
     };
-    for (dst, src) in req.dev_name.iter_mut().zip(config.device.bytes()) {
-        *dst = src as _;
-    }
-    match config.peer {
-        Some((ip, mac)) => {
-            req.path.dgid[10..12].copy_from_slice(&[0xff, 0xff]);
-            req.path.dgid[12..].copy_from_slice(&ip);
-            req.path.dmac = mac;
-        }
-        None => {
-            req.path.dgid = gid.raw;
-            req.path.dmac = crate::connect::local_mac(&config.device, config.port, gid.index)?;
-        }
-    }
-    req.path.sgid_index = gid.index;
-    req.path.hop_limit = 64;
-    req.path.mtu = 3;
-    req.path.packet_life_time = config.packet_life_time;
     cepm.sidr_req(&req)?;
     let ev = cepm.expect_event(config.timeout)?;
     if ev.kind != sys::CEPM_EVENT_SIDR_REP_RECEIVED {
