@@ -90,7 +90,10 @@ use crate::{
         OutstandingSend,
         SendOwner, //
     },
-    tables,
+    tables::{
+        self,
+        PeerTable, //
+    },
     uapi, //
 };
 
@@ -111,6 +114,17 @@ struct Peer {
     /// What `ah` points at, read when it was made: QP attributes need it, and nothing may
     /// touch the AH outside the CEP lock (device removal takes it away under that lock).
     ah_info: AhInfo,
+}
+
+/// What became of a REQ offered to a listener.
+pub(crate) enum Spawned {
+    /// A new, unclaimed CEP for it.
+    New(Arc<Cep>),
+    /// It duplicates a REQ that already has a CEP (which has handled the duplicate).
+    Duplicate,
+    /// Its QP is already connected (to `old`): a stale connection. The REQ gets REJ 10 and
+    /// `old` is disconnected.
+    Stale(Arc<Cep>),
 }
 
 /// What the user put in a REJ.
@@ -137,6 +151,8 @@ struct CepInner {
     listen_mask: u64,
     /// The key this CEP holds in the remote-ID table (passive CEPs), removed on destroy.
     remote_key: Option<(u32, u64)>,
+    /// The key this CEP holds in the remote-QPN table while its connection is live.
+    remote_qpn_key: Option<(u32, u64)>,
     peer: Option<Peer>,
     /// Listener: REQs not claimed yet, oldest first.
     pending: KVec<Arc<Cep>>,
@@ -244,6 +260,7 @@ impl Cep {
                     service_id: 0,
                     listen_mask: u64::MAX,
                     remote_key: None,
+                    remote_qpn_key: None,
                     peer: None,
                     pending: KVec::new(),
                     req: None,
@@ -331,7 +348,13 @@ impl Cep {
                 let msg = self.dreq(inner);
                 self.send_retried(inner, msg, AttrId::Dreq);
             }
-            Action::ArmTimewait => self.arm_timewait(inner),
+            Action::ArmTimewait => {
+                // The QP may be reused from now on (Linux: `cm_cleanup_timewait` on entry).
+                if let Some(key) = inner.remote_qpn_key.take() {
+                    tables::remove_peer(PeerTable::Qpn, key, self);
+                }
+                self.arm_timewait(inner);
+            }
             Action::SendRetried(Outgoing::SidrReq) => {
                 let msg = inner.sidr_req_msg.take().map(|m| CmMsg::SidrReq(*m));
                 self.send_retried(inner, msg, AttrId::SidrReq);
@@ -554,7 +577,7 @@ impl Cep {
         ah: Arc<AddressHandle>,
         req: &Req,
         device_name: &[u8],
-    ) -> Result<Option<Arc<Self>>> {
+    ) -> Result<Spawned> {
         let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL)?;
         info.service_id = req.service_id;
         info.remote_ca_guid = req.local_ca_guid;
@@ -586,13 +609,20 @@ impl Cep {
 
         let ah_info = ah.info()?;
         let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let qpn_reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let (sm, actions) = state::Cep::spawned_from_req();
         let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
         let key = (req.local_comm_id, req.local_ca_guid);
-        if let Some(existing) = tables::insert_remote(key, &cep, reservation) {
+        if let Some(existing) = tables::insert_peer(PeerTable::CommId, key, &cep, reservation) {
             tables::remove_local(cep.local_id);
             existing.duplicate_req();
-            return Ok(None);
+            return Ok(Spawned::Duplicate);
+        }
+        let qpn_key = (req.local_qpn, req.local_ca_guid);
+        if let Some(old) = tables::insert_peer(PeerTable::Qpn, qpn_key, &cep, qpn_reservation) {
+            tables::remove_peer(PeerTable::CommId, key, &cep);
+            tables::remove_local(cep.local_id);
+            return Ok(Spawned::Stale(old));
         }
         {
             let mut inner = cep.inner.lock();
@@ -605,6 +635,7 @@ impl Cep {
                 ah_info,
             });
             inner.remote_key = Some(key);
+            inner.remote_qpn_key = Some(qpn_key);
             inner.set_pdata(AttrId::Req, req.private_data.as_bytes());
             inner.negotiated = Some(Negotiated::passive(req, 0, u8::try_from(port.num()).unwrap_or(0)));
             inner.retry = RetryTimer::rep(req.local_cm_response_timeout, req.max_cm_retries);
@@ -616,7 +647,7 @@ impl Cep {
                 }
             }
         }
-        Ok(Some(cep))
+        Ok(Spawned::New(cep))
     }
 
     /// Hands a spawned CEP to this listener; it waits there until claimed. Fails if this CEP
@@ -754,12 +785,33 @@ impl Cep {
 
     /// A REP for this CEP's REQ arrived.
     pub(crate) fn rep_received(self: &Arc<Self>, rep: &Rep) {
+        let Ok(reservation) = RBTreeNodeReservation::new(GFP_KERNEL) else {
+            return; // Dropped: the peer resends the REP.
+        };
         let mut inner = self.inner.lock();
         if !matches!(inner.sm.state, State::ReqSent | State::MraReqRcvd) {
             // Duplicates and strays: the state machine decides (e.g. resend the RTU).
             let _ = self.apply(&mut inner, Event::RxRep, None);
             return;
         }
+        let qpn_key = (rep.local_qpn, rep.local_ca_guid);
+        if let Some(old) = tables::insert_peer(PeerTable::Qpn, qpn_key, self, reservation) {
+            // The peer's QP is already connected to `old`: REJ 10 the REP, disconnect `old`;
+            // this CEP stays as it is (`drivers/infiniband/core/cm.c:2540-2556`).
+            let rej = CmMsg::Rej(Rej {
+                local_comm_id: self.local_id,
+                remote_comm_id: rep.local_comm_id,
+                message_rejected: MessageCode::Rep,
+                reason: crate::proto::rej::reason::STALE_CONN,
+                ari: PrivateData::empty(),
+                private_data: PrivateData::empty(),
+            });
+            self.send_once(&inner, Some(rej));
+            drop(inner);
+            old.stale();
+            return;
+        }
+        inner.remote_qpn_key = Some(qpn_key);
         if let Some(peer) = inner.peer.as_mut() {
             peer.comm_id = rep.local_comm_id;
             peer.ca_guid = rep.local_ca_guid;
@@ -957,7 +1009,7 @@ impl Cep {
         let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let (sm, _actions) = state::Cep::spawned_from_sidr_req();
         let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
-        if tables::insert_remote(key, &cep, reservation).is_some() {
+        if tables::insert_peer(PeerTable::CommId, key, &cep, reservation).is_some() {
             // A retry of a SIDR_REQ already waiting: the first one will be answered.
             tables::remove_local(cep.local_id);
             return Ok(None);
@@ -1053,6 +1105,12 @@ impl Cep {
         Ok(())
     }
 
+    /// A new connection reuses this one's peer QP: this one is stale, disconnect it.
+    pub(crate) fn stale(self: &Arc<Self>) {
+        let mut inner = self.inner.lock();
+        let _ = self.apply(&mut inner, Event::StaleConnection, None);
+    }
+
     /// A duplicate of the REQ that created this CEP arrived.
     pub(crate) fn duplicate_req(self: &Arc<Self>) {
         let mut inner = self.inner.lock();
@@ -1074,7 +1132,7 @@ impl Cep {
     /// Destroy; `retry_later` drops a pending REQ silently so that the peer retries it (Linux's
     /// `-ENOMEM` semantics, `drivers/infiniband/core/cm.c:1101-1104`).
     fn destroy_with(self: &Arc<Self>, retry_later: bool) {
-        let (pending, remote_key, peer, messages) = {
+        let (pending, remote_key, remote_qpn_key, peer, messages) = {
             let mut inner = self.inner.lock();
             let _ = self.apply(&mut inner, Event::Destroy { retry_later }, None);
             inner.owner = None;
@@ -1084,6 +1142,7 @@ impl Cep {
             (
                 core::mem::take(&mut inner.pending),
                 inner.remote_key.take(),
+                inner.remote_qpn_key.take(),
                 inner.peer.take(),
                 (inner.req_msg.take(), inner.rep_msg.take()),
             )
@@ -1091,7 +1150,10 @@ impl Cep {
         drop((peer, messages));
         tables::remove_local(self.local_id);
         if let Some(key) = remote_key {
-            tables::remove_remote(key, self);
+            tables::remove_peer(PeerTable::CommId, key, self);
+        }
+        if let Some(key) = remote_qpn_key {
+            tables::remove_peer(PeerTable::Qpn, key, self);
         }
         for child in pending {
             child.destroy();

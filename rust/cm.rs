@@ -16,7 +16,10 @@ use kernel::{
 };
 
 use crate::{
-    cep::Cep,
+    cep::{
+        Cep,
+        Spawned, //
+    },
     port::CmPort,
     proto::{
         cm_mad::{
@@ -38,7 +41,10 @@ use crate::{
         ReceivedMad,
         MAD_SIZE, //
     },
-    tables, //
+    tables::{
+        self,
+        PeerTable, //
+    },
 };
 
 /// Handles one received MAD (already counted) on `port`. Runs in the MAD layer's receive
@@ -48,22 +54,27 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
         port.count_invalid();
         return;
     };
-    let matched = match &received.msg {
+    // `None`: a CEP took it; otherwise why nothing did, for the stateless answer.
+    let routed = |found: bool, why: Unmatched| if found { None } else { Some(why) };
+    let unmatched = match &received.msg {
         CmMsg::Req(req) => req_received(port, mad, req),
-        CmMsg::Rej(rej) => tables::find_local(rej.remote_comm_id).map(|cep| cep.rej_received(rej)).is_some(),
-        CmMsg::Rep(rep) => tables::find_local(rep.remote_comm_id).map(|cep| cep.rep_received(rep)).is_some(),
-        CmMsg::Rtu(rtu) => tables::find_local(rtu.remote_comm_id).map(|cep| cep.rtu_received(rtu)).is_some(),
-        CmMsg::Dreq(dreq) => tables::find_local(dreq.remote_comm_id).map(|cep| cep.dreq_received(dreq)).is_some(),
         CmMsg::SidrReq(sreq) => sidr_req_received(port, mad, sreq),
-        CmMsg::SidrRep(rep) => tables::find_local(rep.request_id).map(|cep| cep.sidr_rep_received(rep)).is_some(),
-        CmMsg::Mra(mra) => tables::find_local(mra.remote_comm_id).map(|cep| cep.mra_received(mra)).is_some(),
-        CmMsg::Drep(drep) => tables::find_local(drep.remote_comm_id).map(|cep| cep.drep_received(drep)).is_some(),
-        _ => false,
+        CmMsg::Dreq(dreq) => routed(
+            tables::find_local(dreq.remote_comm_id).map(|cep| cep.dreq_received(dreq)).is_some(),
+            Unmatched::Dreq,
+        ),
+        CmMsg::Rej(rej) => routed(tables::find_local(rej.remote_comm_id).map(|cep| cep.rej_received(rej)).is_some(), Unmatched::Other),
+        CmMsg::Rep(rep) => routed(tables::find_local(rep.remote_comm_id).map(|cep| cep.rep_received(rep)).is_some(), Unmatched::Other),
+        CmMsg::Rtu(rtu) => routed(tables::find_local(rtu.remote_comm_id).map(|cep| cep.rtu_received(rtu)).is_some(), Unmatched::Other),
+        CmMsg::SidrRep(rep) => routed(tables::find_local(rep.request_id).map(|cep| cep.sidr_rep_received(rep)).is_some(), Unmatched::Other),
+        CmMsg::Mra(mra) => routed(tables::find_local(mra.remote_comm_id).map(|cep| cep.mra_received(mra)).is_some(), Unmatched::Other),
+        CmMsg::Drep(drep) => routed(tables::find_local(drep.remote_comm_id).map(|cep| cep.drep_received(drep)).is_some(), Unmatched::Other),
+        _ => Some(Unmatched::Other),
     };
-    if matched {
+    let Some(why) = unmatched else {
         return;
-    }
-    let Some(answer) = stateless_answer(&received.msg) else {
+    };
+    let Some(answer) = stateless_answer(&received.msg, why) else {
         return;
     };
     let mut buf = [0u8; MAD_SIZE];
@@ -79,22 +90,29 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     }
 }
 
-/// Routes a REQ to its listener; false if nobody listens on its service ID.
-fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &crate::proto::req::Req) -> bool {
-    if let Some(cep) = tables::find_remote((req.local_comm_id, req.local_ca_guid)) {
+/// Routes a REQ to its listener; otherwise says why it gets a stateless answer.
+fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &crate::proto::req::Req) -> Option<Unmatched> {
+    if let Some(cep) = tables::find_peer(PeerTable::CommId, (req.local_comm_id, req.local_ca_guid)) {
         cep.duplicate_req();
-        return true;
+        return None;
     }
     let Some(listener) = tables::find_listener(req.service_id) else {
-        return false;
+        return Some(Unmatched::ReqNoListener);
     };
     // Allocation failures drop the REQ: the peer retries it (Linux does the same).
     let Ok(ah) = mad.reply_ah() else {
-        return true;
+        return None;
     };
     let device = port.device_name();
-    let Ok(Some(cep)) = Cep::spawn_from_req(port, ah, req, &device) else {
-        return true;
+    let cep = match Cep::spawn_from_req(port, ah, req, &device) {
+        Ok(Spawned::New(cep)) => cep,
+        // Answered inside (a duplicate), or nothing to do until the peer retries.
+        Ok(Spawned::Duplicate) | Err(_) => return None,
+        // REJ 10 to the new REQ (stateless: no CEP holds it) and disconnect the old one.
+        Ok(Spawned::Stale(old)) => {
+            old.stale();
+            return Some(Unmatched::ReqStale);
+        }
     };
     match listener.offer(cep.clone(), false) {
         Ok(()) => {}
@@ -103,20 +121,24 @@ fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &crate::proto::r
         // The listener went away meanwhile: the new CEP rejects the REQ as it is destroyed.
         Err(_) => cep.destroy(),
     }
-    true
+    None
 }
 
-/// Routes a SIDR_REQ to its listener; false if nobody listens on its service ID.
-fn sidr_req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, sreq: &crate::proto::sidr_req::SidrReq) -> bool {
+/// Routes a SIDR_REQ to its listener; otherwise says why it gets a stateless answer.
+fn sidr_req_received(
+    port: &Arc<CmPort>,
+    mad: &ReceivedMad<'_>,
+    sreq: &crate::proto::sidr_req::SidrReq,
+) -> Option<Unmatched> {
     let Some(listener) = tables::find_listener(sreq.service_id) else {
-        return false;
+        return Some(Unmatched::SidrReqNoListener);
     };
     let Ok(ah) = mad.reply_ah() else {
-        return true;
+        return None;
     };
     let device = port.device_name();
     let Ok(Some(cep)) = Cep::spawn_from_sidr_req(port, ah, sreq, &device) else {
-        return true;
+        return None;
     };
     match listener.offer(cep.clone(), true) {
         Ok(()) => {}
@@ -124,17 +146,11 @@ fn sidr_req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, sreq: &crate::pr
         // The destroy answers the SIDR_REQ with status REJECT.
         Err(_) => cep.destroy(),
     }
-    true
+    None
 }
 
-/// The answer to a message that matched no connection endpoint, if any.
-fn stateless_answer(msg: &CmMsg) -> Option<CmMsg> {
-    let why = match msg {
-        CmMsg::Req(_) => Unmatched::ReqNoListener,
-        CmMsg::Dreq(_) => Unmatched::Dreq,
-        CmMsg::SidrReq(_) => Unmatched::SidrReqNoListener,
-        _ => Unmatched::Other,
-    };
+/// The answer to `msg`, which matched no connection endpoint because of `why`, if any.
+fn stateless_answer(msg: &CmMsg, why: Unmatched) -> Option<CmMsg> {
     match (stateless_reply(why), msg) {
         (StatelessReply::RejReq(reason), CmMsg::Req(req)) => Some(CmMsg::Rej(Rej {
             local_comm_id: 0,

@@ -78,6 +78,12 @@ sharded!(with_remote, init_remote, Option<RBTree<(u32, u64), Arc<Cep>>>, None, [
     12 => REMOTE_12, 13 => REMOTE_13, 14 => REMOTE_14, 15 => REMOTE_15,
 ]);
 
+sharded!(with_remote_qpn, init_remote_qpn, Option<RBTree<(u32, u64), Arc<Cep>>>, None, [
+    0 => RQPN_0, 1 => RQPN_1, 2 => RQPN_2, 3 => RQPN_3, 4 => RQPN_4, 5 => RQPN_5,
+    6 => RQPN_6, 7 => RQPN_7, 8 => RQPN_8, 9 => RQPN_9, 10 => RQPN_10, 11 => RQPN_11,
+    12 => RQPN_12, 13 => RQPN_13, 14 => RQPN_14, 15 => RQPN_15,
+]);
+
 /// A listener: REQs whose service ID matches `service_id` under `mask` go to `cep`.
 struct Listener {
     service_id: u64,
@@ -121,6 +127,7 @@ impl Tables {
         unsafe {
             init_local();
             init_remote();
+            init_remote_qpn();
             init_listeners();
             MASKED_LISTENERS.init();
         }
@@ -138,6 +145,7 @@ impl Drop for Tables {
         for i in 0..SHARDS {
             leftover += with_local(i, |t| t.take().map_or(0, |t| t.iter().count()));
             leftover += with_remote(i, |t| t.take().map_or(0, |t| t.iter().count()));
+            leftover += with_remote_qpn(i, |t| t.take().map_or(0, |t| t.iter().count()));
             leftover += with_listeners(i, |l| core::mem::take(l).len());
         }
         leftover += core::mem::take(&mut *MASKED_LISTENERS.lock()).len();
@@ -197,18 +205,37 @@ pub(crate) fn remove_local(id: u32) {
     drop(removed);
 }
 
-fn remote_shard(key: (u32, u64)) -> usize {
-    shard_of(u64::from(key.0) ^ key.1)
+/// The two tables keyed by a peer: (comm ID, CA GUID) finds the CEP a duplicate REQ
+/// belongs to; (QPN, CA GUID) finds a live connection a new one would make stale
+/// (`drivers/infiniband/core/cm.c:2032-2047`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PeerTable {
+    /// (remote comm ID, remote CA GUID).
+    CommId,
+    /// (remote QPN, remote CA GUID).
+    Qpn,
 }
 
-/// Makes `cep` findable by its peer's (comm ID, CA GUID). Returns the CEP already there, if any
-/// (a duplicate REQ), instead of inserting.
-pub(crate) fn insert_remote(
+type PeerTree = Option<RBTree<(u32, u64), Arc<Cep>>>;
+
+/// Runs `f` on the shard of `table` that holds `key`, under its lock.
+fn with_peer<R>(table: PeerTable, key: (u32, u64), f: impl FnOnce(&mut PeerTree) -> R) -> R {
+    let shard = shard_of(u64::from(key.0) ^ key.1);
+    match table {
+        PeerTable::CommId => with_remote(shard, f),
+        PeerTable::Qpn => with_remote_qpn(shard, f),
+    }
+}
+
+/// Makes `cep` findable in `table` by `key`. Returns the CEP already there, if any (a
+/// duplicate REQ, or a stale connection), instead of inserting.
+pub(crate) fn insert_peer(
+    table: PeerTable,
     key: (u32, u64),
     cep: &Arc<Cep>,
     reservation: RBTreeNodeReservation<(u32, u64), Arc<Cep>>,
 ) -> Option<Arc<Cep>> {
-    with_remote(remote_shard(key), |t| {
+    with_peer(table, key, |t| {
         let tree = t.get_or_insert_with(RBTree::new);
         if let Some(existing) = tree.get(&key) {
             return Some(existing.clone());
@@ -218,14 +245,14 @@ pub(crate) fn insert_remote(
     })
 }
 
-/// The CEP connected to the peer (comm ID, CA GUID), if any.
-pub(crate) fn find_remote(key: (u32, u64)) -> Option<Arc<Cep>> {
-    with_remote(remote_shard(key), |t| t.as_ref()?.get(&key).cloned())
+/// The CEP `table` has for `key`, if any.
+pub(crate) fn find_peer(table: PeerTable, key: (u32, u64)) -> Option<Arc<Cep>> {
+    with_peer(table, key, |t| t.as_ref()?.get(&key).cloned())
 }
 
-/// Forgets the peer key `key` if it still maps to `cep`.
-pub(crate) fn remove_remote(key: (u32, u64), cep: &Cep) {
-    let removed = with_remote(remote_shard(key), |t| {
+/// Forgets `key` in `table` if it still maps to `cep`.
+pub(crate) fn remove_peer(table: PeerTable, key: (u32, u64), cep: &Cep) {
+    let removed = with_peer(table, key, |t| {
         let tree = t.as_mut()?;
         if tree.get(&key).is_some_and(|c| core::ptr::eq(&**c, cep)) {
             tree.remove(&key)

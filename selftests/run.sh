@@ -7,7 +7,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${CEPM_ROOT:?}/out/selftests
 
-all=(module_ports.sh ioctl_abi mad_counted.sh stateless_replies.sh cep_listen.sh cep_connect.sh cep_two_hosts.sh cep_failures.sh cep_mra.sh cep_sidr.sh cep_lossy.sh cep_scale.sh verbs_pingpong.sh device_removal.sh coexist_ib_cm.sh rmmod.sh)
+all=(module_ports.sh ioctl_abi mad_counted.sh stateless_replies.sh cep_listen.sh cep_connect.sh cep_two_hosts.sh cep_failures.sh cep_mra.sh cep_sidr.sh cep_stale.sh cep_lossy.sh cep_scale.sh verbs_pingpong.sh device_removal.sh coexist_ib_cm.sh rmmod.sh)
 tests=("${@:-${all[@]}}")
 tests+=(dmesg_clean.sh)
 

@@ -49,8 +49,12 @@ pub struct Config {
     pub answer_delay: Duration,
 }
 
-/// The QPN a CM-only connection announces: any non-zero 24-bit value will do.
-const CM_ONLY_QPN: u32 = 0x00_c0de;
+/// The QPNs CM-only connections announce, one per side: any non-zero 24-bit values will do,
+/// but two live connections to the same QP of a CA make the older one stale, so the two
+/// ends of a loopback connection must differ.
+pub(crate) const CM_ONLY_ACTIVE_QPN: u32 = 0x00_c0de;
+/// See [`CM_ONLY_ACTIVE_QPN`].
+pub(crate) const CM_ONLY_PASSIVE_QPN: u32 = 0x00_acce;
 
 /// What one side saw.
 pub struct Outcome {
@@ -254,7 +258,7 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     let mut trace = Trace::new("connect");
     let cepm = Cepm::open()?;
     let qp = if config.cm_only { None } else { Some(create_qp(&config.device)?) };
-    let qpn = qp.as_ref().map_or(CM_ONLY_QPN, |q| q.qp.qp_num());
+    let qpn = qp.as_ref().map_or(CM_ONLY_ACTIVE_QPN, |q| q.qp.qp_num());
     let handle = cepm.create(0xac71_0000)?;
     let mut req = sys::cepm_connect {
         service_id: config.service_id,
@@ -342,7 +346,7 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         std::thread::sleep(config.answer_delay);
     }
     let qp = if config.cm_only { None } else { Some(create_qp(&config.device)?) };
-    let qpn = qp.as_ref().map_or(CM_ONLY_QPN, |q| q.qp.qp_num());
+    let qpn = qp.as_ref().map_or(CM_ONLY_PASSIVE_QPN, |q| q.qp.qp_num());
     let mut rep = sys::cepm_accept {
         handle,
         local_qpn: qpn,
@@ -361,9 +365,10 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     trace.push(format!("REP prepared; QP {qpn:#x} in RTR before the REP is sent"));
     cepm.send_rep(handle)?;
     wait_for(&cepm, sys::CEPM_EVENT_ESTABLISHED, config.timeout, &mut trace)?;
-    let rts = cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?;
+    // Only with a QP: a CM-only peer may already be disconnecting, and RTS attributes are
+    // not given out in DREQ_RCVD.
     if let Some(qp) = &qp {
-        qp.qp.to_rts(&rts_attr(&rts))?;
+        qp.qp.to_rts(&rts_attr(&cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?))?;
     }
     trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
     let stats = match (&qp, pp) {

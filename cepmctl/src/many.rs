@@ -25,22 +25,25 @@ pub struct Totals {
     pub elapsed: Duration,
 }
 
-/// The QPN CM-only connections announce.
-const QPN: u32 = 0x00_c0de;
+/// Made-up QPNs: each connection's ends get their own (a QP already connected would make
+/// the older connection stale), active from 0x100000 up, passive from 0x200000 up.
+fn qpn(base: u32, n: u64) -> u32 {
+    base | (n as u32 & 0x0f_ffff)
+}
 
 fn other(msg: String) -> io::Error {
     io::Error::other(msg)
 }
 
 /// The REQ of one CM-only connection along `route`.
-fn connect_args(config: &Config, handle: u32, route: &Route) -> sys::cepm_connect {
+fn connect_args(config: &Config, handle: u32, route: &Route, n: u64) -> sys::cepm_connect {
     sys::cepm_connect {
         service_id: config.service_id,
         handle,
         port_num: config.port.into(),
         dev_name: route.dev_name,
         path: route.path,
-        local_qpn: QPN,
+        local_qpn: qpn(0x10_0000, n),
         starting_psn: 1,
         remote_cm_response_timeout: config.cm_response_timeout,
         local_cm_response_timeout: config.cm_response_timeout,
@@ -61,7 +64,7 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
     while completed + failed < count {
         while started < count && (in_flight.len() as u64) < parallel {
             let handle = cepm.create(started)?;
-            cepm.connect(&connect_args(config, handle, &route))?;
+            cepm.connect(&connect_args(config, handle, &route, started))?;
             in_flight.insert(handle);
             started += 1;
         }
@@ -104,13 +107,19 @@ pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
     println!("accept: listening on service {:#018x}", config.service_id);
     std::io::Write::flush(&mut std::io::stdout())?;
     let start = Instant::now();
-    let (mut completed, mut failed) = (0u64, 0u64);
+    let (mut completed, mut failed, mut accepted) = (0u64, 0u64, 0u64);
     while completed + failed < count {
         let ev = cepm.expect_event(config.timeout)?;
         match ev.kind {
             sys::CEPM_EVENT_REQ_RECEIVED => {
                 let (handle, _) = cepm.get_request(listener, 0)?;
-                let rep = sys::cepm_accept { handle, local_qpn: QPN, starting_psn: 2, ..Default::default() };
+                let rep = sys::cepm_accept {
+                    handle,
+                    local_qpn: qpn(0x20_0000, accepted),
+                    starting_psn: 2,
+                    ..Default::default()
+                };
+                accepted += 1;
                 cepm.prepare_rep(&rep)?;
                 cepm.send_rep(handle)?;
             }

@@ -11,10 +11,11 @@ ktap_set_plan 5
 out=$CEPM_ROOT/out/cep_mra.$$
 trap 'rm -f "$out".*' EXIT
 listening() { grep -q '^accept: listening' "$1"; }
-# REQ: 3 sends of 2 x 1 ms + 16.8 ms: the client gives up after about 60 ms...
-fast_client=(--cm-only --max-cm-retries 2 --cm-response-timeout 12 --packet-life-time 8 --timeout-ms 20000)
-# ... and the server answers after 1.5 s.
-slow_server=(--cm-only --answer-delay-ms 1500 --timeout-ms 20000)
+# REQ: 8 sends of 2 x 1 ms + 268 ms: the client gives up after about 2.2 s (and the server
+# has over 1.8 s to arm its MRA before the last retry, even on a loaded machine)...
+fast_client=(--cm-only --max-cm-retries 7 --cm-response-timeout 16 --packet-life-time 8 --timeout-ms 30000)
+# ... and the server answers after 4 s.
+slow_server=(--cm-only --answer-delay-ms 4000 --timeout-ms 30000)
 
 "$CEPMCTL" accept --service-id 0x0000000001064e40 "${slow_server[@]}" >"$out.a1" 2>&1 &
 apid=$!

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Stale connections: a new REQ from a QP that is already connected gets REJ 10 (Stale
+# Connection), and the old connection is disconnected (DREQ), as Linux does
+# (drivers/infiniband/core/cm.c:2032-2047).  Both connections are CM-only from this host
+# and announce the same QPN.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 4
+
+SID=0x0000000001064e70
+out=$CEPM_ROOT/out/cep_stale.$$
+trap 'rm -f "$out".*' EXIT
+listening() { grep -q '^accept: listening' "$out.accept"; }
+held() { grep -q 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.first"; }
+
+# The passive side holds its connection, answers nothing else, and stops at the next event.
+"$CEPMCTL" accept --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.accept" 2>&1 &
+apid=$!
+wait_until 10 listening
+"$CEPMCTL" connect --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.first" 2>&1 &
+fpid=$!
+wait_until 20 held
+# Same QPN, same CA, a new connection: stale.
+rej0=$("$CEPMCTL" tx-count "$RXE_DEV" 1 REJ)
+"$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 30000 >"$out.second" 2>&1
+src=$?
+wait $fpid
+frc=$?
+kill $apid 2>/dev/null
+wait $apid 2>/dev/null
+sed 's/^/# /' "$out.first" "$out.second"
+ktap_check "the new connection is rejected with REJ 10 (Stale Connection)" \
+	sh -c "test $src != 0 && grep -q 'got REJ_RECEIVED (status 10)' '$out.second'"
+ktap_check "the old connection's peer disconnects it (DREQ)" \
+	sh -c "test $frc = 0 && grep -q 'event DREQ_RECEIVED' '$out.first'"
+ktap_check "exactly one REJ went out (the stateless REJ 10)" \
+	test "$("$CEPMCTL" tx-count "$RXE_DEV" 1 REJ)" = $((rej0 + 1))
+ktap_check "no CEP is left in the module" wait_until 10 ceps_are 0
+ktap_finished
