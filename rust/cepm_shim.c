@@ -119,13 +119,16 @@ static void cepm_agent_send_done(struct ib_mad_agent *agent,
 }
 
 struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port,
-					      void *port_ctx)
+					      void *port_ctx, bool send_only)
 {
 	struct ib_mad_reg_req req = {
 		.mgmt_class = CEPM_MGMT_CLASS_CM,
 		.mgmt_class_version = CEPM_CM_CLASS_VERSION,
 	};
 
+	if (send_only)
+		return ib_register_mad_agent(device, port, IB_QPT_GSI, NULL, 0,
+					     cepm_agent_send_done, NULL, port_ctx, 0);
 	set_bit(IB_MGMT_METHOD_SEND, req.method_mask);
 	return ib_register_mad_agent(device, port, IB_QPT_GSI, &req, 0,
 				     cepm_agent_send_done, cepm_agent_recv,

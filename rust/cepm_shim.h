@@ -102,10 +102,12 @@ bool cepm_shim_port_is_roce(struct ib_device *device, u32 port);
  * Registers a GSI agent for CM class 0x07 version 2, method SEND, whose
  * receive callback is cepm_rust_recv_mad(port_ctx, ...).  Returns an
  * ERR_PTR on failure, e.g. -EINVAL when another CM (ib_cm) owns the class.
- * May sleep.
+ * With send_only, the agent registers no class: it only sends (REPs, so
+ * that the main agent's flow control on outstanding requests can never hold
+ * them back, as Linux's cm rep_agent).  May sleep.
  */
 struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port,
-					      void *port_ctx);
+					      void *port_ctx, bool send_only);
 /* Waits for running handlers; no callback runs after it returns.  May sleep. */
 void cepm_shim_agent_unregister(struct ib_mad_agent *agent);
 /* The agent's high 32 TID bits (requests carry them, as Linux's cm_form_tid). */

@@ -11,6 +11,7 @@ use crate::{
     cep,
     port::CmPort,
     shim::{
+        AgentRole,
         IbDevice,
         MadAgent, //
     },
@@ -21,6 +22,8 @@ use crate::{
 struct ManagedPort {
     /// Unregistered first, so that no MAD reaches `port` once it is dropped.
     _agent: MadAgent,
+    /// Send-only, for REPs.
+    _rep_agent: MadAgent,
     port: Arc<CmPort>,
 }
 
@@ -47,8 +50,9 @@ impl Drop for CmDevice {
 /// tied to the port drop their address handles and hear that the device is gone.
 fn release_ports(ports: KVec<ManagedPort>) {
     for managed in ports {
-        let ManagedPort { _agent: agent, port } = managed;
+        let ManagedPort { _agent: agent, _rep_agent: rep_agent, port } = managed;
         drop(agent);
+        drop(rep_agent);
         cep::release_port(&port);
     }
 }
@@ -68,8 +72,12 @@ impl CmDevice {
                 continue;
             }
             let port = CmPort::new(raw_name, num, ib.port_is_roce(num), guid, ib.ack_delay())?;
-            match MadAgent::register(&ib, port.clone()) {
-                Ok(agent) => ports.push(ManagedPort { _agent: agent, port }, GFP_KERNEL)?,
+            let agents = MadAgent::register(&ib, port.clone(), AgentRole::Cm)
+                .and_then(|cm| Ok((cm, MadAgent::register(&ib, port.clone(), AgentRole::Rep)?)));
+            match agents {
+                Ok((agent, rep_agent)) => {
+                    ports.push(ManagedPort { _agent: agent, _rep_agent: rep_agent, port }, GFP_KERNEL)?
+                }
                 Err(e) => {
                     // Ports registered so far may already have CEPs (a REQ can arrive at once).
                     release_ports(ports);

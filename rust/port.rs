@@ -26,6 +26,7 @@ use crate::{
     shim::{
         AddressHandle,
         AgentRef,
+        AgentRole,
         AhInfo,
         DeviceName,
         OutstandingSend,
@@ -60,6 +61,22 @@ impl AttrCounters {
     }
 }
 
+/// A port's agents.
+#[derive(Default)]
+struct Agents {
+    cm: Option<AgentRef>,
+    rep: Option<AgentRef>,
+}
+
+impl Agents {
+    fn slot(&mut self, role: AgentRole) -> &mut Option<AgentRef> {
+        match role {
+            AgentRole::Cm => &mut self.cm,
+            AgentRole::Rep => &mut self.rep,
+        }
+    }
+}
+
 /// A CM port of a managed device.
 #[pin_data]
 pub(crate) struct CmPort {
@@ -71,10 +88,10 @@ pub(crate) struct CmPort {
     ca_guid: u64,
     /// The CA's local ACK delay exponent.
     ack_delay: u8,
-    /// The agent, while registered: senders take this lock, so none is mid-send when the
-    /// agent goes away.
+    /// The agents, while registered: the CM agent and the send-only REP agent. Senders take
+    /// this lock, so none is mid-send when an agent goes away.
     #[pin]
-    agent: SpinLock<Option<AgentRef>>,
+    agents: SpinLock<Agents>,
     rx: AttrCounters,
     /// Attribute ID at or above [`ATTR_SLOTS`].
     rx_other_attr: Atomic<u64>,
@@ -103,7 +120,7 @@ impl CmPort {
                 roce,
                 ca_guid,
                 ack_delay,
-                agent <- new_spinlock!(None, "CmPort::agent"),
+                agents <- new_spinlock!(Agents::default(), "CmPort::agents"),
                 rx: AttrCounters::new(),
                 rx_other_attr: Atomic::new(0),
                 rx_malformed: Atomic::new(0),
@@ -136,14 +153,14 @@ impl CmPort {
         self.ack_delay
     }
 
-    /// Makes `agent` the port's sender.
-    pub(crate) fn attach_agent(&self, agent: AgentRef) {
-        *self.agent.lock() = Some(agent);
+    /// Makes `agent` the port's sender for `role`.
+    pub(crate) fn attach_agent(&self, role: AgentRole, agent: AgentRef) {
+        *self.agents.lock().slot(role) = Some(agent);
     }
 
-    /// Stops all sending through the port's agent.
-    pub(crate) fn detach_agent(&self) {
-        *self.agent.lock() = None;
+    /// Stops all sending through the port's `role` agent.
+    pub(crate) fn detach_agent(&self, role: AgentRole) {
+        *self.agents.lock().slot(role) = None;
     }
 
     /// The TID of a request from the CEP with comm ID `local_id` (Linux's `cm_form_tid`:
@@ -162,10 +179,15 @@ impl CmPort {
         }
     }
 
-    /// The agent, or `ENODEV` once the device is going away.
+    /// The CM agent, or `ENODEV` once the device is going away.
     fn with_agent<T>(&self, f: impl FnOnce(AgentRef) -> Result<T>) -> Result<T> {
-        let agent = self.agent.lock();
-        match *agent {
+        self.with_agent_for(AgentRole::Cm, f)
+    }
+
+    /// The agent for `role`, or `ENODEV` once the device is going away.
+    fn with_agent_for<T>(&self, role: AgentRole, f: impl FnOnce(AgentRef) -> Result<T>) -> Result<T> {
+        let mut agents = self.agents.lock();
+        match *agents.slot(role) {
             Some(agent) => f(agent),
             None => Err(ENODEV),
         }
@@ -182,7 +204,8 @@ impl CmPort {
         retries: u8,
         owner: SendOwner,
     ) -> Result<OutstandingSend> {
-        let sent = self.with_agent(|agent| agent.send_retried(ah, mad, timeout_ms, retries, owner));
+        let role = if attr == AttrId::Rep { AgentRole::Rep } else { AgentRole::Cm };
+        let sent = self.with_agent_for(role, |agent| agent.send_retried(ah, mad, timeout_ms, retries, owner));
         match &sent {
             Ok(_) => self.count_tx(attr),
             Err(_) => self.count_tx_error(),

@@ -260,6 +260,7 @@ impl AgentRef {
 pub(crate) struct MadAgent {
     agent: NonNull<shim::ib_mad_agent>,
     port: *mut c_void,
+    role: AgentRole,
 }
 
 // SAFETY: Unregistering an agent is allowed from any thread.
@@ -267,26 +268,38 @@ unsafe impl Send for MadAgent {}
 // SAFETY: `&MadAgent` gives no access to the agent.
 unsafe impl Sync for MadAgent {}
 
+/// What a port's agent is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AgentRole {
+    /// Owns the CM class: receives every CM MAD, sends all but REPs.
+    Cm,
+    /// Send-only, for REPs: the MAD layer's flow control on the main agent's outstanding
+    /// requests (REQs, DREQs) can then never hold a REP back, so mutual connect storms cannot
+    /// deadlock (Linux's `rep_agent`, 2025).
+    Rep,
+}
+
 impl MadAgent {
-    /// Registers the agent; its received MADs go to [`CmPort::mad_received`] on `port`.
+    /// Registers the agent; for [`AgentRole::Cm`], its received MADs go to
+    /// [`CmPort::mad_received`] on `port`.
     ///
     /// Fails with `EINVAL` when another CM (the in-tree `ib_cm`) already owns the class.
-    pub(crate) fn register(device: &IbDevice, port: Arc<CmPort>) -> Result<Self> {
+    pub(crate) fn register(device: &IbDevice, port: Arc<CmPort>, role: AgentRole) -> Result<Self> {
         let port_num = port.num();
         let ctx = port.into_foreign();
         // SAFETY: The device is valid by its type invariant; `ctx` stays valid until we call
         // `from_foreign` on it below or in `drop`.
         let agent = from_err_ptr(unsafe {
-            shim::cepm_shim_agent_register(device.ptr.as_ptr(), port_num, ctx)
+            shim::cepm_shim_agent_register(device.ptr.as_ptr(), port_num, ctx, role == AgentRole::Rep)
         });
         match agent.ok().and_then(NonNull::new) {
             Some(agent) => {
                 // SAFETY: `ctx` came from `into_foreign` above and is owned by the new value.
                 let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(ctx) };
                 // INVARIANT: registered just now; detached in `drop` before unregistering.
-                port.attach_agent(AgentRef(agent));
+                port.attach_agent(role, AgentRef(agent));
                 // INVARIANT: The agent is registered with `ctx` as its context.
-                Ok(Self { agent, port: ctx })
+                Ok(Self { agent, port: ctx, role })
             }
             None => {
                 // SAFETY: `ctx` came from `into_foreign` above and no agent uses it.
@@ -302,7 +315,7 @@ impl Drop for MadAgent {
         // SAFETY: `port` is live until `from_foreign` below, by the type invariant.
         let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(self.port) };
         // No new send can start once the port has no agent.
-        port.detach_agent();
+        port.detach_agent(self.role);
         // SAFETY: The agent is registered by the type invariant; unregistering flushes its
         // sends and waits until no handler runs, so nothing uses the context afterwards.
         unsafe { shim::cepm_shim_agent_unregister(self.agent.as_ptr()) };
