@@ -24,3 +24,4 @@ const unsigned int CEPM_IOCTL_SEND_DREP = CEPM_IOC_SEND_DREP;
 const unsigned int CEPM_IOCTL_PREPARE_MRA = CEPM_IOC_PREPARE_MRA;
 const unsigned int CEPM_IOCTL_SIDR_REQ = CEPM_IOC_SIDR_REQ;
 const unsigned int CEPM_IOCTL_SIDR_REP = CEPM_IOC_SIDR_REP;
+const unsigned int CEPM_IOCTL_LIST_CEPS = CEPM_IOC_LIST_CEPS;

@@ -176,6 +176,7 @@ impl CepmFile {
             uapi::CEPM_IOCTL_INIT_QP_ATTR => self.init_qp_attr(arg, size),
             uapi::CEPM_IOCTL_SEND_DREQ => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_dreq(pdata)),
             uapi::CEPM_IOCTL_PREPARE_MRA => self.prepare_mra(arg, size),
+            uapi::CEPM_IOCTL_LIST_CEPS => self.list_ceps(arg, size),
             uapi::CEPM_IOCTL_SIDR_REQ => self.sidr_req(arg, size),
             uapi::CEPM_IOCTL_SIDR_REP => self.sidr_rep(arg, size),
             uapi::CEPM_IOCTL_SEND_DREP => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_drep(pdata)),
@@ -346,6 +347,32 @@ impl CepmFile {
         }
         let pdata = req.pdata.get(..usize::from(req.pdata_len)).ok_or(E2BIG)?;
         send(&self.cep(req.handle)?, pdata)
+    }
+
+    fn list_ceps(&self, arg: UserPtr, size: usize) -> Result {
+        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
+        let mut req: uapi::cepm_list = reader.read()?;
+        let ceps = tables::all_ceps()?;
+        let filled = ceps.len().min(req.capacity as usize);
+        let mut infos = KVec::with_capacity(filled, GFP_KERNEL)?;
+        for cep in ceps.iter().take(filled) {
+            // Our own handle for CEPs this file owns; 0 for the others.
+            let handle = {
+                let inner = self.inner.lock();
+                inner.handles.iter().find(|h| Arc::ptr_eq(&h.cep, cep)).map_or(0, |h| h.id)
+            };
+            infos.push(cep.info(handle), GFP_KERNEL)?;
+        }
+        if filled > 0 {
+            let out = UserPtr::from_addr(usize::try_from(req.ceps).map_err(|_| EFAULT)?);
+            let len = filled.checked_mul(size_of::<uapi::cepm_cep_info>()).ok_or(EINVAL)?;
+            let mut out = UserSlice::new(out, len).writer();
+            for info in infos.iter() {
+                out.write(info)?;
+            }
+        }
+        req.count = u32::try_from(ceps.len()).unwrap_or(u32::MAX);
+        writer.write(&req)
     }
 
     fn sidr_req(&self, arg: UserPtr, size: usize) -> Result {

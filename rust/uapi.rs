@@ -42,6 +42,7 @@ const _: () = assert!(core::mem::size_of::<cepm_reject>() == 228);
 const _: () = assert!(core::mem::size_of::<cepm_cep_info>() == 56);
 const _: () = assert!(core::mem::size_of::<cepm_sidr_req>() == 336);
 const _: () = assert!(core::mem::size_of::<cepm_sidr_rep>() == 224);
+const _: () = assert!(core::mem::size_of::<cepm_list>() == 16);
 const _: () = assert!(core::mem::size_of::<cepm_private_data>() == 232);
 const _: () = assert!(core::mem::size_of::<cepm_event>() == 24);
 const _: () = assert!(core::mem::size_of::<cepm_path_rec>() == 36);
@@ -81,6 +82,7 @@ plain_old_data!(
     cepm_prepare_mra,
     cepm_sidr_req,
     cepm_sidr_rep,
+    cepm_list,
     cepm_send_pdata,
     cepm_qp_attr,
 );

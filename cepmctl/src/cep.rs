@@ -54,9 +54,11 @@ impl ReqInfo {
     }
 }
 
-/// What `CEPM_IOC_QUERY_CEP` reports.
+/// What `CEPM_IOC_QUERY_CEP` (and `CEPM_IOC_LIST_CEPS`) report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CepInfo {
+    /// The caller's handle for it (0 in a list: owned by another file, or unclaimed).
+    pub handle: u32,
     /// State, as `CEPM_STATE_*`; see [`state_name`].
     pub state: u32,
     /// The context given at create or claim.
@@ -195,19 +197,31 @@ impl Cepm {
     pub fn query_cep(&self, handle: u32) -> io::Result<CepInfo> {
         let mut i = sys::cepm_cep_info { handle, ..Default::default() };
         self.ioctl(sys::CEPM_IOCTL_QUERY_CEP, &mut i)?;
-        Ok(CepInfo {
-            state: i.state,
-            user_context: i.user_context,
-            service_id: i.service_id,
-            local_comm_id: i.local_comm_id,
-            remote_comm_id: i.remote_comm_id,
-            pending_requests: i.pending_requests,
-            remote_qpn: i.remote_qpn,
-            remote_qkey: i.remote_qkey,
-            sidr_status: i.sidr_status,
-        })
+        Ok(CepInfo::from_sys(&i))
     }
 
+    /// Every CEP in the module (a diagnostic view: all processes, and unclaimed CEPs).
+    pub fn list_ceps(&self) -> io::Result<Vec<CepInfo>> {
+        let mut capacity = 0usize;
+        loop {
+            let mut raw = vec![sys::cepm_cep_info::default(); capacity];
+            let mut l = sys::cepm_list {
+                capacity: u32::try_from(capacity).map_err(|_| invalid("too many CEPs"))?,
+                ceps: if capacity == 0 { 0 } else { raw.as_mut_ptr() as u64 },
+                ..Default::default()
+            };
+            self.ioctl(sys::CEPM_IOCTL_LIST_CEPS, &mut l)?;
+            // CEPs come and go between calls: retry until the answer fits.
+            if l.count as usize <= capacity {
+                raw.truncate(l.count as usize);
+                return Ok(raw.iter().map(CepInfo::from_sys).collect());
+            }
+            capacity = l.count as usize;
+        }
+    }
+}
+
+impl Cepm {
     /// The private data of the last message the CEP received, with that message's attribute ID.
     pub fn private_data(&self, handle: u32) -> io::Result<(u16, Vec<u8>)> {
         let mut p = sys::cepm_private_data { handle, ..Default::default() };
@@ -309,6 +323,23 @@ impl Cepm {
             return Err(io::Error::last_os_error());
         }
         Ok(Some(Event { kind: ev.event, handle: ev.handle, user_context: ev.user_context, status: ev.status }))
+    }
+}
+
+impl CepInfo {
+    fn from_sys(i: &sys::cepm_cep_info) -> Self {
+        CepInfo {
+            handle: i.handle,
+            state: i.state,
+            user_context: i.user_context,
+            service_id: i.service_id,
+            local_comm_id: i.local_comm_id,
+            remote_comm_id: i.remote_comm_id,
+            pending_requests: i.pending_requests,
+            remote_qpn: i.remote_qpn,
+            remote_qkey: i.remote_qkey,
+            sidr_status: i.sidr_status,
+        }
     }
 }
 

@@ -95,6 +95,8 @@ enum Command {
     },
     /// List the managed ports with their receive counters.
     Ports,
+    /// List every connection endpoint in the module (all processes) with its state.
+    List,
     /// Print how many MADs with one attribute a port has received.
     RxCount {
         /// RDMA device, e.g. rxe0.
@@ -404,6 +406,22 @@ fn valid_message(attr: AttrId, service_id: u64, comm_id: u32) -> std::io::Result
 fn run(cli: Cli) -> std::io::Result<()> {
     match cli.command {
         Command::Abi => println!("{}", Cepm::open()?.query()?.abi_version),
+        Command::List => {
+            let ceps = Cepm::open()?.list_ceps()?;
+            println!("{} CEP(s)", ceps.len());
+            println!("{:>10}  {:<22} {:>18}  {:>10}  {:>8}  {:>7}", "comm ID", "state", "service ID", "peer ID", "peer QPN", "pending");
+            for c in &ceps {
+                println!(
+                    "{:>#10x}  {:<22} {:>#18x}  {:>#10x}  {:>#8x}  {:>7}",
+                    c.local_comm_id,
+                    cep::state_name(c.state),
+                    c.service_id,
+                    c.remote_comm_id,
+                    c.remote_qpn,
+                    c.pending_requests
+                );
+            }
+        }
         Command::Connect { service_id, common } => match common.count {
             Some(count) => {
                 let parallel = common.parallel.max(1);

@@ -208,6 +208,18 @@ struct cepm_cep_info {
 	__u32 reserved2;
 };
 
+/*
+ * CEPM_IOC_LIST_CEPS: every CEP in the module (all files, and unclaimed
+ * ones), like CEPM_IOC_QUERY's ports: the first min(count, capacity) entries
+ * of ceps are filled in.  handle is the caller's handle for CEPs it owns, 0
+ * for the others.  For diagnostics (cepmctl list): /dev/cepm is root-only.
+ */
+struct cepm_list {
+	__u32 count;    /* out */
+	__u32 capacity; /* in */
+	__aligned_u64 ceps; /* struct cepm_cep_info * */
+};
+
 /* CEPM_IOC_GET_PRIVATE_DATA: the private data of the last message received. */
 struct cepm_private_data {
 	__u32 handle;    /* in */
@@ -399,6 +411,7 @@ struct cepm_qp_attr {
 #define CEPM_IOC_PREPARE_MRA _IOW(CEPM_IOC_MAGIC, 0x8f, struct cepm_prepare_mra)
 #define CEPM_IOC_SIDR_REQ _IOW(CEPM_IOC_MAGIC, 0x90, struct cepm_sidr_req)
 #define CEPM_IOC_SIDR_REP _IOW(CEPM_IOC_MAGIC, 0x91, struct cepm_sidr_rep)
+#define CEPM_IOC_LIST_CEPS _IOWR(CEPM_IOC_MAGIC, 0x92, struct cepm_list)
 
 /* struct cepm_event.event */
 enum cepm_event_type {

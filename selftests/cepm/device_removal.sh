@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 
 SID=0x0000000001064e24
 out=$CEPM_ROOT/out/device_removal.$$
@@ -22,6 +22,8 @@ wait_until 10 listening
 "$CEPMCTL" connect --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.connect" 2>&1 &
 cpid=$!
 wait_until 20 both_established
+"$CEPMCTL" list >"$out.list" 2>&1
+sed 's/^/# /' "$out.list"
 
 # Right before the delete, 20 connections that end with destroy in timewait: their timewait
 # works are still queued when the device goes, and must not touch it when they fire.
@@ -36,6 +38,8 @@ rdma link delete "$RXE_DEV"
 wait $cpid; crc=$?
 wait $apid; arc=$?
 sed 's/^/# /' "$out.accept" "$out.connect"
+listed() { grep -q "LISTEN .* $(printf '%#x' $SID) " "$out.list" && [ "$(grep -c ' ESTABLISHED ' "$out.list")" = 2 ]; }
+ktap_check "cepmctl list showed the listener and both established ends" listed
 ktap_check "the burst before the delete completed" grep -q '^connect: 20 connected and disconnected, 0 failed' "$out.burst"
 ktap_check "both ends were established and heard DEVICE_REMOVAL" \
 	sh -c "test $crc = 0 && test $arc = 0 && grep -q 'event DEVICE_REMOVAL' '$out.connect' && grep -q 'event DEVICE_REMOVAL' '$out.accept'"
