@@ -320,23 +320,16 @@ impl Cep {
                 let msg = inner.rep_msg.as_deref().map(|m| CmMsg::Rep(*m));
                 self.send_retried(inner, msg, AttrId::Rep);
             }
-            Action::Send(Outgoing::Rtu) => {
+            // RTU and DREP carry the same fields: the comm IDs and the user's private data.
+            Action::Send(out @ (Outgoing::Rtu | Outgoing::Drep)) => {
                 let msg = inner.peer.as_ref().map(|p| {
-                    CmMsg::Rtu(Rtu {
-                        local_comm_id: self.local_id,
-                        remote_comm_id: p.comm_id,
-                        private_data: PrivateData::new(inner.out_pdata()).unwrap_or(PrivateData::empty()),
-                    })
-                });
-                self.send_once(inner, msg);
-            }
-            Action::Send(Outgoing::Drep) => {
-                let msg = inner.peer.as_ref().map(|p| {
-                    CmMsg::Drep(Drep {
-                        local_comm_id: self.local_id,
-                        remote_comm_id: p.comm_id,
-                        private_data: PrivateData::new(inner.out_pdata()).unwrap_or(PrivateData::empty()),
-                    })
+                    let (local_comm_id, remote_comm_id) = (self.local_id, p.comm_id);
+                    let private_data = PrivateData::new(inner.out_pdata()).unwrap_or(PrivateData::empty());
+                    if out == Outgoing::Rtu {
+                        CmMsg::Rtu(Rtu { local_comm_id, remote_comm_id, private_data })
+                    } else {
+                        CmMsg::Drep(Drep { local_comm_id, remote_comm_id, private_data })
+                    }
                 });
                 self.send_once(inner, msg);
             }

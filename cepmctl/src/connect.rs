@@ -132,6 +132,27 @@ impl Route {
     }
 }
 
+/// The REQ `config` asks for, from QP `qpn` starting at PSN `psn`, along `route`.
+pub(crate) fn connect_args(config: &Config, handle: u32, route: &Route, qpn: u32, psn: u32) -> sys::cepm_connect {
+    sys::cepm_connect {
+        service_id: config.service_id,
+        handle,
+        port_num: config.port.into(),
+        dev_name: route.dev_name,
+        path: route.path,
+        local_qpn: qpn,
+        starting_psn: psn,
+        responder_resources: 1,
+        initiator_depth: 1,
+        remote_cm_response_timeout: config.cm_response_timeout,
+        local_cm_response_timeout: config.cm_response_timeout,
+        retry_count: 7,
+        rnr_retry_count: 7,
+        max_cm_retries: config.max_cm_retries,
+        ..Default::default()
+    }
+}
+
 /// Verbs objects of one side.
 struct Qp {
     _device: Device,
@@ -260,24 +281,7 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     let qp = if config.cm_only { None } else { Some(create_qp(&config.device)?) };
     let qpn = qp.as_ref().map_or(CM_ONLY_ACTIVE_QPN, |q| q.qp.qp_num());
     let handle = cepm.create(0xac71_0000)?;
-    let mut req = sys::cepm_connect {
-        service_id: config.service_id,
-        handle,
-        port_num: config.port.into(),
-        local_qpn: qpn,
-        starting_psn: 0x00a1_b2c3,
-        responder_resources: 1,
-        initiator_depth: 1,
-        remote_cm_response_timeout: config.cm_response_timeout,
-        local_cm_response_timeout: config.cm_response_timeout,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        max_cm_retries: config.max_cm_retries,
-        ..Default::default()
-    };
-    let route = Route::new(config)?;
-    req.dev_name = route.dev_name;
-    req.path = route.path;
+    let mut req = connect_args(config, handle, &Route::new(config)?, qpn, 0x00a1_b2c3);
     let hello = b"cepmctl connect";
     req.pdata[..hello.len()].copy_from_slice(hello);
     req.pdata_len = hello.len() as u8;

@@ -10,7 +10,7 @@ use std::{
 };
 
 use crate::{
-    connect::{Config, Route},
+    connect::{connect_args, Config, Route},
     sys, Cepm,
 };
 
@@ -31,27 +31,9 @@ fn qpn(base: u32, n: u64) -> u32 {
     base | (n as u32 & 0x0f_ffff)
 }
 
-fn other(msg: String) -> io::Error {
-    io::Error::other(msg)
-}
-
-/// The REQ of one CM-only connection along `route`.
-fn connect_args(config: &Config, handle: u32, route: &Route, n: u64) -> sys::cepm_connect {
-    sys::cepm_connect {
-        service_id: config.service_id,
-        handle,
-        port_num: config.port.into(),
-        dev_name: route.dev_name,
-        path: route.path,
-        local_qpn: qpn(0x10_0000, n),
-        starting_psn: 1,
-        remote_cm_response_timeout: config.cm_response_timeout,
-        local_cm_response_timeout: config.cm_response_timeout,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        max_cm_retries: config.max_cm_retries,
-        ..Default::default()
-    }
+/// The error for an event neither side of a run expects.
+fn unexpected(ev: &crate::cep::Event) -> io::Error {
+    io::Error::other(format!("unexpected event {} on CEP {}", crate::cep::event_name(ev.kind), ev.handle))
 }
 
 /// The active side: `count` connections, at most `parallel` at a time.
@@ -64,7 +46,7 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
     while completed + failed < count {
         while started < count && (in_flight.len() as u64) < parallel {
             let handle = cepm.create(started)?;
-            cepm.connect(&connect_args(config, handle, &route, started))?;
+            cepm.connect(&connect_args(config, handle, &route, qpn(0x10_0000, started), 1))?;
             in_flight.insert(handle);
             started += 1;
         }
@@ -87,13 +69,7 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
                 in_flight.remove(&ev.handle);
                 failed += 1;
             }
-            other_kind => {
-                return Err(other(format!(
-                    "unexpected event {} on CEP {}",
-                    crate::cep::event_name(other_kind),
-                    ev.handle
-                )))
-            }
+            _ => return Err(unexpected(&ev)),
         }
     }
     Ok(Totals { completed, failed, elapsed: start.elapsed() })
@@ -133,13 +109,7 @@ pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
                 cepm.destroy(ev.handle)?;
                 failed += 1;
             }
-            other_kind => {
-                return Err(other(format!(
-                    "unexpected event {} on CEP {}",
-                    crate::cep::event_name(other_kind),
-                    ev.handle
-                )))
-            }
+            _ => return Err(unexpected(&ev)),
         }
     }
     cepm.destroy(listener)?;
