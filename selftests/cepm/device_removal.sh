@@ -27,12 +27,12 @@ sed 's/^/# /' "$out.list"
 
 # Right before the delete, 20 connections that end with destroy in timewait: their timewait
 # works are still queued when the device goes, and must not touch it when they fire.
-"$CEPMCTL" accept --cm-only --service-id 0x0000000001064e2d --count 20 >"$out.burst" 2>&1 &
+"$CEPMCTL" accept --cm-only --service-id 0x0000000001064e2d --count 20 >"$out.burst-accept" 2>&1 &
 bpid=$!
-wait_until 10 grep -q '^accept: listening' "$out.burst"
-"$CEPMCTL" connect --cm-only --service-id 0x0000000001064e2d --count 20 --parallel 20 >>"$out.burst" 2>&1
+wait_until 10 grep -q '^accept: listening' "$out.burst-accept"
+"$CEPMCTL" connect --cm-only --service-id 0x0000000001064e2d --count 20 --parallel 20 >"$out.burst" 2>&1
 wait $bpid
-sed 's/^/# /' "$out.burst"
+sed 's/^/# /' "$out.burst-accept" "$out.burst"
 
 rdma link delete "$RXE_DEV"
 wait $cpid; crc=$?
