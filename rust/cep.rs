@@ -314,11 +314,11 @@ impl Cep {
             Action::Deliver(event) => self.deliver(inner, event),
             Action::SendRetried(Outgoing::Req) => {
                 let msg = inner.req_msg.take().map(|m| CmMsg::Req(*m));
-                self.send_retried(inner, msg, AttrId::Req);
+                self.send_retried(inner, msg);
             }
             Action::SendRetried(Outgoing::Rep) => {
                 let msg = inner.rep_msg.as_deref().map(|m| CmMsg::Rep(*m));
-                self.send_retried(inner, msg, AttrId::Rep);
+                self.send_retried(inner, msg);
             }
             // RTU and DREP carry the same fields: the comm IDs and the user's private data.
             Action::Send(out @ (Outgoing::Rtu | Outgoing::Drep)) => {
@@ -339,7 +339,7 @@ impl Cep {
             }
             Action::SendRetried(Outgoing::Dreq) => {
                 let msg = self.dreq(inner);
-                self.send_retried(inner, msg, AttrId::Dreq);
+                self.send_retried(inner, msg);
             }
             Action::ArmTimewait => {
                 // The QP may be reused from now on (Linux: `cm_cleanup_timewait` on entry).
@@ -350,7 +350,7 @@ impl Cep {
             }
             Action::SendRetried(Outgoing::SidrReq) => {
                 let msg = inner.sidr_req_msg.take().map(|m| CmMsg::SidrReq(*m));
-                self.send_retried(inner, msg, AttrId::SidrReq);
+                self.send_retried(inner, msg);
             }
             Action::Send(Outgoing::SidrRep { status }) => {
                 // The user's answer, or (destroy of an unanswered SIDR_REQ) a bare status.
@@ -413,17 +413,25 @@ impl Cep {
         inner.deliver_raw(uapi::cepm_event { event: kind, status, ..Default::default() });
     }
 
+    /// The MAD carrying `msg` to `peer`, with this CEP's TID; `None` (counted as a send
+    /// error) if a field is out of range.
+    fn encode_for(&self, peer: &Peer, msg: CmMsg) -> Option<[u8; MAD_SIZE]> {
+        let mut mad = [0u8; MAD_SIZE];
+        if CmMad::new(peer.port.tid(self.local_id), 0, msg).encode(&mut mad).is_err() {
+            peer.port.count_tx_error();
+            return None;
+        }
+        Some(mad)
+    }
+
     /// Sends `msg` to the peer once.
     fn send_once(&self, inner: &CepInner, msg: Option<CmMsg>) {
         let (Some(peer), Some(msg)) = (&inner.peer, msg) else {
             return;
         };
-        let mut mad = [0u8; MAD_SIZE];
-        if CmMad::new(peer.port.tid(self.local_id), 0, msg).encode(&mut mad).is_err() {
-            peer.port.count_tx_error();
-            return;
+        if let Some(mad) = self.encode_for(peer, msg) {
+            peer.port.send_once(&peer.ah, &mad, msg.attr());
         }
-        peer.port.send_once(&peer.ah, &mad, msg.attr());
     }
 
     /// Sends an MRA for the peer's `what` (REQ or REP) with Linux's service timeout.
@@ -478,15 +486,14 @@ impl Cep {
     }
 
     /// Sends `msg` to the peer, retried with the CEP's retry timer until answered.
-    fn send_retried(self: &Arc<Self>, inner: &mut CepInner, msg: Option<CmMsg>, attr: AttrId) {
+    fn send_retried(self: &Arc<Self>, inner: &mut CepInner, msg: Option<CmMsg>) {
         let (Some(peer), Some(msg)) = (&inner.peer, msg) else {
             return;
         };
-        let mut mad = [0u8; MAD_SIZE];
-        if CmMad::new(peer.port.tid(self.local_id), 0, msg).encode(&mut mad).is_err() {
-            peer.port.count_tx_error();
+        let Some(mad) = self.encode_for(peer, msg) else {
             return;
-        }
+        };
+        let attr = msg.attr();
         inner.send_seq = inner.send_seq.wrapping_add(1);
         let owner = SendOwner { cep: self.clone(), seq: inner.send_seq };
         let retry = inner.retry;
@@ -543,12 +550,7 @@ impl Cep {
             ari,
             private_data: pdata,
         });
-        let mut mad = [0u8; MAD_SIZE];
-        if CmMad::new(peer.port.tid(self.local_id), 0, msg).encode(&mut mad).is_err() {
-            peer.port.count_tx_error();
-            return;
-        }
-        peer.port.send_once(&peer.ah, &mad, AttrId::Rej);
+        self.send_once(inner, Some(msg));
     }
 
     /// Starts listening on `service_id` under `mask`.
