@@ -890,6 +890,17 @@ impl Cep {
         self.send_with_pdata(Event::SendDrep, pdata)
     }
 
+    /// The passive QP heard from the peer before the RTU did (`IB_EVENT_COMM_EST`): established
+    /// now, the REP's retries cancelled, as Linux does in `cm_establish`
+    /// (`drivers/infiniband/core/cm.c:3896-3930`, reached from `ib_cm_notify`, `cm.c:3980`).
+    pub(crate) fn establish(self: &Arc<Self>) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.peer.is_none() {
+            return Err(EINVAL);
+        }
+        self.apply(&mut inner, Event::Establish, None).map(|_| ())
+    }
+
     /// A local call whose message carries just `pdata`.
     fn send_with_pdata(self: &Arc<Self>, event: Event, pdata: &[u8]) -> Result {
         let mut inner = self.inner.lock();

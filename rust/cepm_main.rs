@@ -78,6 +78,7 @@ module! {
 struct CepmModule {
     _client: shim::ClientRegistration,
     _chardev: shim::ChardevRegistration,
+    _faults: shim::FaultInjection,
     _devices: registry::Devices,
     _tables: tables::Tables,
 }
@@ -86,9 +87,10 @@ impl kernel::Module for CepmModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let tables = tables::Tables::new();
         let devices = registry::Devices::new();
+        let faults = shim::FaultInjection::new();
         let chardev = shim::ChardevRegistration::new()?;
         // Last, so that devices only appear once everything they may need exists.
         let client = shim::ClientRegistration::new()?;
-        Ok(Self { _client: client, _chardev: chardev, _devices: devices, _tables: tables })
+        Ok(Self { _client: client, _chardev: chardev, _faults: faults, _devices: devices, _tables: tables })
     }
 }

@@ -6,6 +6,8 @@
  * ib_mad_recv_wc) and the static ib_client.  No policy: every decision is
  * made in Rust.  The prototypes are in cepm_shim.h.
  */
+#include <linux/atomic.h>
+#include <linux/debugfs.h>
 #include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -18,6 +20,20 @@
 #include <rdma/ib_verbs.h>
 
 #include "cepm_shim.h"
+
+/*
+ * cepm.devices: the RDMA devices cepm manages, comma-separated; empty (the
+ * default) for all.  Read-only once loaded, so the Rust side may read it
+ * without locking.  Devices left out stay free for ib_cm.
+ */
+static char cepm_devices[256];
+module_param_string(devices, cepm_devices, sizeof(cepm_devices), 0444);
+MODULE_PARM_DESC(devices, "RDMA devices to manage, comma-separated (default: all)");
+
+const char *cepm_shim_devices_param(void)
+{
+	return cepm_devices;
+}
 
 static int cepm_client_add(struct ib_device *device)
 {
@@ -80,10 +96,54 @@ bool cepm_shim_port_is_roce(struct ib_device *device, u32 port)
 	return rdma_protocol_roce(device, port);
 }
 
+/*
+ * Fault injection for tests, in debugfs (root only): the next drop_rx_count
+ * received CM MADs whose attribute ID is drop_rx_attr (0: any) are dropped
+ * before cepm sees them, as if the wire had lost them.  rx_dropped counts
+ * them.  This is how the selftests lose exactly one RTU or one DREQ on
+ * loopback, where no qdisc sits between the two ends.
+ */
+static struct dentry *cepm_debugfs;
+static u16 cepm_drop_rx_attr;
+static atomic_t cepm_drop_rx_count = ATOMIC_INIT(0);
+static atomic_t cepm_rx_dropped = ATOMIC_INIT(0);
+
+static bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc)
+{
+	u16 attr = READ_ONCE(cepm_drop_rx_attr);
+
+	if (!atomic_read(&cepm_drop_rx_count))
+		return false;
+	if (attr && be16_to_cpu(recv_wc->recv_buf.mad->mad_hdr.attr_id) != attr)
+		return false;
+	if (atomic_dec_if_positive(&cepm_drop_rx_count) < 0)
+		return false;
+	atomic_inc(&cepm_rx_dropped);
+	return true;
+}
+
+void cepm_shim_debugfs_create(void)
+{
+	/* Best effort, like all of debugfs: no directory, no fault injection. */
+	cepm_debugfs = debugfs_create_dir("cepm", NULL);
+	debugfs_create_x16("drop_rx_attr", 0600, cepm_debugfs, &cepm_drop_rx_attr);
+	debugfs_create_atomic_t("drop_rx_count", 0600, cepm_debugfs, &cepm_drop_rx_count);
+	debugfs_create_atomic_t("rx_dropped", 0400, cepm_debugfs, &cepm_rx_dropped);
+}
+
+void cepm_shim_debugfs_remove(void)
+{
+	debugfs_remove(cepm_debugfs);
+}
+
 static void cepm_agent_recv(struct ib_mad_agent *agent,
 			    struct ib_mad_send_buf *send_buf,
 			    struct ib_mad_recv_wc *recv_wc)
 {
+	if (cepm_fault_drop_rx(recv_wc)) {
+		ib_free_recv_mad(recv_wc);
+		return;
+	}
 	/* CM MADs are never RMPP: one 256-byte segment. */
 	cepm_rust_recv_mad(agent->context, agent, recv_wc,
 			   (const u8 *)recv_wc->recv_buf.mad, recv_wc->mad_len);

@@ -74,6 +74,11 @@ cepm_read_fn cepm_rust_read;
 cepm_poll_fn cepm_rust_poll;
 
 /* Registers /dev/cepm (misc device, mode 0600) with the callbacks above. */
+/* The cepm.devices module parameter: NUL-terminated, constant after load. */
+const char *cepm_shim_devices_param(void);
+/* /sys/kernel/debug/cepm: test-only fault injection (drop received MADs). */
+void cepm_shim_debugfs_create(void);
+void cepm_shim_debugfs_remove(void);
 int cepm_shim_chardev_register(void);
 void cepm_shim_chardev_unregister(void);
 /* A random 32-bit value (comm ID obfuscation, as Linux's cm.random_id_operand). */

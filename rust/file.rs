@@ -180,6 +180,7 @@ impl CepmFile {
             uapi::CEPM_IOCTL_SIDR_REQ => self.sidr_req(arg, size),
             uapi::CEPM_IOCTL_SIDR_REP => self.sidr_rep(arg, size),
             uapi::CEPM_IOCTL_SEND_DREP => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_drep(pdata)),
+            uapi::CEPM_IOCTL_ESTABLISH => self.establish(arg, size),
             _ => Err(ENOTTY),
         }
     }
@@ -337,6 +338,14 @@ impl CepmFile {
             return Err(EINVAL);
         }
         self.cep(req.handle)?.send_rep()
+    }
+
+    fn establish(&self, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_establish = UserSlice::new(arg, size).reader().read()?;
+        if req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        self.cep(req.handle)?.establish()
     }
 
     /// RTU, DREQ and DREP: a handle and private data.

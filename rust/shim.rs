@@ -110,6 +110,33 @@ impl Drop for ChardevRegistration {
     }
 }
 
+/// `/sys/kernel/debug/cepm`: fault injection for tests (drop the next N received MADs of an
+/// attribute, as a lossy wire would). Best effort: without debugfs there is none.
+pub(crate) struct FaultInjection(());
+
+impl FaultInjection {
+    pub(crate) fn new() -> Self {
+        // SAFETY: No preconditions; debugfs failures are tolerated by the shim.
+        unsafe { shim::cepm_shim_debugfs_create() };
+        Self(())
+    }
+}
+
+impl Drop for FaultInjection {
+    fn drop(&mut self) {
+        // SAFETY: Created in `new`; removing it stops new writes, and the receive path only
+        // reads the shim's own static variables.
+        unsafe { shim::cepm_shim_debugfs_remove() };
+    }
+}
+
+/// The `devices` module parameter: the RDMA devices to manage, comma-separated (empty: all).
+pub(crate) fn devices_param() -> &'static CStr {
+    // SAFETY: The shim returns a static NUL-terminated buffer that is read-only once the
+    // module is loaded (mode 0444, no setter runs after load).
+    unsafe { CStr::from_char_ptr(shim::cepm_shim_devices_param()) }
+}
+
 /// A random 32-bit value.
 pub(crate) fn random_u32() -> u32 {
     // SAFETY: No preconditions.

@@ -49,6 +49,7 @@ const _: () = assert!(core::mem::size_of::<cepm_path_rec>() == 36);
 const _: () = assert!(core::mem::size_of::<cepm_connect>() == 232);
 const _: () = assert!(core::mem::size_of::<cepm_accept>() == 216);
 const _: () = assert!(core::mem::size_of::<cepm_send_rep>() == 8);
+const _: () = assert!(core::mem::size_of::<cepm_establish>() == 8);
 const _: () = assert!(core::mem::size_of::<cepm_prepare_mra>() == 8);
 const _: () = assert!(core::mem::size_of::<cepm_send_pdata>() == 232);
 const _: () = assert!(core::mem::size_of::<cepm_qp_attr>() == 76);
@@ -79,6 +80,7 @@ plain_old_data!(
     cepm_connect,
     cepm_accept,
     cepm_send_rep,
+    cepm_establish,
     cepm_prepare_mra,
     cepm_sidr_req,
     cepm_sidr_rep,

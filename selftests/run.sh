@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Runs every cepm selftest in this one boot (inside scripts/vm) and prints KTAP.
-# Usage: selftests/run.sh [TEST...]   (default: all, in the order below; dmesg_clean.sh always last)
+# Usage: selftests/run.sh [TEST[@TOPOLOGY]...]   (default: all, in the order below; dmesg_clean.sh
+# always last)
 # Exit status: 0 when every test passed or skipped.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${CEPM_ROOT:?}/out/selftests
 
-all=(module_ports.sh ioctl_abi mad_counted.sh stateless_replies.sh cep_listen.sh cep_connect.sh cep_two_hosts.sh cep_failures.sh cep_mra.sh cep_sidr.sh cep_stale.sh cep_lossy.sh cep_scale.sh verbs_pingpong.sh device_removal.sh coexist_ib_cm.sh rmmod.sh)
+# TEST@TOPOLOGY runs TEST with CEPM_TOPOLOGY=TOPOLOGY (see topology_up in cepm/lib.sh).
+both() { local t; for t; do echo "$t@loopback" "$t@two-hosts"; done; }
+all=(module_ports.sh ioctl_abi mad_counted.sh stateless_replies.sh cep_listen.sh
+	$(both cep_connect.sh cep_failures.sh cep_mra.sh cep_races.sh cep_stale.sh cep_scale.sh)
+	cep_sidr.sh cep_lossy.sh verbs_pingpong.sh $(both device_removal.sh) coexist_ib_cm.sh rmmod.sh)
 tests=("${@:-${all[@]}}")
 tests+=(dmesg_clean.sh)
 
@@ -23,10 +28,12 @@ echo "1..${#tests[@]}"
 n=0 failed=0
 for t in "${tests[@]}"; do
 	n=$((n + 1))
-	if [ -x "$here/cepm/$t" ]; then prog=$here/cepm/$t; else prog=$out/$t; fi
+	name=${t%@*} topology=
+	[ "$name" = "$t" ] || topology=${t#*@}
+	if [ -x "$here/cepm/$name" ]; then prog=$here/cepm/$name; else prog=$out/$name; fi
 	echo "# selftests: cepm: $t"
 	start=$SECONDS
-	(cd "$here/cepm" && timeout 120 "$prog") 2>&1 | sed 's/^/# /'
+	(cd "$here/cepm" && CEPM_TOPOLOGY=${topology:-loopback} timeout 120 "$prog") 2>&1 | sed 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	took="$((SECONDS - start))s"
 	case $rc in

@@ -266,6 +266,13 @@ impl Cepm {
         self.ioctl(sys::CEPM_IOCTL_SEND_REP, &mut a)
     }
 
+    /// The QP heard from the peer before the RTU arrived (`IB_EVENT_COMM_EST`, or a first
+    /// receive completion): the connection is established now and `ESTABLISHED` follows.
+    pub fn establish(&self, handle: u32) -> io::Result<()> {
+        let mut a = sys::cepm_establish { handle, reserved: 0 };
+        self.ioctl(sys::CEPM_IOCTL_ESTABLISH, &mut a)
+    }
+
     /// One of the private-data-only messages (`CEPM_IOCTL_SEND_RTU/DREQ/DREP`).
     fn send_pdata_msg(&self, cmd: u32, handle: u32, pdata: &[u8]) -> io::Result<()> {
         let mut a = sys::cepm_send_pdata { handle, ..Default::default() };

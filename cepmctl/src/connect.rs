@@ -4,10 +4,13 @@
 
 use std::{fs, io, time::Duration};
 
+use cepm_proto::cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE};
+
 use crate::{
     cep::{event_name, state_name},
     sys, umad,
     verbs::{
+        messages::{Exchanged, Messages},
         AccessFlags, AhAttr, CompletionQueue, Device, Mtu, PingPong, PingPongConfig, ProtectionDomain, QpCaps,
         RcQp, Role, RtrAttr, RtsAttr, Stats,
     },
@@ -47,6 +50,25 @@ pub struct Config {
     pub mra: bool,
     /// Passive side: wait this long before answering the REQ (a slow server).
     pub answer_delay: Duration,
+    /// Passive side: send the DREQ once established instead of waiting for the active side's
+    /// (which always sends one: both at once make the DREQs cross).
+    pub disconnect: bool,
+    /// Passive side: establish the connection right after sending the REP (what a server
+    /// does on `IB_EVENT_COMM_EST`), instead of waiting for the RTU.
+    pub establish_early: bool,
+    /// Speak to the stock `rdma_cm`: the REQ's private data starts with a `cma_hdr` (active),
+    /// and a REQ without a valid one is rejected with reason 28 as Linux does (passive).
+    pub rdma_cm: bool,
+    /// Active side with `rdma_cm`: the `cma_hdr` version byte (0; anything else is refused by
+    /// the peer).
+    pub cma_version: u8,
+    /// Instead of the ping-pong: post this many receives, then exchange this many messages of
+    /// `size` bytes each way (`ucmatose`, `rdma_server`/`rdma_client`).
+    pub messages: Option<u32>,
+    /// With `messages`: send our batch before receiving the peer's.
+    pub send_first: bool,
+    /// Active side: the peer disconnects; wait for its DREQ and answer it.
+    pub peer_disconnects: bool,
 }
 
 /// The QPNs CM-only connections announce, one per side: any non-zero 24-bit values will do,
@@ -103,6 +125,8 @@ pub(crate) fn local_mac(device: &str, port: u8, index: u8) -> io::Result<[u8; 6]
 pub(crate) struct Route {
     pub(crate) dev_name: [std::ffi::c_char; 64],
     pub(crate) path: sys::cepm_path_rec,
+    /// Our IPv4 address, from the RoCE v2 GID the path starts at.
+    pub(crate) ipv4: Option<[u8; 4]>,
 }
 
 impl Route {
@@ -128,13 +152,23 @@ impl Route {
         path.hop_limit = 64;
         path.mtu = 3; // 1024: what rxe runs on a 1500-byte netdev
         path.packet_life_time = config.packet_life_time;
-        Ok(Self { dev_name, path })
+        let ipv4 = (gid.raw[..10] == [0; 10] && gid.raw[10..12] == [0xff, 0xff])
+            .then(|| [gid.raw[12], gid.raw[13], gid.raw[14], gid.raw[15]]);
+        Ok(Self { dev_name, path, ipv4 })
     }
 }
 
-/// The REQ `config` asks for, from QP `qpn` starting at PSN `psn`, along `route`.
-pub(crate) fn connect_args(config: &Config, handle: u32, route: &Route, qpn: u32, psn: u32) -> sys::cepm_connect {
-    sys::cepm_connect {
+/// The REQ `config` asks for, from QP `qpn` starting at PSN `psn`, along `route`, with
+/// `pdata` after the `cma_hdr` (if `config.rdma_cm`).
+pub(crate) fn connect_args(
+    config: &Config,
+    handle: u32,
+    route: &Route,
+    qpn: u32,
+    psn: u32,
+    pdata: &[u8],
+) -> io::Result<sys::cepm_connect> {
+    let mut req = sys::cepm_connect {
         service_id: config.service_id,
         handle,
         port_num: config.port.into(),
@@ -150,7 +184,24 @@ pub(crate) fn connect_args(config: &Config, handle: u32, route: &Route, qpn: u32
         rnr_retry_count: 7,
         max_cm_retries: config.max_cm_retries,
         ..Default::default()
+    };
+    let mut len = 0;
+    if config.rdma_cm {
+        let (Some((dst, _)), Some(src)) = (config.peer, route.ipv4) else {
+            return Err(io::Error::other("--rdma-cm needs --peer-ip and an IPv4 RoCE v2 GID"));
+        };
+        // Any source port will do: the passive side only reports it. Take one from the
+        // ephemeral range, distinct per process and connection.
+        let src_port = 49152 + ((std::process::id() as u16 ^ handle as u16) & 0x3fff);
+        let mut hdr = CmaHdr { src_port, addrs: CmaAddrs::V4 { src, dst } }.encode();
+        hdr[0] = config.cma_version;
+        req.pdata[..CMA_HDR_SIZE].copy_from_slice(&hdr);
+        len = CMA_HDR_SIZE;
     }
+    let end = len + pdata.len();
+    req.pdata.get_mut(len..end).ok_or_else(|| io::Error::other("REQ private data too long"))?.copy_from_slice(pdata);
+    req.pdata_len = end as u8;
+    Ok(req)
 }
 
 /// Verbs objects of one side.
@@ -159,10 +210,13 @@ struct Qp {
     qp: RcQp,
 }
 
-fn create_qp(device: &str) -> io::Result<Qp> {
-    let dev = Device::open(device)?;
+fn create_qp(config: &Config) -> io::Result<Qp> {
+    let dev = Device::open(&config.device)?;
     let pd = ProtectionDomain::new(&dev)?;
-    let caps = QpCaps::default();
+    let mut caps = QpCaps::default();
+    if let Some(n) = config.messages {
+        caps.max_recv_wr = caps.max_recv_wr.max(n);
+    }
     let cq = CompletionQueue::new(&dev, caps.max_send_wr + caps.max_recv_wr)?;
     let qp = RcQp::create(&pd, &cq, caps)?;
     Ok(Qp { _device: dev, qp })
@@ -197,18 +251,33 @@ fn rts_attr(a: &sys::cepm_qp_attr) -> RtsAttr {
     }
 }
 
-/// Moves the QP (if any) to INIT and then RTR with cepm's attributes, posting the ping-pong's
-/// first receive in between; returns the ping-pong and the RTR attributes.
+/// What moves over the QP once connected: receives are posted when it is made, in INIT.
+enum Traffic<'q> {
+    PingPong(PingPong<'q>),
+    Messages(Messages<'q>),
+}
+
+/// What the traffic did.
+enum Moved {
+    PingPong(Stats),
+    Messages(Exchanged),
+}
+
+/// Moves the QP (if any) to INIT and then RTR with cepm's attributes, posting the traffic's
+/// receives in between; returns the traffic and the RTR attributes.
 fn to_rtr<'q>(
     cepm: &Cepm,
     handle: u32,
     qp: Option<&'q Qp>,
     config: &Config,
-) -> io::Result<(Option<PingPong<'q>>, sys::cepm_qp_attr)> {
+) -> io::Result<(Option<Traffic<'q>>, sys::cepm_qp_attr)> {
     let pp = match qp {
         Some(qp) => {
             to_init(cepm, handle, &qp.qp)?;
-            Some(PingPong::new(&qp.qp, config.size)?)
+            Some(match config.messages {
+                Some(n) => Traffic::Messages(Messages::new(&qp.qp, n, config.size)?),
+                None => Traffic::PingPong(PingPong::new(&qp.qp, config.size)?),
+            })
         }
         None => None,
     };
@@ -262,29 +331,43 @@ fn hold(cepm: &Cepm, config: &Config, trace: &mut Trace) -> io::Result<bool> {
     Ok(true)
 }
 
-fn ping_pong(qp: &RcQp, pp: PingPong<'_>, role: Role, config: &Config) -> io::Result<Option<Stats>> {
-    if config.iterations == 0 {
-        return Ok(None);
+fn run_traffic(qp: &RcQp, traffic: Traffic<'_>, role: Role, config: &Config, trace: &mut Trace) -> io::Result<Option<Stats>> {
+    let moved = match traffic {
+        Traffic::PingPong(_) if config.iterations == 0 => return Ok(None),
+        Traffic::PingPong(pp) => {
+            let cfg = PingPongConfig { iterations: config.iterations, timeout: config.timeout, corrupt_echo_at: None };
+            pp.run(role, &cfg).map(Moved::PingPong)
+        }
+        Traffic::Messages(m) => m.run(config.send_first, config.timeout).map(Moved::Messages),
+    };
+    match moved {
+        Err(e) => {
+            let _ = qp.to_error();
+            Err(e)
+        }
+        Ok(Moved::PingPong(stats)) => Ok(Some(stats)),
+        Ok(Moved::Messages(x)) => {
+            trace.push(format!(
+                "{} messages sent and {} received ({} bytes) in {:.1} ms",
+                x.sent,
+                x.received,
+                x.bytes_received,
+                x.elapsed.as_secs_f64() * 1e3
+            ));
+            Ok(None)
+        }
     }
-    let cfg = PingPongConfig { iterations: config.iterations, timeout: config.timeout, corrupt_echo_at: None };
-    let stats = pp.run(role, &cfg);
-    if stats.is_err() {
-        let _ = qp.to_error();
-    }
-    stats.map(Some)
 }
 
 /// The active side: REQ, REP, QP to RTS, RTU, ping-pong as the client.
 pub fn active(config: &Config) -> io::Result<Outcome> {
     let mut trace = Trace::new("connect");
     let cepm = Cepm::open()?;
-    let qp = if config.cm_only { None } else { Some(create_qp(&config.device)?) };
+    let qp = if config.cm_only { None } else { Some(create_qp(config)?) };
     let qpn = qp.as_ref().map_or(CM_ONLY_ACTIVE_QPN, |q| q.qp.qp_num());
     let handle = cepm.create(0xac71_0000)?;
-    let mut req = connect_args(config, handle, &Route::new(config)?, qpn, 0x00a1_b2c3);
-    let hello = b"cepmctl connect";
-    req.pdata[..hello.len()].copy_from_slice(hello);
-    req.pdata_len = hello.len() as u8;
+    let route = Route::new(config)?;
+    let req = connect_args(config, handle, &route, qpn, 0x00a1_b2c3, b"cepmctl connect")?;
     cepm.connect(&req)?;
     trace.push(format!(
         "REQ sent from QP {qpn:#x} on {} to service {:#018x} at GID {}",
@@ -308,21 +391,84 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     cepm.send_rtu(handle, b"")?;
     trace.push(format!("RTU sent; CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
     let stats = match (&qp, pp) {
-        (Some(qp), Some(pp)) => ping_pong(&qp.qp, pp, Role::Client, config)?,
+        (Some(qp), Some(pp)) => run_traffic(&qp.qp, pp, Role::Client, config, &mut trace)?,
         _ => None,
     };
     if hold(&cepm, config, &mut trace)? {
         cepm.destroy(handle)?;
         return Ok(Outcome { trace: trace.lines, stats });
     }
-    // Disconnect: DREQ, the peer's DREP, then timewait.
-    cepm.send_dreq(handle, b"bye")?;
-    trace.push("DREQ sent".to_string());
-    wait_for(&cepm, sys::CEPM_EVENT_DREP_RECEIVED, config.timeout, &mut trace)?;
-    wait_for(&cepm, sys::CEPM_EVENT_TIMEWAIT_EXIT, config.timeout, &mut trace)?;
-    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    if config.peer_disconnects {
+        answer_dreq(&cepm, handle, config, &mut trace)?;
+    } else {
+        disconnect(&cepm, handle, config, &mut trace)?;
+    }
     cepm.destroy(handle)?;
     Ok(Outcome { trace: trace.lines, stats })
+}
+
+/// An `rdma_cm` peer's REQ starts with a `cma_hdr`; without a valid one it is rejected with
+/// reason 28 (Consumer Reject), as the passive `rdma_cm` does (`cma_ib_req_handler` fails,
+/// `drivers/infiniband/core/cm.c:1103-1111`).
+fn check_cma_hdr(cepm: &Cepm, handle: u32, pdata: &[u8], trace: &mut Trace) -> io::Result<()> {
+    match CmaHdr::decode(pdata) {
+        Ok(hdr) => {
+            if let CmaAddrs::V4 { src, dst } = hdr.addrs {
+                trace.push(format!(
+                    "rdma_cm peer {}:{} to {}",
+                    std::net::Ipv4Addr::from(src),
+                    hdr.src_port,
+                    std::net::Ipv4Addr::from(dst)
+                ));
+            }
+            Ok(())
+        }
+        Err(e) => {
+            cepm.reject(handle, 28, b"", b"")?;
+            trace.push(format!("REQ rejected (28): bad cma_hdr: {e:?}"));
+            Err(io::Error::other("the REQ carries no valid cma_hdr"))
+        }
+    }
+}
+
+/// The peer disconnects: answers its DREQ and waits out timewait.
+fn answer_dreq(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> io::Result<()> {
+    wait_for(cepm, sys::CEPM_EVENT_DREQ_RECEIVED, config.timeout, trace)?;
+    let (_, pdata) = cepm.private_data(handle)?;
+    trace.push(format!("DREQ private data {:?}", String::from_utf8_lossy(&pdata).trim_end_matches('\0')));
+    cepm.send_drep(handle, b"")?;
+    trace.push("DREP sent".to_string());
+    wait_for(cepm, sys::CEPM_EVENT_TIMEWAIT_EXIT, config.timeout, trace)?;
+    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    Ok(())
+}
+
+/// Sends a DREQ and sees the connection through timewait. The peer answers with a DREP, or,
+/// when its own DREQ crossed ours, its DREQ arrives here in DREQ_SENT and gets our DREP.
+fn disconnect(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> io::Result<()> {
+    cepm.send_dreq(handle, b"bye")?;
+    trace.push("DREQ sent".to_string());
+    loop {
+        let ev = cepm.expect_event(config.timeout)?;
+        trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
+        match ev.kind {
+            sys::CEPM_EVENT_DREP_RECEIVED => {}
+            sys::CEPM_EVENT_DREQ_RECEIVED => {
+                trace.push("DREQs crossed".to_string());
+                // The peer's DREP to our DREQ may have moved us to TIMEWAIT meanwhile; then
+                // no DREP is due any more.
+                match cepm.send_drep(handle, b"") {
+                    Ok(()) => trace.push("DREP sent".to_string()),
+                    Err(_) if cepm.query_cep(handle)?.state == sys::CEPM_STATE_TIMEWAIT => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            sys::CEPM_EVENT_TIMEWAIT_EXIT => break,
+            other => return Err(io::Error::other(format!("unexpected {} while disconnecting", event_name(other)))),
+        }
+    }
+    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    Ok(())
 }
 
 /// The passive side: listen, claim the REQ, prepare the REP, QP to RTR, REP, RTU, ping-pong
@@ -341,6 +487,9 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         req.remote_qpn,
         String::from_utf8_lossy(&req.private_data).trim_end_matches('\0')
     ));
+    if config.rdma_cm {
+        check_cma_hdr(&cepm, handle, &req.private_data, &mut trace)?;
+    }
     if config.mra {
         cepm.prepare_mra(handle)?;
         trace.push("MRA armed for the REQ".to_string());
@@ -349,7 +498,7 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         trace.push(format!("answering in {} ms", config.answer_delay.as_millis()));
         std::thread::sleep(config.answer_delay);
     }
-    let qp = if config.cm_only { None } else { Some(create_qp(&config.device)?) };
+    let qp = if config.cm_only { None } else { Some(create_qp(config)?) };
     let qpn = qp.as_ref().map_or(CM_ONLY_PASSIVE_QPN, |q| q.qp.qp_num());
     let mut rep = sys::cepm_accept {
         handle,
@@ -368,6 +517,10 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     let (pp, _) = to_rtr(&cepm, handle, qp.as_ref(), config)?;
     trace.push(format!("REP prepared; QP {qpn:#x} in RTR before the REP is sent"));
     cepm.send_rep(handle)?;
+    if config.establish_early {
+        cepm.establish(handle)?;
+        trace.push("established without waiting for the RTU".to_string());
+    }
     wait_for(&cepm, sys::CEPM_EVENT_ESTABLISHED, config.timeout, &mut trace)?;
     // Only with a QP: a CM-only peer may already be disconnecting, and RTS attributes are
     // not given out in DREQ_RCVD.
@@ -376,7 +529,7 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     }
     trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
     let stats = match (&qp, pp) {
-        (Some(qp), Some(pp)) => ping_pong(&qp.qp, pp, Role::Server, config)?,
+        (Some(qp), Some(pp)) => run_traffic(&qp.qp, pp, Role::Server, config, &mut trace)?,
         _ => None,
     };
     if hold(&cepm, config, &mut trace)? {
@@ -384,14 +537,13 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         cepm.destroy(listener)?;
         return Ok(Outcome { trace: trace.lines, stats });
     }
-    // The active side disconnects; answer its DREQ and wait out timewait.
-    wait_for(&cepm, sys::CEPM_EVENT_DREQ_RECEIVED, config.timeout, &mut trace)?;
-    let (_, pdata) = cepm.private_data(handle)?;
-    trace.push(format!("DREQ private data {:?}", String::from_utf8_lossy(&pdata).trim_end_matches('\0')));
-    cepm.send_drep(handle, b"")?;
-    trace.push("DREP sent".to_string());
-    wait_for(&cepm, sys::CEPM_EVENT_TIMEWAIT_EXIT, config.timeout, &mut trace)?;
-    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    if config.disconnect {
+        disconnect(&cepm, handle, config, &mut trace)?;
+        cepm.destroy(handle)?;
+        cepm.destroy(listener)?;
+        return Ok(Outcome { trace: trace.lines, stats });
+    }
+    answer_dreq(&cepm, handle, config, &mut trace)?;
     cepm.destroy(handle)?;
     cepm.destroy(listener)?;
     Ok(Outcome { trace: trace.lines, stats })

@@ -25,8 +25,8 @@ enum Command {
     /// Print the module's ABI version.
     Abi,
     /// Connect to a service through cepm (REQ/REP/RTU), move an RC QP to RTS with the
-    /// attributes cepm derives, and run a verified ping-pong as the client. Loopback only:
-    /// the peer is this host's own GID.
+    /// attributes cepm derives, and run a verified ping-pong as the client. The peer is this
+    /// host's own GID unless --peer-ip/--peer-mac name another.
     Connect {
         /// Service ID (RDMA CM TCP port space: 0x0000000001060000 | port).
         #[arg(long, value_parser = parse_u64)]
@@ -222,6 +222,31 @@ struct ConnectArgs {
     /// accept: wait this many milliseconds before answering the REQ (a slow server).
     #[arg(long, default_value_t = 0)]
     answer_delay_ms: u64,
+    /// accept: once established, send the DREQ instead of waiting for the client's (whose
+    /// own DREQ then crosses it).
+    #[arg(long, conflicts_with = "hold")]
+    disconnect: bool,
+    /// accept: establish right after sending the REP, as on IB_EVENT_COMM_EST (the QP heard
+    /// from the client first), instead of waiting for the RTU.
+    #[arg(long)]
+    establish_early: bool,
+    /// Interoperate with the stock rdma_cm: a cma_hdr leads the REQ's private data
+    /// (connect, needs --peer-ip), and is required in the REQ (accept: else REJ 28).
+    #[arg(long)]
+    rdma_cm: bool,
+    /// connect --rdma-cm: the cma_hdr version byte (rdma_cm refuses anything but 0).
+    #[arg(long, default_value_t = 0)]
+    cma_version: u8,
+    /// Exchange this many messages of --size bytes each way instead of the ping-pong, all
+    /// receives posted up front (what ucmatose and rdma_server/rdma_client do).
+    #[arg(long)]
+    messages: Option<u32>,
+    /// --messages: send our batch first, then receive the peer's.
+    #[arg(long, requires = "messages")]
+    send_first: bool,
+    /// connect: the peer disconnects; wait for its DREQ and answer it.
+    #[arg(long, conflicts_with = "hold")]
+    peer_disconnects: bool,
     /// connect: the peer's IPv4 address (default: this host, over the port's own GID).
     #[arg(long, requires = "peer_mac")]
     peer_ip: Option<std::net::Ipv4Addr>,
@@ -259,6 +284,13 @@ impl ConnectArgs {
             packet_life_time: self.packet_life_time,
             mra: self.mra,
             answer_delay: std::time::Duration::from_millis(self.answer_delay_ms),
+            disconnect: self.disconnect,
+            establish_early: self.establish_early,
+            rdma_cm: self.rdma_cm,
+            cma_version: self.cma_version,
+            messages: self.messages,
+            send_first: self.send_first,
+            peer_disconnects: self.peer_disconnects,
         }
     }
 }

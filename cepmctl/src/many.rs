@@ -46,7 +46,7 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
     while completed + failed < count {
         while started < count && (in_flight.len() as u64) < parallel {
             let handle = cepm.create(started)?;
-            cepm.connect(&connect_args(config, handle, &route, qpn(0x10_0000, started), 1))?;
+            cepm.connect(&connect_args(config, handle, &route, qpn(0x10_0000, started), 1, b"")?)?;
             in_flight.insert(handle);
             started += 1;
         }

@@ -30,6 +30,7 @@
 //! it is reached through small wrappers whose Rust declarations bindgen generates (`build.rs`).
 
 pub mod loopback;
+pub mod messages;
 
 use std::{
     alloc::{self, Layout},

@@ -337,6 +337,17 @@ struct cepm_send_rep {
 	__u32 reserved;
 };
 
+/*
+ * CEPM_IOC_ESTABLISH: the passive QP received the peer's first packet before
+ * the RTU (the verbs event IB_EVENT_COMM_EST): the connection is established
+ * as if the RTU had arrived, and ESTABLISHED is delivered.  Valid in
+ * REP_SENT and MRA_REP_RCVD.
+ */
+struct cepm_establish {
+	__u32 handle;
+	__u32 reserved;
+};
+
 #define CEPM_DREQ_PDATA_MAX 220
 
 /*
@@ -412,6 +423,7 @@ struct cepm_qp_attr {
 #define CEPM_IOC_SIDR_REQ _IOW(CEPM_IOC_MAGIC, 0x90, struct cepm_sidr_req)
 #define CEPM_IOC_SIDR_REP _IOW(CEPM_IOC_MAGIC, 0x91, struct cepm_sidr_rep)
 #define CEPM_IOC_LIST_CEPS _IOWR(CEPM_IOC_MAGIC, 0x92, struct cepm_list)
+#define CEPM_IOC_ESTABLISH _IOW(CEPM_IOC_MAGIC, 0x93, struct cepm_establish)
 
 /* struct cepm_event.event */
 enum cepm_event_type {

@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# A whole connection through cepm over rxe0 (loopback): cepmctl accept listens, cepmctl connect
-# sends the REQ; REP, RTU, QPs moved INIT -> RTR -> RTS with the attributes cepm derives (the
-# passive QP in RTR before its REP leaves), then a verified RC ping-pong over the QPs.
+# A whole connection through cepm: cepmctl accept listens (on the server's host), cepmctl
+# connect sends the REQ; REP, RTU, QPs moved INIT -> RTR -> RTS with the attributes cepm
+# derives (the passive QP in RTR before its REP leaves), then a verified RC ping-pong over the
+# QPs.  Over rxe0 alone (loopback) or from rxe0 to rxe1 in another namespace (two-hosts).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 13
+ktap_set_plan 14
 
 modprobe ib_uverbs
 SID=0x0000000001064e22
 out=$CEPM_ROOT/out/cep_connect.$$
+trap 'topology_down; rm -f "$out".*' EXIT
 listening() { grep -q '^accept: listening' "$out.accept"; }
 
-"$CEPMCTL" accept --service-id $SID --iterations 20 >"$out.accept" 2>&1 &
+ktap_check "topology $TOPOLOGY is up" topology_up
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --iterations 20 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 listening
-"$CEPMCTL" connect --service-id $SID --iterations 20 >"$out.connect" 2>&1
+"$CEPMCTL" connect --service-id $SID --iterations 20 "${TO_SERVER[@]}" >"$out.connect" 2>&1
 crc=$?
 wait $apid
 arc=$?
@@ -39,7 +42,7 @@ ktap_check "both sides left timewait and are idle again" \
 	       grep -q 'in IDLE' '$out.accept' && grep -q 'in IDLE' '$out.connect'"
 
 # Nobody listens on this service ID: the stock REJ 8 comes back and reaches the user.
-"$CEPMCTL" connect --service-id 0x0000000001064e23 --iterations 0 >"$out.rej" 2>&1
+"$CEPMCTL" connect --service-id 0x0000000001064e23 --iterations 0 "${TO_SERVER[@]}" >"$out.rej" 2>&1
 rc=$?
 sed 's/^/# /' "$out.rej"
 ktap_check "connect to an unlistened service fails with REJ reason 8 (Invalid Service ID)" \
@@ -47,14 +50,13 @@ ktap_check "connect to an unlistened service fails with REJ reason 8 (Invalid Se
 
 # A server that rejects with the most private data a REJ carries (148 bytes).
 max_pdata=$(printf 'r%.0s' $(seq 148))
-"$CEPMCTL" serve --service-id 0x0000000001064e2c --reason 28 --reject-data "$max_pdata" >"$out.serve" 2>&1 &
+on_server "$CEPMCTL" serve --service-id 0x0000000001064e2c --reason 28 --reject-data "$max_pdata" >"$out.serve" 2>&1 &
 spid=$!
 wait_until 10 grep -q '^serve: listening' "$out.serve"
-"$CEPMCTL" connect --service-id 0x0000000001064e2c --cm-only >"$out.rej148" 2>&1
+"$CEPMCTL" connect --service-id 0x0000000001064e2c --cm-only "${TO_SERVER[@]}" >"$out.rej148" 2>&1
 wait $spid
 sed 's/^/# /' "$out.serve" "$out.rej148" | cut -c1-160
 ktap_check "a REJ with 148 bytes of private data reaches the active side whole (reason 28)" \
 	grep -q "got REJ_RECEIVED (status 28), 148 bytes of private data \"$max_pdata\"" "$out.rej148"
 ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
-rm -f "$out".*
 ktap_finished

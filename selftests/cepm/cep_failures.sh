@@ -2,28 +2,52 @@
 # SPDX-License-Identifier: GPL-2.0
 # Connections that cannot complete: a REQ nobody answers runs out of retries (REQ_ERROR), and
 # a process killed with SIGKILL mid-handshake leaves nothing behind (its REQ is cancelled and
-# the peer gets a REJ).  The "peer" is an address on the veth pair where no RDMA device
-# listens, so every MAD to it is lost.
+# the peer gets a REJ).
+#  loopback   the REQ goes to an address on the veth pair where no RDMA device listens;
+#  two-hosts  it goes to a listening server in the other namespace, and netem drops every
+#             packet on the way (100% loss on veth0).
+# The SIGKILL case sends its REQ to the unlistened address in both topologies.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 4
+[ "$TOPOLOGY" = loopback ] && ktap_set_plan 5 || ktap_set_plan 6
 
 out=$CEPM_ROOT/out/cep_failures.$$
-trap 'rm -f "$out".*' EXIT
+trap 'tc qdisc del dev veth0 root 2>/dev/null; topology_down; rm -f "$out".*' EXIT
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
 tx() { "$CEPMCTL" tx-count "$RXE_DEV" 1 "$1"; }
 tx_is() { [ "$(tx "$1")" = "$2" ]; }
 
+ktap_check "topology $TOPOLOGY is up" topology_up
+SID=0x0000000001064e27
+case $TOPOLOGY in
+loopback) target=("${nowhere[@]}") ;;
+two-hosts)
+	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 3000 >"$out.server" 2>&1 &
+	spid=$!
+	wait_until 10 grep -q '^accept: listening' "$out.server"
+	modprobe sch_netem
+	tc qdisc add dev veth0 root netem loss 100%
+	target=("${TO_SERVER[@]}")
+	;;
+esac
 # 3 sends (1 + 2 retries) of 2 x 1 ms (PLT 8) + 16.8 ms (exponent 12) each: about 60 ms,
 # far below connect's own 20 s wait, which would fail differently ("no event").
-"$CEPMCTL" connect --service-id 0x0000000001064e27 --cm-only "${nowhere[@]}" \
+"$CEPMCTL" connect --service-id $SID --cm-only "${target[@]}" \
 	--max-cm-retries 2 --cm-response-timeout 12 --packet-life-time 8 --timeout-ms 20000 >"$out.timeout" 2>&1
 rc=$?
 sed 's/^/# /' "$out.timeout"
 ktap_check "an unanswered REQ ends in REQ_ERROR (ETIMEDOUT)" \
 	sh -c "test $rc != 0 && grep -q 'got REQ_ERROR (status 110)' '$out.timeout'"
-ktap_check "no CEP is left after the timeout" test "$(live_ceps)" = 0
+if [ "$TOPOLOGY" = two-hosts ]; then
+	tc -s qdisc show dev veth0 | sed 's/^/# veth0: /'
+	ktap_check "... netem really dropped what went to the server" \
+		sh -c "tc -s qdisc show dev veth0 | grep -q 'dropped [1-9]'"
+	tc qdisc del dev veth0 root
+	wait $spid
+	sed 's/^/# /' "$out.server"
+fi
+ktap_check "no CEP is left after the timeout" wait_until 10 ceps_are 0
 
 # Long retries this time; SIGKILL while the REQ is outstanding.
 rej0=$(tx REJ)

@@ -2,36 +2,37 @@
 # SPDX-License-Identifier: GPL-2.0
 # MRA: a server slower than the client's REQ timeout.  Without an MRA the client gives up
 # (REQ_ERROR); with one armed, the client's REQ retry is answered by an MRA, its timeout is
-# extended, and the connection completes.
+# extended, and the connection completes.  Loopback, or with the server in another namespace.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 6
 
 out=$CEPM_ROOT/out/cep_mra.$$
-trap 'rm -f "$out".*' EXIT
+trap 'topology_down; rm -f "$out".*' EXIT
 listening() { grep -q '^accept: listening' "$1"; }
 # REQ: 8 sends of 2 x 1 ms + 268 ms: the client gives up after about 2.2 s (and the server
 # has over 1.8 s to arm its MRA before the last retry, even on a loaded machine)...
 fast_client=(--cm-only --max-cm-retries 7 --cm-response-timeout 16 --packet-life-time 8 --timeout-ms 30000)
 # ... and the server answers after 4 s.
-slow_server=(--cm-only --answer-delay-ms 4000 --timeout-ms 30000)
+slow_server=(--device "$SERVER_DEV" --cm-only --answer-delay-ms 4000 --timeout-ms 30000)
+ktap_check "topology $TOPOLOGY is up" topology_up
 
-"$CEPMCTL" accept --service-id 0x0000000001064e40 "${slow_server[@]}" >"$out.a1" 2>&1 &
+on_server "$CEPMCTL" accept --service-id 0x0000000001064e40 "${slow_server[@]}" >"$out.a1" 2>&1 &
 apid=$!
 wait_until 10 listening "$out.a1"
-"$CEPMCTL" connect --service-id 0x0000000001064e40 "${fast_client[@]}" >"$out.c1" 2>&1
+"$CEPMCTL" connect --service-id 0x0000000001064e40 "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c1" 2>&1
 crc=$?
 wait $apid
 sed 's/^/# /' "$out.a1" "$out.c1"
 ktap_check "without an MRA, the slow server loses the client (REQ_ERROR)" \
 	sh -c "test $crc != 0 && grep -q 'got REQ_ERROR' '$out.c1'"
 
-mra_tx0=$("$CEPMCTL" tx-count "$RXE_DEV" 1 MRA)
-"$CEPMCTL" accept --service-id 0x0000000001064e41 --mra "${slow_server[@]}" >"$out.a2" 2>&1 &
+mra_tx0=$("$CEPMCTL" tx-count "$SERVER_DEV" 1 MRA)
+on_server "$CEPMCTL" accept --service-id 0x0000000001064e41 --mra "${slow_server[@]}" >"$out.a2" 2>&1 &
 apid=$!
 wait_until 10 listening "$out.a2"
-"$CEPMCTL" connect --service-id 0x0000000001064e41 "${fast_client[@]}" >"$out.c2" 2>&1
+"$CEPMCTL" connect --service-id 0x0000000001064e41 "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c2" 2>&1
 crc=$?
 wait $apid
 arc=$?
@@ -41,6 +42,6 @@ ktap_check "with an MRA armed, the same client and server connect and disconnect
 ktap_check "the client saw MRA_RECEIVED with Linux's service timeout 24" \
 	grep -q 'event MRA_RECEIVED on CEP [0-9]* (service timeout 24)' "$out.c2"
 ktap_check "the server sent the MRA (on the client's REQ retry)" \
-	test "$("$CEPMCTL" tx-count "$RXE_DEV" 1 MRA)" -gt "$mra_tx0"
+	test "$("$CEPMCTL" tx-count "$SERVER_DEV" 1 MRA)" -gt "$mra_tx0"
 ktap_check "no CEP is left in the module" wait_until 10 ceps_are 0
 ktap_finished

@@ -3,28 +3,29 @@
 # Stale connections: a new REQ from a QP that is already connected gets REJ 10 (Stale
 # Connection), and the old connection is disconnected (DREQ), as Linux does
 # (drivers/infiniband/core/cm.c:2032-2047).  Both connections are CM-only from this host
-# and announce the same QPN.
+# and announce the same QPN.  Loopback, or with the passive side in another namespace.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 4
+ktap_set_plan 5
 
 SID=0x0000000001064e70
 out=$CEPM_ROOT/out/cep_stale.$$
-trap 'rm -f "$out".*' EXIT
+trap 'topology_down; rm -f "$out".*' EXIT
 listening() { grep -q '^accept: listening' "$out.accept"; }
 held() { grep -q 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.first"; }
 
+ktap_check "topology $TOPOLOGY is up" topology_up
 # The passive side holds its connection, answers nothing else, and stops at the next event.
-"$CEPMCTL" accept --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.accept" 2>&1 &
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 listening
-"$CEPMCTL" connect --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.first" 2>&1 &
+"$CEPMCTL" connect --service-id $SID --cm-only --hold --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.first" 2>&1 &
 fpid=$!
 wait_until 20 held
 # Same QPN, same CA, a new connection: stale.
-rej0=$("$CEPMCTL" tx-count "$RXE_DEV" 1 REJ)
-"$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 30000 >"$out.second" 2>&1
+rej0=$("$CEPMCTL" tx-count "$SERVER_DEV" 1 REJ)
+"$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.second" 2>&1
 src=$?
 wait $fpid
 frc=$?
@@ -36,6 +37,6 @@ ktap_check "the new connection is rejected with REJ 10 (Stale Connection)" \
 ktap_check "the old connection's peer disconnects it (DREQ)" \
 	sh -c "test $frc = 0 && grep -q 'event DREQ_RECEIVED' '$out.first'"
 ktap_check "exactly one REJ went out (the stateless REJ 10)" \
-	test "$("$CEPMCTL" tx-count "$RXE_DEV" 1 REJ)" = $((rej0 + 1))
+	test "$("$CEPMCTL" tx-count "$SERVER_DEV" 1 REJ)" = $((rej0 + 1))
 ktap_check "no CEP is left in the module" wait_until 10 ceps_are 0
 ktap_finished

@@ -155,6 +155,31 @@ TEST_F(cepm, create_query_destroy)
 	EXPECT_NE(h, create_cep(self->fd, 0));
 }
 
+/* ESTABLISH only fits a passive connection waiting for its RTU; nothing changes otherwise. */
+TEST_F(cepm, establish_needs_a_sent_rep)
+{
+	struct cepm_cep_info info = { 0 };
+	struct cepm_establish e = { 0 };
+	int h = create_cep(self->fd, 0);
+
+	ASSERT_GT(h, 0);
+	e.handle = h;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_ESTABLISH, &e));
+	EXPECT_EQ(EINVAL, errno);
+	e.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_ESTABLISH, &e));
+	EXPECT_EQ(EINVAL, errno);
+	e.reserved = 0;
+	e.handle = h + 1000;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_ESTABLISH, &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_ESTABLISH, NULL));
+	EXPECT_EQ(EFAULT, errno);
+	info.handle = h;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+	EXPECT_EQ(CEPM_STATE_IDLE, info.state);
+}
+
 TEST_F(cepm, create_rejects_reserved_bits)
 {
 	struct cepm_create c = { .reserved = 1 };

@@ -54,7 +54,7 @@ dmesg_since_mark() { dmesg | tail -n +"$((DMESG_MARK + 1))"; }
 # before the namespace goes: deleting it there would delete veth0 too).
 PEER_NS=cepm_peer
 peer_has_gid() { grep -qs 'ffff:0a4d:0002' /sys/class/infiniband/rxe1/ports/1/gids/*; }
-peer_ns_up() {
+peer_ns_create() {
 	modprobe ib_uverbs
 	ip netns add $PEER_NS &&
 	ip link set veth1 netns $PEER_NS &&
@@ -62,10 +62,10 @@ peer_ns_up() {
 	ip -n $PEER_NS link set veth1 up &&
 	ip -n $PEER_NS link set lo up &&
 	ip netns exec $PEER_NS rdma link add rxe1 type rxe netdev veth1 &&
-	wait_until 20 port_listed rxe1 1 &&
 	wait_until 20 peer_has_gid &&
 	PEER_MAC=$(ip -n $PEER_NS -br link show veth1 | awk '{print $3}')
 }
+peer_ns_up() { peer_ns_create && wait_until 20 port_listed rxe1 1; }
 peer_ns_down() {
 	rdma link delete rxe1 2>/dev/null
 	ip -n $PEER_NS link set veth1 netns 1 2>/dev/null
@@ -73,4 +73,52 @@ peer_ns_down() {
 	ip link set veth1 up 2>/dev/null
 }
 
+# The stock Linux CM as the second host: cepm reloaded to manage rxe0 alone (cepm.devices),
+# the stock stack loaded (rdma_ucm pulls in rdma_cm and ib_cm), and rxe1 in namespace
+# $PEER_NS, where ib_cm owns the CM class.  stock_down restores the usual guest.
+stock_up() {
+	rmmod cepm && insmod "$CEPM_KO" devices="$RXE_DEV" &&
+	modprobe rdma_ucm &&
+	peer_ns_create &&
+	port_not_listed rxe1 1 &&
+	wait_until 20 test -d /sys/class/infiniband/rxe1
+}
+stock_down() {
+	peer_ns_down
+	modprobe -r rdma_ucm rdma_cm ib_cm 2>/dev/null
+	rmmod cepm
+	insmod "$CEPM_KO"
+}
+
 need_root() { [ "$(id -u)" = 0 ] || { ktap_skip_all "needs root"; exit "$KSFT_SKIP"; }; }
+
+# Where the two ends of a test run (selftests/run.sh sets CEPM_TOPOLOGY from "test@topology"):
+#  loopback   both on rxe0, the MADs looped back inside rxe (the default);
+#  two-hosts  the server in namespace $PEER_NS on rxe1, everything crossing the veth pair.
+# topology_up sets SERVER (a command prefix that runs on the server's host), SERVER_DEV and
+# TO_SERVER (connect's arguments to reach the server); topology_down undoes it.
+TOPOLOGY=${CEPM_TOPOLOGY:-loopback}
+topology_up() {
+	case $TOPOLOGY in
+	loopback) SERVER=() SERVER_DEV=rxe0 TO_SERVER=() ;;
+	two-hosts)
+		peer_ns_up || return 1
+		SERVER=(ip netns exec "$PEER_NS") SERVER_DEV=rxe1
+		TO_SERVER=(--peer-ip 10.77.0.2 --peer-mac "$PEER_MAC")
+		;;
+	*) echo "unknown topology '$TOPOLOGY'" >&2; return 1 ;;
+	esac
+}
+topology_down() { [ "$TOPOLOGY" = loopback ] || peer_ns_down; }
+# on_server CMD...: CMD on the server's host.
+on_server() { "${SERVER[@]}" "$@"; }
+
+# Fault injection (cepm's debugfs): drop_rx ATTR N drops the next N CM MADs with attribute
+# ATTR (e.g. 0x14 for RTU; 0 for any) that reach any port cepm manages.
+CEPM_DEBUGFS=/sys/kernel/debug/cepm
+drop_rx() {
+	echo "$1" >$CEPM_DEBUGFS/drop_rx_attr && echo "$2" >$CEPM_DEBUGFS/drop_rx_count
+}
+rx_dropped() { cat $CEPM_DEBUGFS/rx_dropped; }
+rx_dropped_is() { [ "$(rx_dropped)" = "$1" ]; }
+drops_pending() { cat $CEPM_DEBUGFS/drop_rx_count; }
