@@ -216,6 +216,7 @@ fn create_qp(config: &Config) -> io::Result<Qp> {
     let mut caps = QpCaps::default();
     if let Some(n) = config.messages {
         caps.max_recv_wr = caps.max_recv_wr.max(n);
+        caps.max_send_wr = caps.max_send_wr.max(n);
     }
     let cq = CompletionQueue::new(&dev, caps.max_send_wr + caps.max_recv_wr)?;
     let qp = RcQp::create(&pd, &cq, caps)?;
@@ -446,7 +447,14 @@ fn answer_dreq(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> 
 /// Sends a DREQ and sees the connection through timewait. The peer answers with a DREP, or,
 /// when its own DREQ crossed ours, its DREQ arrives here in DREQ_SENT and gets our DREP.
 fn disconnect(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> io::Result<()> {
-    cepm.send_dreq(handle, b"bye")?;
+    if let Err(e) = cepm.send_dreq(handle, b"bye") {
+        if cepm.query_cep(handle)?.state != sys::CEPM_STATE_DREQ_RCVD {
+            return Err(e);
+        }
+        // The peer's DREQ came first (and waits in our event queue): answer it instead.
+        trace.push("the peer disconnected first".to_string());
+        return answer_dreq(cepm, handle, config, trace);
+    }
     trace.push("DREQ sent".to_string());
     loop {
         let ev = cepm.expect_event(config.timeout)?;

@@ -76,8 +76,10 @@ impl<'q> Messages<'q> {
         }
     }
 
-    /// Runs the exchange: with `send_first`, `count` sends then `count` receives; otherwise
-    /// the other way round. Each send waits for its completion (they share one buffer).
+    /// Runs the exchange: with `send_first`, `count` sends (waiting for their completions)
+    /// then `count` receives; otherwise `count` receives, then `count` sends whose completions
+    /// are not waited for, as the stock tools' answering side does: its peer may disconnect
+    /// (and stop acknowledging) as soon as it has the last message.
     pub fn run(mut self, send_first: bool, timeout: Duration) -> io::Result<Exchanged> {
         let start = Instant::now();
         let mut bytes = 0;
@@ -87,16 +89,20 @@ impl<'q> Messages<'q> {
             }
         }
         for i in 0..self.count {
-            // SAFETY: the buffer is not written while a send from it is outstanding: the loop
-            // below waits for this send's completion before the next one is posted.
+            // SAFETY: the send buffer is never written after `new`, so the device may read it
+            // for as many sends as are outstanding.
             unsafe { self.qp.post_send(&self.send, self.size, SEND_WR | u64::from(i), true) }?;
-            while self.sent <= i {
+        }
+        let posted = self.count;
+        if send_first {
+            while self.sent < posted {
                 bytes += self.account(timeout)?;
             }
         }
         while self.received < self.count {
             bytes += self.account(timeout)?;
         }
+        self.sent = posted;
         Ok(Exchanged { received: self.received, sent: self.sent, bytes_received: bytes, elapsed: start.elapsed() })
     }
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Many connections between cepm and the stock Linux CM, with rdma-core's cmtime.  cepm manages rxe0 alone
+# (cepm.devices=rxe0); the stock ib_cm/rdma_cm owns rxe1, on veth1 in namespace cepm_peer
+# (10.77.0.2), where the rdma-core tools run.  cepmctl speaks rdma_cm's dialect (--rdma-cm:
+# IP service IDs, a cma_hdr in the REQ, real RoCE v2 GIDs) and each tool's data pattern.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+for tool in cmtime; do
+	command -v $tool >/dev/null || { ktap_skip_all "$tool (rdmacm-utils) missing"; exit "$KSFT_SKIP"; }
+done
+ktap_set_plan 5
+
+out=$CEPM_ROOT/out/interop_stock.$$
+trap 'kill $(jobs -p) 2>/dev/null; wait; stock_down; rm -f "$out".*' EXIT
+sid() { printf '0x%016x' $(($1 + $2)); } # sid PORT_SPACE PORT
+TCP=0x01060000
+peer() { ip netns exec "$PEER_NS" "$@"; }
+# The stock servers print nothing when ready: wait for their listening rdma_cm ID.
+stock_listens() { peer rdma resource show cm_id | grep 'state LISTEN' | grep -q ":$1 "; }
+
+ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
+to_peer=(--device rxe0 --rdma-cm --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" --timeout-ms 30000)
+N=100
+
+# cepmctl's connections to a cmtime server (which never exits by itself).
+peer timeout -s INT 100 cmtime -b 10.77.0.2 -p 7475 >"$out.cmtime-s" 2>&1 &
+cpid=$!
+wait_until 10 stock_listens 7475
+"$CEPMCTL" connect --service-id "$(sid $TCP 7475)" "${to_peer[@]}" --cm-only --count $N --parallel 10 >"$out.many" 2>&1
+crc=$?
+pkill -INT -x cmtime
+wait $cpid
+sed 's/^/# /' "$out.many" "$out.cmtime-s"
+ktap_check "cepmctl -> cmtime server: $N connected and disconnected, none failed" \
+	sh -c "test $crc = 0 && grep -q '^connect: $N connected and disconnected, 0 failed' '$out.many'"
+
+# cmtime's connections to cepmctl.
+"$CEPMCTL" accept --device rxe0 --rdma-cm --cm-only --service-id "$(sid $TCP 7476)" --count $N --timeout-ms 60000 \
+	>"$out.many-acc" 2>&1 &
+apid=$!
+wait_until 10 grep -q '^accept: listening' "$out.many-acc"
+peer timeout 100 cmtime -s 10.77.0.1 -b 10.77.0.2 -p 7476 -c $N >"$out.cmtime-c" 2>&1
+crc=$?
+wait $apid
+arc=$?
+sed 's/^/# /' "$out.cmtime-c" "$out.many-acc"
+ktap_check "cmtime -c $N -> cepmctl: both ends succeed" sh -c "test $crc = 0 && test $arc = 0"
+ktap_check "... all $N connected and disconnected on our side" \
+	grep -q "^accept: $N connected and disconnected, 0 failed" "$out.many-acc"
+ktap_check "no CEP is left in the module" wait_until 20 ceps_are 0
+ktap_finished
