@@ -14,21 +14,17 @@ ktap_set_plan 5
 
 out=$CEPM_ROOT/out/interop_stock.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; stock_down; rm -f "$out".*' EXIT
-sid() { printf '0x%016x' $(($1 + $2)); } # sid PORT_SPACE PORT
-TCP=0x01060000
-peer() { ip netns exec "$PEER_NS" "$@"; }
-# The stock servers print nothing when ready: wait for their listening rdma_cm ID.
-stock_listens() { peer rdma resource show cm_id | grep 'state LISTEN' | grep -q ":$1 "; }
+TCP=0x0106
 
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
 to_peer=(--device rxe0 --rdma-cm --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" --timeout-ms 30000)
 N=100
 
 # cepmctl's connections to a cmtime server (which never exits by itself).
-peer timeout -s INT 100 cmtime -b 10.77.0.2 -p 7475 >"$out.cmtime-s" 2>&1 &
+"${PEER[@]}" timeout -s INT 100 cmtime -b 10.77.0.2 -p 7477 >"$out.cmtime-s" 2>&1 &
 cpid=$!
-wait_until 10 stock_listens 7475
-"$CEPMCTL" connect --service-id "$(sid $TCP 7475)" "${to_peer[@]}" --cm-only --count $N --parallel 10 >"$out.many" 2>&1
+wait_until 10 stock_listens 7477
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7477)" "${to_peer[@]}" --cm-only --count $N --parallel 10 >"$out.many" 2>&1
 crc=$?
 pkill -INT -x cmtime
 wait $cpid
@@ -37,11 +33,11 @@ ktap_check "cepmctl -> cmtime server: $N connected and disconnected, none failed
 	sh -c "test $crc = 0 && grep -q '^connect: $N connected and disconnected, 0 failed' '$out.many'"
 
 # cmtime's connections to cepmctl.
-"$CEPMCTL" accept --device rxe0 --rdma-cm --cm-only --service-id "$(sid $TCP 7476)" --count $N --timeout-ms 60000 \
+"$CEPMCTL" accept --device rxe0 --rdma-cm --cm-only --service-id "$(ip_service_id $TCP 7478)" --count $N --timeout-ms 60000 \
 	>"$out.many-acc" 2>&1 &
 apid=$!
 wait_until 10 grep -q '^accept: listening' "$out.many-acc"
-peer timeout 100 cmtime -s 10.77.0.1 -b 10.77.0.2 -p 7476 -c $N >"$out.cmtime-c" 2>&1
+"${PEER[@]}" timeout 100 cmtime -s 10.77.0.1 -b 10.77.0.2 -p 7478 -c $N >"$out.cmtime-c" 2>&1
 crc=$?
 wait $apid
 arc=$?

@@ -15,21 +15,17 @@ ktap_set_plan 8
 
 out=$CEPM_ROOT/out/interop_stock.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; stock_down; rm -f "$out".*' EXIT
-sid() { printf '0x%016x' $(($1 + $2)); } # sid PORT_SPACE PORT
-TCP=0x01060000
-peer() { ip netns exec "$PEER_NS" "$@"; }
-# The stock servers print nothing when ready: wait for their listening rdma_cm ID.
-stock_listens() { peer rdma resource show cm_id | grep 'state LISTEN' | grep -q ":$1 "; }
+TCP=0x0106
 
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
 to_peer=(--device rxe0 --rdma-cm --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" --timeout-ms 30000)
 
 # 1. ucmatose client -> cepmctl accept: we send first, receive its 10, and disconnect.
-"$CEPMCTL" accept --device rxe0 --rdma-cm --service-id "$(sid $TCP 7472)" --messages 10 --size 100 --send-first \
+"$CEPMCTL" accept --device rxe0 --rdma-cm --service-id "$(ip_service_id $TCP 7472)" --messages 10 --size 100 --send-first \
 	--disconnect --timeout-ms 30000 >"$out.acc" 2>&1 &
 apid=$!
 wait_until 10 grep -q '^accept: listening' "$out.acc"
-peer timeout 60 ucmatose -s 10.77.0.1 -b 10.77.0.2 -p 7472 -c 1 -C 10 -S 100 >"$out.ucm2" 2>&1
+"${PEER[@]}" timeout 60 ucmatose -s 10.77.0.1 -b 10.77.0.2 -p 7472 -c 1 -C 10 -S 100 >"$out.ucm2" 2>&1
 crc=$?
 wait $apid
 arc=$?
@@ -39,10 +35,10 @@ ktap_check "... the cma_hdr was read, 10 messages each way" \
 	sh -c "grep -q 'rdma_cm peer 10.77.0.2:[0-9]* to 10.77.0.1' '$out.acc' && grep -q '10 messages sent and 10 received' '$out.acc'"
 
 # 2. cepmctl connect -> rdma_server: 16 bytes each way, both ends disconnect.
-peer timeout 60 rdma_server -s 10.77.0.2 -p 7473 >"$out.rs" 2>&1 &
+"${PEER[@]}" timeout 60 rdma_server -s 10.77.0.2 -p 7473 >"$out.rs" 2>&1 &
 spid=$!
 wait_until 10 stock_listens 7473
-"$CEPMCTL" connect --service-id "$(sid $TCP 7473)" "${to_peer[@]}" --messages 1 --size 16 --send-first >"$out.rc" 2>&1
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7473)" "${to_peer[@]}" --messages 1 --size 16 --send-first >"$out.rc" 2>&1
 crc=$?
 wait $spid
 src=$?
@@ -51,11 +47,11 @@ ktap_check "cepmctl -> rdma_server: both ends succeed and left timewait" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'event TIMEWAIT_EXIT' '$out.rc'"
 
 # 3. rdma_client -> cepmctl accept.
-"$CEPMCTL" accept --device rxe0 --rdma-cm --service-id "$(sid $TCP 7474)" --messages 1 --size 16 --disconnect \
+"$CEPMCTL" accept --device rxe0 --rdma-cm --service-id "$(ip_service_id $TCP 7474)" --messages 1 --size 16 --disconnect \
 	--timeout-ms 30000 >"$out.acc2" 2>&1 &
 apid=$!
 wait_until 10 grep -q '^accept: listening' "$out.acc2"
-peer timeout 60 rdma_client -s 10.77.0.1 -p 7474 >"$out.rcl" 2>&1
+"${PEER[@]}" timeout 60 rdma_client -s 10.77.0.1 -p 7474 >"$out.rcl" 2>&1
 crc=$?
 wait $apid
 arc=$?
@@ -63,15 +59,15 @@ sed 's/^/# /' "$out.rcl" "$out.acc2"
 ktap_check "rdma_client -> cepmctl: both ends succeed" sh -c "test $crc = 0 && test $arc = 0"
 
 # 4. Failures against the stock CM: no listener (REJ 8); a bad cma_hdr version (REJ 28).
-"$CEPMCTL" connect --service-id "$(sid $TCP 7999)" "${to_peer[@]}" --cm-only >"$out.rej8" 2>&1
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7999)" "${to_peer[@]}" --cm-only >"$out.rej8" 2>&1
 rc=$?
 sed 's/^/# /' "$out.rej8"
 ktap_check "no stock listener: REJ 8 reaches the cepmctl user" \
 	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 8)' '$out.rej8'"
-peer timeout 60 ucmatose -b 10.77.0.2 -p 7475 -c 1 >"$out.ucm3" 2>&1 &
+"${PEER[@]}" timeout 60 ucmatose -b 10.77.0.2 -p 7475 -c 1 >"$out.ucm3" 2>&1 &
 spid=$!
 wait_until 10 stock_listens 7475
-"$CEPMCTL" connect --service-id "$(sid $TCP 7475)" "${to_peer[@]}" --cm-only --cma-version 1 >"$out.rej28" 2>&1
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7475)" "${to_peer[@]}" --cm-only --cma-version 1 >"$out.rej28" 2>&1
 rc=$?
 kill $spid 2>/dev/null
 wait $spid
