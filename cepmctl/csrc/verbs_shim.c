@@ -40,6 +40,8 @@ SAME(CEPM_VERBS_QPS_UNKNOWN, IBV_QPS_UNKNOWN);
 SAME(CEPM_VERBS_WC_SUCCESS, IBV_WC_SUCCESS);
 SAME(CEPM_VERBS_WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR);
 SAME(CEPM_VERBS_WC_SEND, IBV_WC_SEND);
+SAME(CEPM_VERBS_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE);
+SAME(CEPM_VERBS_WC_RDMA_READ, IBV_WC_RDMA_READ);
 SAME(CEPM_VERBS_WC_RECV, IBV_WC_RECV);
 SAME(sizeof(((struct cepm_verbs_ah *)0)->dgid), sizeof(union ibv_gid));
 
@@ -342,4 +344,21 @@ int cepm_verbs_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	return to_errno(ibv_post_recv(qp, &wr, &bad));
+}
+
+int cepm_verbs_post_rdma(struct ibv_qp *qp, uint64_t wr_id, int write, void *addr, uint32_t length,
+			 uint32_t lkey, uint64_t remote_addr, uint32_t rkey, int signaled)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = length, .lkey = lkey };
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+	wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+	wr.wr.rdma.remote_addr = remote_addr;
+	wr.wr.rdma.rkey = rkey;
+	return to_errno(ibv_post_send(qp, &wr, &bad));
 }

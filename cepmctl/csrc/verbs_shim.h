@@ -66,6 +66,8 @@ struct ibv_mr;
 #define CEPM_VERBS_WC_SUCCESS 0
 #define CEPM_VERBS_WC_WR_FLUSH_ERR 5
 #define CEPM_VERBS_WC_SEND 0
+#define CEPM_VERBS_WC_RDMA_WRITE 1
+#define CEPM_VERBS_WC_RDMA_READ 2
 #define CEPM_VERBS_WC_RECV 128
 
 /* What ibv_query_port reports, the fields cepm uses. */
@@ -130,7 +132,7 @@ struct cepm_verbs_rts {
 struct cepm_verbs_wc {
 	uint64_t wr_id;
 	uint32_t status;       /* CEPM_VERBS_WC_SUCCESS or another enum ibv_wc_status value */
-	uint32_t opcode;       /* CEPM_VERBS_WC_SEND, CEPM_VERBS_WC_RECV, ... */
+	uint32_t opcode;       /* CEPM_VERBS_WC_SEND, CEPM_VERBS_WC_RECV, CEPM_VERBS_WC_RDMA_*, ... */
 	uint32_t vendor_err;
 	uint32_t byte_len;
 	uint32_t qp_num;
@@ -180,5 +182,11 @@ int cepm_verbs_modify_qp_err(struct ibv_qp *qp);
 int cepm_verbs_post_send(struct ibv_qp *qp, uint64_t wr_id, const void *addr, uint32_t length,
 			 uint32_t lkey, int signaled);
 int cepm_verbs_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t length, uint32_t lkey);
+/*
+ * A one-SGE RDMA READ (`write` 0: `length` bytes from remote_addr/rkey into addr/lkey) or RDMA
+ * WRITE (`write` 1: from addr/lkey to remote_addr/rkey), signaled or not.
+ */
+int cepm_verbs_post_rdma(struct ibv_qp *qp, uint64_t wr_id, int write, void *addr, uint32_t length,
+			 uint32_t lkey, uint64_t remote_addr, uint32_t rkey, int signaled);
 
 #endif /* CEPM_VERBS_SHIM_H */

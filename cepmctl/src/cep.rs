@@ -309,6 +309,17 @@ impl Cepm {
             .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "no event before the timeout"))
     }
 
+    /// Whether an event is waiting to be read (without reading it).
+    pub fn event_pending(&self) -> io::Result<bool> {
+        let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: `pfd` is one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n > 0)
+    }
+
     /// The next event, waiting at most `timeout` (`None`: forever). `Ok(None)` on timeout.
     pub fn next_event(&self, timeout: Option<Duration>) -> io::Result<Option<Event>> {
         let ms = timeout.map_or(-1, |t| i32::try_from(t.as_millis()).unwrap_or(i32::MAX));

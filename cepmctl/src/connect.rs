@@ -11,6 +11,7 @@ use crate::{
     sys, umad,
     verbs::{
         messages::{Exchanged, Messages},
+        rping::{Rping, RpingStats},
         AccessFlags, AhAttr, CompletionQueue, Device, Mtu, PingPong, PingPongConfig, ProtectionDomain, QpCaps,
         RcQp, Role, RtrAttr, RtsAttr, Stats,
     },
@@ -69,6 +70,9 @@ pub struct Config {
     pub send_first: bool,
     /// Active side: the peer disconnects; wait for its DREQ and answer it.
     pub peer_disconnects: bool,
+    /// Instead of the ping-pong: rdma-core's rping protocol with `size`-byte buffers (the
+    /// client pings `iterations` times; the server serves until the client disconnects).
+    pub rping: bool,
 }
 
 /// The QPNs CM-only connections announce, one per side: any non-zero 24-bit values will do,
@@ -252,16 +256,19 @@ fn rts_attr(a: &sys::cepm_qp_attr) -> RtsAttr {
     }
 }
 
-/// What moves over the QP once connected: receives are posted when it is made, in INIT.
+/// What moves over the QP once connected: receives are posted when it is made, in INIT. It
+/// is kept until the connection is over: the device may still use its buffers.
 enum Traffic<'q> {
-    PingPong(PingPong<'q>),
+    PingPong(Option<PingPong<'q>>),
     Messages(Messages<'q>),
+    Rping(Option<Rping<'q>>),
 }
 
 /// What the traffic did.
 enum Moved {
     PingPong(Stats),
     Messages(Exchanged),
+    Rping(RpingStats),
 }
 
 /// Moves the QP (if any) to INIT and then RTR with cepm's attributes, posting the traffic's
@@ -277,7 +284,8 @@ fn to_rtr<'q>(
             to_init(cepm, handle, &qp.qp)?;
             Some(match config.messages {
                 Some(n) => Traffic::Messages(Messages::new(&qp.qp, n, config.size)?),
-                None => Traffic::PingPong(PingPong::new(&qp.qp, config.size)?),
+                None if config.rping => Traffic::Rping(Some(Rping::new(&qp.qp, config.size)?)),
+                None => Traffic::PingPong(Some(PingPong::new(&qp.qp, config.size)?)),
             })
         }
         None => None,
@@ -332,14 +340,31 @@ fn hold(cepm: &Cepm, config: &Config, trace: &mut Trace) -> io::Result<bool> {
     Ok(true)
 }
 
-fn run_traffic(qp: &RcQp, traffic: Traffic<'_>, role: Role, config: &Config, trace: &mut Trace) -> io::Result<Option<Stats>> {
+fn run_traffic(
+    cepm: &Cepm,
+    qp: &RcQp,
+    traffic: &mut Traffic<'_>,
+    role: Role,
+    config: &Config,
+    trace: &mut Trace,
+) -> io::Result<Option<Stats>> {
     let moved = match traffic {
         Traffic::PingPong(_) if config.iterations == 0 => return Ok(None),
         Traffic::PingPong(pp) => {
             let cfg = PingPongConfig { iterations: config.iterations, timeout: config.timeout, corrupt_echo_at: None };
+            let pp = pp.take().ok_or_else(|| io::Error::other("the ping-pong ran already"))?;
             pp.run(role, &cfg).map(Moved::PingPong)
         }
         Traffic::Messages(m) => m.run(config.send_first, config.timeout).map(Moved::Messages),
+        Traffic::Rping(r) => {
+            let r = r.take().ok_or_else(|| io::Error::other("rping ran already"))?;
+            match role {
+                Role::Client => r.run_client(config.iterations, config.timeout),
+                // The client's DREQ ends the serving; it stays queued for `answer_dreq`.
+                Role::Server => r.run_server_until(config.timeout, || cepm.event_pending()),
+            }
+            .map(Moved::Rping)
+        }
     };
     match moved {
         Err(e) => {
@@ -347,6 +372,10 @@ fn run_traffic(qp: &RcQp, traffic: Traffic<'_>, role: Role, config: &Config, tra
             Err(e)
         }
         Ok(Moved::PingPong(stats)) => Ok(Some(stats)),
+        Ok(Moved::Rping(stats)) => {
+            trace.push(format!("rping: {stats}"));
+            Ok(None)
+        }
         Ok(Moved::Messages(x)) => {
             trace.push(format!(
                 "{} messages sent and {} received ({} bytes) in {:.1} ms",
@@ -388,11 +417,15 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     if let Some(qp) = &qp {
         qp.qp.to_rts(&rts_attr(&rts))?;
     }
-    trace.push(format!("QP {qpn:#x} in RTS, connected to QP {:#x}", rtr.dest_qp_num));
+    trace.push(format!(
+        "QP {qpn:#x} in RTS, connected to QP {:#x} (send PSN {:#x}, receive PSN {:#x}, ACK timeout {}, retries {}, RNR retries {})",
+        rtr.dest_qp_num, rts.sq_psn, rtr.rq_psn, rts.timeout, rts.retry_cnt, rts.rnr_retry
+    ));
     cepm.send_rtu(handle, b"")?;
     trace.push(format!("RTU sent; CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
-    let stats = match (&qp, pp) {
-        (Some(qp), Some(pp)) => run_traffic(&qp.qp, pp, Role::Client, config, &mut trace)?,
+    let mut traffic = pp;
+    let stats = match (&qp, traffic.as_mut()) {
+        (Some(qp), Some(t)) => run_traffic(&cepm, &qp.qp, t, Role::Client, config, &mut trace)?,
         _ => None,
     };
     if hold(&cepm, config, &mut trace)? {
@@ -536,8 +569,9 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         qp.qp.to_rts(&rts_attr(&cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?))?;
     }
     trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
-    let stats = match (&qp, pp) {
-        (Some(qp), Some(pp)) => run_traffic(&qp.qp, pp, Role::Server, config, &mut trace)?,
+    let mut traffic = pp;
+    let stats = match (&qp, traffic.as_mut()) {
+        (Some(qp), Some(t)) => run_traffic(&cepm, &qp.qp, t, Role::Server, config, &mut trace)?,
         _ => None,
     };
     if hold(&cepm, config, &mut trace)? {

@@ -247,6 +247,10 @@ struct ConnectArgs {
     /// connect: the peer disconnects; wait for its DREQ and answer it.
     #[arg(long, conflicts_with = "hold")]
     peer_disconnects: bool,
+    /// Speak rdma-core's rping protocol over the QP (--size is rping's -S; connect pings
+    /// --iterations times, accept serves until the client disconnects).
+    #[arg(long, conflicts_with = "messages")]
+    rping: bool,
     /// connect: the peer's IPv4 address (default: this host, over the port's own GID).
     #[arg(long, requires = "peer_mac")]
     peer_ip: Option<std::net::Ipv4Addr>,
@@ -291,6 +295,7 @@ impl ConnectArgs {
             messages: self.messages,
             send_first: self.send_first,
             peer_disconnects: self.peer_disconnects,
+            rping: self.rping,
         }
     }
 }

@@ -31,6 +31,7 @@
 
 pub mod loopback;
 pub mod messages;
+pub mod rping;
 
 use std::{
     alloc::{self, Layout},
@@ -673,7 +674,11 @@ pub enum WcOpcode {
     Send,
     /// A receive.
     Recv,
-    /// Anything else (RDMA, atomics, ...), with its `ibv_wc_opcode` value.
+    /// An RDMA READ this QP initiated.
+    RdmaRead,
+    /// An RDMA WRITE this QP initiated.
+    RdmaWrite,
+    /// Anything else (atomics, ...), with its `ibv_wc_opcode` value.
     Other(u32),
 }
 
@@ -685,6 +690,8 @@ impl WorkCompletion {
             opcode: match raw.opcode {
                 ffi::CEPM_VERBS_WC_SEND => WcOpcode::Send,
                 ffi::CEPM_VERBS_WC_RECV => WcOpcode::Recv,
+                ffi::CEPM_VERBS_WC_RDMA_READ => WcOpcode::RdmaRead,
+                ffi::CEPM_VERBS_WC_RDMA_WRITE => WcOpcode::RdmaWrite,
                 other => WcOpcode::Other(other),
             },
             byte_len: raw.byte_len,
@@ -860,6 +867,7 @@ pub struct MemoryRegion {
     layout: Layout,
     lkey: u32,
     rkey: u32,
+    access: AccessFlags,
     pd: Arc<PdInner>,
 }
 
@@ -894,7 +902,7 @@ impl MemoryRegion {
         };
         // SAFETY: `mr` is a registered region.
         let (lkey, rkey) = unsafe { (ffi::cepm_verbs_mr_lkey(mr.as_ptr()), ffi::cepm_verbs_mr_rkey(mr.as_ptr())) };
-        Ok(Self { mr, buf, layout, lkey, rkey, pd: Arc::clone(&pd.inner) })
+        Ok(Self { mr, buf, layout, lkey, rkey, access, pd: Arc::clone(&pd.inner) })
     }
 
     /// The buffer's length in bytes.
@@ -915,6 +923,11 @@ impl MemoryRegion {
     /// The remote key, for a peer's RDMA reads and writes.
     pub fn rkey(&self) -> u32 {
         self.rkey
+    }
+
+    /// The access rights the region was registered with.
+    pub fn access(&self) -> AccessFlags {
+        self.access
     }
 
     /// The buffer's address (what a peer's RDMA request names).
@@ -968,6 +981,27 @@ impl Default for QpCaps {
     fn default() -> Self {
         Self { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }
     }
+}
+
+/// The direction of a one-sided RDMA operation ([`RcQp::post_rdma`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RdmaOp {
+    /// RDMA READ (`IBV_WR_RDMA_READ`): remote memory into the local region, which needs
+    /// [`AccessFlags::LOCAL_WRITE`]; the remote region needs [`AccessFlags::REMOTE_READ`] and the
+    /// QP a non-zero `max_rd_atomic`.
+    Read,
+    /// RDMA WRITE (`IBV_WR_RDMA_WRITE`): the local region into remote memory, which needs
+    /// [`AccessFlags::REMOTE_WRITE`].
+    Write,
+}
+
+/// Remote memory named by a peer for one-sided RDMA: the address and key it advertised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RemoteBuf {
+    /// The virtual address in the peer's memory region.
+    pub addr: u64,
+    /// The peer region's remote key.
+    pub rkey: u32,
 }
 
 /// A reliable-connected queue pair (`IBV_QPT_RC`) whose sends and receives complete on one CQ.
@@ -1164,6 +1198,54 @@ impl RcQp {
         // caller leaves it alone until the completion.
         let rc = unsafe { ffi::cepm_verbs_post_recv(self.qp.as_ptr(), wr_id, mr.buf.as_ptr().cast(), len, mr.lkey) };
         errno_result(rc, &format!("ibv_post_recv on QP {}", self.qpn))
+    }
+
+    /// Posts a one-sided RDMA READ (into) or WRITE (from) the first `len` bytes of `mr`, at
+    /// `remote`, with `wr_id`; `signaled` asks for a completion on success (failures always
+    /// complete). A READ needs `mr` registered with [`AccessFlags::LOCAL_WRITE`].
+    ///
+    /// # Safety
+    ///
+    /// The device accesses the bytes asynchronously: until the request's completion has been
+    /// polled (or the QP is destroyed), the caller must not modify them (WRITE) or read or
+    /// write them (READ), which Rust cannot check because `mr` is only borrowed for the call.
+    /// Remote memory is the peer's: a wrong address or key fails the request, not this process.
+    pub unsafe fn post_rdma(
+        &self,
+        op: RdmaOp,
+        mr: &MemoryRegion,
+        len: usize,
+        remote: RemoteBuf,
+        wr_id: u64,
+        signaled: bool,
+    ) -> io::Result<()> {
+        let len = self.check_mr(mr, len)?;
+        if op == RdmaOp::Read && !mr.access().contains(AccessFlags::LOCAL_WRITE) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an RDMA READ target region needs local write access",
+            ));
+        }
+        // SAFETY: the QP is alive, the buffer is `len` bytes of a region registered in the QP's
+        // PD, and the caller leaves it alone (READ) or unmodified (WRITE) until the completion.
+        let rc = unsafe {
+            ffi::cepm_verbs_post_rdma(
+                self.qp.as_ptr(),
+                wr_id,
+                i32::from(op == RdmaOp::Write),
+                mr.buf.as_ptr().cast(),
+                len,
+                mr.lkey,
+                remote.addr,
+                remote.rkey,
+                i32::from(signaled),
+            )
+        };
+        let what = match op {
+            RdmaOp::Read => "RDMA READ",
+            RdmaOp::Write => "RDMA WRITE",
+        };
+        errno_result(rc, &format!("ibv_post_send({what}) on QP {}", self.qpn))
     }
 }
 
@@ -1634,7 +1716,9 @@ mod tests {
         assert!(e.to_string().contains("Flush"), "{e}");
         assert_eq!(CompletionError::of(&io::Error::other("x")), None);
         assert_eq!(WorkCompletion::from_raw(&ffi::cepm_verbs_wc { opcode: 0, ..raw }).opcode, WcOpcode::Send);
-        assert_eq!(WorkCompletion::from_raw(&ffi::cepm_verbs_wc { opcode: 1, ..raw }).opcode, WcOpcode::Other(1));
+        assert_eq!(WorkCompletion::from_raw(&ffi::cepm_verbs_wc { opcode: 1, ..raw }).opcode, WcOpcode::RdmaWrite);
+        assert_eq!(WorkCompletion::from_raw(&ffi::cepm_verbs_wc { opcode: 2, ..raw }).opcode, WcOpcode::RdmaRead);
+        assert_eq!(WorkCompletion::from_raw(&ffi::cepm_verbs_wc { opcode: 3, ..raw }).opcode, WcOpcode::Other(3));
     }
 
     #[test]

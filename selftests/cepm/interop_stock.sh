@@ -4,14 +4,13 @@
 # (cepm.devices=rxe0); the stock ib_cm/rdma_cm owns rxe1, on veth1 in namespace cepm_peer
 # (10.77.0.2), where the rdma-core tools run.  cepmctl speaks rdma_cm's dialect (--rdma-cm:
 # IP service IDs, a cma_hdr in the REQ, real RoCE v2 GIDs) and each tool's data pattern.
-# Not here yet: cepmctl as ucmatose's client, which stalls now and then (see docs/interop.md).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
 for tool in ucmatose rdma_server rdma_client; do
 	command -v $tool >/dev/null || { ktap_skip_all "$tool (rdmacm-utils) missing"; exit "$KSFT_SKIP"; }
 done
-ktap_set_plan 8
+ktap_set_plan 10
 
 out=$CEPM_ROOT/out/interop_stock.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; stock_down; rm -f "$out".*' EXIT
@@ -20,7 +19,22 @@ TCP=0x0106
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
 to_peer=(--device rxe0 --rdma-cm --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" --timeout-ms 30000)
 
-# 1. ucmatose client -> cepmctl accept: we send first, receive its 10, and disconnect.
+# 1. cepmctl connect -> ucmatose server: it sends 10 messages of 100 bytes, we answer with 10,
+#    it disconnects.
+"${PEER[@]}" timeout 60 ucmatose -b 10.77.0.2 -p 7471 -c 1 -C 10 -S 100 >"$out.ucm-s" 2>&1 &
+spid=$!
+wait_until 10 stock_listens 7471
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7471)" "${to_peer[@]}" --messages 10 --size 100 --peer-disconnects \
+	>"$out.ucm-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+sed 's/^/# /' "$out.ucm-s" "$out.ucm-c"
+ktap_check "cepmctl -> ucmatose: both ends succeed" sh -c "test $crc = 0 && test $src = 0"
+ktap_check "... 10 messages each way, the server's DREQ answered" \
+	sh -c "grep -q '10 messages sent and 10 received' '$out.ucm-c' && grep -q 'DREP sent' '$out.ucm-c'"
+
+# 2. ucmatose client -> cepmctl accept: we send first, receive its 10, and disconnect.
 "$CEPMCTL" accept --device rxe0 --rdma-cm --service-id "$(ip_service_id $TCP 7472)" --messages 10 --size 100 --send-first \
 	--disconnect --timeout-ms 30000 >"$out.acc" 2>&1 &
 apid=$!
@@ -34,7 +48,7 @@ ktap_check "ucmatose -> cepmctl: both ends succeed" sh -c "test $crc = 0 && test
 ktap_check "... the cma_hdr was read, 10 messages each way" \
 	sh -c "grep -q 'rdma_cm peer 10.77.0.2:[0-9]* to 10.77.0.1' '$out.acc' && grep -q '10 messages sent and 10 received' '$out.acc'"
 
-# 2. cepmctl connect -> rdma_server: 16 bytes each way, both ends disconnect.
+# 3. cepmctl connect -> rdma_server: 16 bytes each way, both ends disconnect.
 "${PEER[@]}" timeout 60 rdma_server -s 10.77.0.2 -p 7473 >"$out.rs" 2>&1 &
 spid=$!
 wait_until 10 stock_listens 7473
@@ -46,7 +60,7 @@ sed 's/^/# /' "$out.rs" "$out.rc"
 ktap_check "cepmctl -> rdma_server: both ends succeed and left timewait" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'event TIMEWAIT_EXIT' '$out.rc'"
 
-# 3. rdma_client -> cepmctl accept.
+# 4. rdma_client -> cepmctl accept.
 "$CEPMCTL" accept --device rxe0 --rdma-cm --service-id "$(ip_service_id $TCP 7474)" --messages 1 --size 16 --disconnect \
 	--timeout-ms 30000 >"$out.acc2" 2>&1 &
 apid=$!
@@ -58,7 +72,7 @@ arc=$?
 sed 's/^/# /' "$out.rcl" "$out.acc2"
 ktap_check "rdma_client -> cepmctl: both ends succeed" sh -c "test $crc = 0 && test $arc = 0"
 
-# 4. Failures against the stock CM: no listener (REJ 8); a bad cma_hdr version (REJ 28).
+# 5. Failures against the stock CM: no listener (REJ 8); a bad cma_hdr version (REJ 28).
 "$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7999)" "${to_peer[@]}" --cm-only >"$out.rej8" 2>&1
 rc=$?
 sed 's/^/# /' "$out.rej8"

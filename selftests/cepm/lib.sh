@@ -87,14 +87,15 @@ stock_up() {
 # execs it), so the test can signal it.
 PEER=(ip netns exec "$PEER_NS")
 # The stock rdma-core tools the interop tests run.
-STOCK_TOOLS='ucmatose|rdma_server|rdma_client|cmtime|rping|udaddy'
+STOCK_TOOLS=(ucmatose rdma_server rdma_client cmtime rping udaddy)
 # stock_listens PORT: a stock tool listens on PORT (they print nothing when ready).
 stock_listens() { "${PEER[@]}" rdma resource show cm_id | grep 'state LISTEN' | grep -q ":$1 "; }
 # ip_service_id PORT_SPACE PORT: rdma_cm's service ID, e.g. ip_service_id 0x0106 7471 (TCP).
 ip_service_id() { printf '0x%016x' $((($1 << 16) + $2)); }
 stock_down() {
 	# A stock tool still running holds rdma_ucm; none may outlive its test.
-	pkill -x "$STOCK_TOOLS"
+	local tool
+	for tool in "${STOCK_TOOLS[@]}"; do pkill -x "$tool"; done
 	peer_ns_down
 	# The stock tools may still be exiting, holding rdma_ucm for a moment.
 	wait_until 20 modprobe -r rdma_ucm rdma_cm iw_cm ib_cm 2>/dev/null

@@ -80,7 +80,10 @@ impl<'q> Messages<'q> {
     /// then `count` receives; otherwise `count` receives, then `count` sends whose completions
     /// are not waited for, as the stock tools' answering side does: its peer may disconnect
     /// (and stop acknowledging) as soon as it has the last message.
-    pub fn run(mut self, send_first: bool, timeout: Duration) -> io::Result<Exchanged> {
+    ///
+    /// Keep `self` until the QP is done with (disconnected or destroyed): sends not waited for
+    /// may still be reading its buffer.
+    pub fn run(&mut self, send_first: bool, timeout: Duration) -> io::Result<Exchanged> {
         let start = Instant::now();
         let mut bytes = 0;
         if !send_first {

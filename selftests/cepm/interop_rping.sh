@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# cepm against rdma-core's rping, both ways, with the stock Linux CM on the other host (see
+# interop_stock.sh for the topology).  rping's server RDMA-reads the client's buffer and
+# RDMA-writes it back; the client checks the echo (-V).  The first connection is captured on
+# veth0 and must decode cleanly in tshark's InfiniBand dissector; the capture is kept as
+# out/artefacts/interop-rping.pcap.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+for tool in rping tshark; do
+	command -v $tool >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
+done
+ktap_set_plan 7
+
+out=$CEPM_ROOT/out/interop_rping.$$
+pcap=$CEPM_ROOT/out/artefacts/interop-rping.pcap
+trap 'kill $(jobs -p) 2>/dev/null; wait; stock_down; rm -f "$out".*' EXIT
+TCP=0x0106
+
+ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
+to_peer=(--device rxe0 --rdma-cm --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" --timeout-ms 30000)
+
+# 1. cepmctl connect -> rping -s, captured.
+mkdir -p "$(dirname "$pcap")"
+rm -f "$pcap"
+dumpcap -i veth0 -f "udp port 4791" -w "$out.pcap" >"$out.dumpcap" 2>&1 &
+tpid=$!
+wait_until 30 grep -q "Capturing on" "$out.dumpcap"
+"${PEER[@]}" timeout 60 rping -s -a 10.77.0.2 -p 7174 -v -S 64 >"$out.rping-s" 2>&1 &
+spid=$!
+wait_until 10 stock_listens 7174
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7174)" "${to_peer[@]}" --rping --iterations 10 --size 64 \
+	>"$out.c" 2>&1
+crc=$?
+wait $spid
+src=$?
+# The DREP is the last CM message: once cepmctl saw it, it is in the capture buffer.
+kill -INT $tpid
+wait $tpid
+cp "$out.pcap" "$pcap"
+sed 's/^/# /' "$out.rping-s" "$out.c"
+ktap_check "cepmctl -> rping -s: both ends succeed" sh -c "test $crc = 0 && test $src = 0"
+ktap_check "... 10 pings echoed by the server's RDMA read and write, verified" \
+	grep -q 'rping client: 10 pings x 64 bytes, .* verified 640 bytes' "$out.c"
+
+# The capture, dissected once (tshark starts slowly under TCG): the CM attribute and the worst
+# expert-info severity of each frame.  Malformed frames carry an Error (0x800000) expert info.
+tshark -r "$pcap" -T fields -e infiniband.mad.attributeid -e _ws.expert.severity >"$out.frames" 2>"$out.tshark-err"
+trc=$?
+awk -F'\t' '$1 != "" { print "# CM attribute in capture: " $1 }' "$out.frames"
+ktap_check "tshark dissected the capture: REQ, REP, RTU, DREQ and DREP are there" \
+	sh -c "test $trc = 0 && for a in 0x0010 0x0013 0x0014 0x0015 0x0016; do cut -f1 '$out.frames' | grep -qx \$a || exit 1; done"
+# tshark prints severities in decimal, comma-separated; Warning is 0x600000 (6291456).
+worst_severity() { cut -f2 "$out.frames" | tr ',' '\n' | awk 'NF && $1 + 0 > m { m = $1 + 0 } END { print m + 0 }'; }
+ktap_check "tshark's InfiniBand dissector finds nothing malformed (no expert info of Warning or worse)" \
+	test "$(worst_severity)" -lt 6291456
+
+# 2. rping -c -> cepmctl accept: we RDMA-read and write back; rping -V verifies.
+"$CEPMCTL" accept --device rxe0 --rdma-cm --service-id "$(ip_service_id $TCP 7175)" --rping --size 64 \
+	--timeout-ms 30000 >"$out.acc" 2>&1 &
+apid=$!
+wait_until 10 grep -q '^accept: listening' "$out.acc"
+"${PEER[@]}" timeout 60 rping -c -a 10.77.0.1 -I 10.77.0.2 -p 7175 -C 10 -S 64 -v -V >"$out.rping-c" 2>&1
+crc=$?
+wait $apid
+arc=$?
+sed 's/^/# /' "$out.rping-c" "$out.acc"
+ktap_check "rping -c -V -> cepmctl: both ends succeed" sh -c "test $crc = 0 && test $arc = 0"
+ktap_check "... 10 pings served (RDMA read and write), then the client's DREQ answered" \
+	sh -c "grep -q 'rping server: 10 pings x 64 bytes' '$out.acc' && grep -q 'DREP sent' '$out.acc'"
+ktap_finished
