@@ -9,6 +9,7 @@
 #   make selftest  boot the test kernel once and run every selftest in it
 #   make check     all of the above, as CI runs it
 #   make demo      boot the VM and show the module live
+#   make bench     connect/disconnect timings, cepm against the stock CM (out/bench.md)
 #   make lint      cepm.ko under clippy (CLIPPY=1), plus cargo clippy on the host crates
 
 CEPM_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cepm
@@ -27,7 +28,7 @@ KDIR ?= $(shell cat $(CEPM_CACHE)/current-kernel 2>/dev/null)
 
 CARGO ?= cargo
 
-.PHONY: all module deps kernel user host-test selftest selftest-progs check demo lint clean need-kdir
+.PHONY: all module deps kernel user host-test selftest selftest-progs check demo bench lint clean need-kdir
 
 all: module
 
@@ -72,6 +73,9 @@ check:
 
 demo:
 	scripts/demo.sh
+
+bench:
+	scripts/bench.sh
 
 clean:
 	-[ -n "$(KDIR)" ] && $(MAKE) -C $(KDIR) M=$(CURDIR) clean

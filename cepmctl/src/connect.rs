@@ -91,17 +91,17 @@ pub struct Outcome {
 }
 
 /// The CM exchange as it happens: each step is printed at once (scripts wait on them) and kept.
-struct Trace {
+pub(crate) struct Trace {
     who: &'static str,
     lines: Vec<String>,
 }
 
 impl Trace {
-    fn new(who: &'static str) -> Self {
+    pub(crate) fn new(who: &'static str) -> Self {
         Self { who, lines: Vec::new() }
     }
 
-    fn push(&mut self, line: String) {
+    pub(crate) fn push(&mut self, line: String) {
         println!("{}: {line}", self.who);
         let _ = std::io::Write::flush(&mut std::io::stdout());
         self.lines.push(line);
@@ -162,6 +162,20 @@ impl Route {
     }
 }
 
+/// The `cma_hdr` an `rdma_cm` peer expects at the start of a REQ's or SIDR_REQ's private
+/// data, from our address on `route` to `config.peer`, with `config.cma_version`.
+pub(crate) fn cma_hdr(config: &Config, route: &Route, handle: u32) -> io::Result<[u8; CMA_HDR_SIZE]> {
+    let (Some((dst, _)), Some(src)) = (config.peer, route.ipv4) else {
+        return Err(io::Error::other("--rdma-cm needs --peer-ip and an IPv4 RoCE v2 GID"));
+    };
+    // Any source port will do: the passive side only reports it. Take one from the
+    // ephemeral range, distinct per process and connection.
+    let src_port = 49152 + ((std::process::id() as u16 ^ handle as u16) & 0x3fff);
+    let mut hdr = CmaHdr { src_port, addrs: CmaAddrs::V4 { src, dst } }.encode();
+    hdr[0] = config.cma_version;
+    Ok(hdr)
+}
+
 /// The REQ `config` asks for, from QP `qpn` starting at PSN `psn`, along `route`, with
 /// `pdata` after the `cma_hdr` (if `config.rdma_cm`).
 pub(crate) fn connect_args(
@@ -191,15 +205,7 @@ pub(crate) fn connect_args(
     };
     let mut len = 0;
     if config.rdma_cm {
-        let (Some((dst, _)), Some(src)) = (config.peer, route.ipv4) else {
-            return Err(io::Error::other("--rdma-cm needs --peer-ip and an IPv4 RoCE v2 GID"));
-        };
-        // Any source port will do: the passive side only reports it. Take one from the
-        // ephemeral range, distinct per process and connection.
-        let src_port = 49152 + ((std::process::id() as u16 ^ handle as u16) & 0x3fff);
-        let mut hdr = CmaHdr { src_port, addrs: CmaAddrs::V4 { src, dst } }.encode();
-        hdr[0] = config.cma_version;
-        req.pdata[..CMA_HDR_SIZE].copy_from_slice(&hdr);
+        req.pdata[..CMA_HDR_SIZE].copy_from_slice(&cma_hdr(config, route, handle)?);
         len = CMA_HDR_SIZE;
     }
     let end = len + pdata.len();
@@ -444,7 +450,7 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
 /// An `rdma_cm` peer's REQ starts with a `cma_hdr`; without a valid one it is rejected with
 /// reason 28 (Consumer Reject), as the passive `rdma_cm` does (`cma_ib_req_handler` fails,
 /// `drivers/infiniband/core/cm.c:1103-1111`).
-fn check_cma_hdr(cepm: &Cepm, handle: u32, pdata: &[u8], trace: &mut Trace) -> io::Result<()> {
+pub(crate) fn check_cma_hdr(cepm: &Cepm, handle: u32, pdata: &[u8], trace: &mut Trace) -> io::Result<()> {
     match CmaHdr::decode(pdata) {
         Ok(hdr) => {
             if let CmaAddrs::V4 { src, dst } = hdr.addrs {

@@ -47,9 +47,9 @@ enum Command {
         /// Service ID to listen on.
         #[arg(long, value_parser = parse_u64)]
         service_id: u64,
-        /// QPN to answer with.
-        #[arg(long, value_parser = parse_u32)]
-        qpn: u32,
+        /// QPN to answer with (not with --udaddy, which answers with its own UD QP).
+        #[arg(long, value_parser = parse_u32, required_unless_present = "udaddy")]
+        qpn: Option<u32>,
         /// Q_Key to answer with.
         #[arg(long, value_parser = parse_u32, default_value = "0x11111111")]
         qkey: u32,
@@ -204,6 +204,10 @@ struct ConnectArgs {
     /// one; `accept` answers until that many have disconnected.
     #[arg(long)]
     count: Option<u64>,
+    /// connect --count: all connections first, then all disconnects, timed per phase with
+    /// setup-latency percentiles (what `make bench` runs, like rdma-core's cmtime).
+    #[arg(long, requires = "count")]
+    phases: bool,
     /// connect --count: connections in flight at once.
     #[arg(long, default_value_t = 1)]
     parallel: u64,
@@ -251,6 +255,11 @@ struct ConnectArgs {
     /// --iterations times, accept serves until the client disconnects).
     #[arg(long, conflicts_with = "messages")]
     rping: bool,
+    /// resolve / serve-ud: rdma-core udaddy's exchange over a UD QP (Q_Key 0x01234567):
+    /// --messages datagrams (default 10) of --size bytes each way, the client's carrying its
+    /// QPN as immediate data.
+    #[arg(long)]
+    udaddy: bool,
     /// connect: the peer's IPv4 address (default: this host, over the port's own GID).
     #[arg(long, requires = "peer_mac")]
     peer_ip: Option<std::net::Ipv4Addr>,
@@ -307,6 +316,23 @@ fn print_totals(who: &str, t: &cepm::many::Totals, parallel: u64) {
         "{who}: {} connected and disconnected, {} failed, {parallel} in flight, {ms:.0} ms ({per:.2} ms per connection)",
         t.completed, t.failed
     );
+}
+
+/// A phased run, one line a phase; the benchmark parses these.
+fn print_phases(p: &cepm::many::Phases, parallel: u64) {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let n = p.setup.len() as f64;
+    let rate = if p.connect.is_zero() { 0.0 } else { n / p.connect.as_secs_f64() };
+    let q = |x| p.setup_quantile(x).map_or(0.0, ms);
+    println!(
+        "connect phase: {} established, {} failed, {parallel} REQs in flight, {:.1} ms, {rate:.1} connections/s, setup p50 {:.2} ms p99 {:.2} ms",
+        p.setup.len(),
+        p.failed,
+        ms(p.connect),
+        q(0.5),
+        q(0.99)
+    );
+    println!("disconnect phase: {} disconnected, {:.1} ms", p.completed, ms(p.disconnect));
 }
 
 /// The ping-pong's result (the CM trace was printed as it happened).
@@ -460,6 +486,14 @@ fn run(cli: Cli) -> std::io::Result<()> {
             }
         }
         Command::Connect { service_id, common } => match common.count {
+            Some(count) if common.phases => {
+                let parallel = common.parallel.max(1);
+                let p = cepm::many::active_phased(&common.config(service_id), count, parallel)?;
+                print_phases(&p, parallel);
+                if p.failed != 0 {
+                    return Err(std::io::Error::other(format!("{} connection(s) failed", p.failed)));
+                }
+            }
             Some(count) => {
                 let parallel = common.parallel.max(1);
                 let t = cepm::many::active(&common.config(service_id), count, parallel)?;
@@ -470,11 +504,20 @@ fn run(cli: Cli) -> std::io::Result<()> {
             }
             None => print_outcome("connect", &cepm::connect::active(&common.config(service_id))?),
         },
+        Command::Resolve { service_id, common } if common.udaddy => {
+            let n = common.messages.unwrap_or(cepm::verbs::udaddy::DEFAULT_COUNT);
+            cepm::sidr::udaddy_client(&common.config(service_id), n)?;
+        }
+        Command::ServeUd { service_id, common, .. } if common.udaddy => {
+            let n = common.messages.unwrap_or(cepm::verbs::udaddy::DEFAULT_COUNT);
+            cepm::sidr::udaddy_server(&common.config(service_id), n)?;
+        }
         Command::Resolve { service_id, common } => {
             let r = cepm::sidr::resolve(&common.config(service_id))?;
             println!("resolve: {service_id:#018x}: status {}, QPN {:#x}, Q_Key {:#x}", r.status, r.qpn, r.qkey);
         }
         Command::ServeUd { service_id, qpn, qkey, status, answers, common } => {
+            let qpn = qpn.ok_or_else(|| std::io::Error::other("--qpn is required"))?;
             let n = cepm::sidr::serve(&common.config(service_id), answers, status, qpn, qkey)?;
             println!("serve-ud: answered {n} SIDR_REQ(s)");
         }

@@ -115,3 +115,89 @@ pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
     cepm.destroy(listener)?;
     Ok(Totals { completed, failed, elapsed: start.elapsed() })
 }
+
+/// What a phased run measured: all connections set up first, then all torn down, the way
+/// rdma-core's `cmtime` times them.
+#[derive(Clone, Debug)]
+pub struct Phases {
+    /// Connections established, then disconnected.
+    pub completed: u64,
+    /// Connections that failed in either phase.
+    pub failed: u64,
+    /// From the first REQ to the last RTU.
+    pub connect: Duration,
+    /// From the first DREQ to the last DREP.
+    pub disconnect: Duration,
+    /// Each established connection's setup time, REQ sent to RTU sent, sorted.
+    pub setup: Vec<Duration>,
+}
+
+impl Phases {
+    /// The `q`-quantile (0..=1) of the setup times, nearest rank.
+    pub fn setup_quantile(&self, q: f64) -> Option<Duration> {
+        let n = self.setup.len();
+        if n == 0 {
+            return None;
+        }
+        let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+        Some(self.setup[rank - 1])
+    }
+}
+
+/// The active side in two phases, like `cmtime`: `count` connections with at most `parallel`
+/// REQs outstanding, each established (RTU sent) as its REP arrives; once all are up, every
+/// one gets its DREQ at once and the run waits for the DREPs.
+pub fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<Phases> {
+    let cepm = Cepm::open()?;
+    let route = Route::new(config)?;
+    let mut sent_at = std::collections::HashMap::new();
+    let mut established = Vec::new();
+    let mut setup = Vec::with_capacity(count as usize);
+    let (mut started, mut failed) = (0u64, 0u64);
+    let start = Instant::now();
+    while (established.len() as u64) + failed < count {
+        while started < count && (sent_at.len() as u64) < parallel {
+            let handle = cepm.create(started)?;
+            cepm.connect(&connect_args(config, handle, &route, qpn(0x10_0000, started), 1, b"")?)?;
+            sent_at.insert(handle, Instant::now());
+            started += 1;
+        }
+        let ev = cepm.expect_event(config.timeout)?;
+        let Some(t0) = sent_at.remove(&ev.handle) else {
+            return Err(unexpected(&ev));
+        };
+        match ev.kind {
+            sys::CEPM_EVENT_REP_RECEIVED => {
+                cepm.send_rtu(ev.handle, b"")?;
+                setup.push(t0.elapsed());
+                established.push(ev.handle);
+            }
+            sys::CEPM_EVENT_REJ_RECEIVED | sys::CEPM_EVENT_REQ_ERROR => {
+                cepm.destroy(ev.handle)?;
+                failed += 1;
+            }
+            _ => return Err(unexpected(&ev)),
+        }
+    }
+    let connect = start.elapsed();
+    let start = Instant::now();
+    for &handle in &established {
+        cepm.send_dreq(handle, b"")?;
+    }
+    let mut open: HashSet<u32> = established.iter().copied().collect();
+    let mut completed = 0;
+    while !open.is_empty() {
+        let ev = cepm.expect_event(config.timeout)?;
+        if !open.remove(&ev.handle) {
+            return Err(unexpected(&ev));
+        }
+        match ev.kind {
+            sys::CEPM_EVENT_DREP_RECEIVED => completed += 1,
+            sys::CEPM_EVENT_DREQ_ERROR => failed += 1,
+            _ => return Err(unexpected(&ev)),
+        }
+        cepm.destroy(ev.handle)?;
+    }
+    setup.sort();
+    Ok(Phases { completed, failed, connect, disconnect: start.elapsed(), setup })
+}

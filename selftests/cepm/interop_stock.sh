@@ -7,13 +7,13 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-for tool in ucmatose rdma_server rdma_client; do
+for tool in ucmatose rdma_server rdma_client udaddy; do
 	command -v $tool >/dev/null || { ktap_skip_all "$tool (rdmacm-utils) missing"; exit "$KSFT_SKIP"; }
 done
-ktap_set_plan 10
+ktap_set_plan 14
 
 out=$CEPM_ROOT/out/interop_stock.$$
-trap 'kill $(jobs -p) 2>/dev/null; wait; stock_down; rm -f "$out".*' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait; tc qdisc del dev veth0 root 2>/dev/null; stock_down; rm -f "$out".*' EXIT
 TCP=0x0106
 
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
@@ -89,5 +89,63 @@ sed 's/^/# /' "$out.rej28"
 ktap_check "a cma_hdr of version 1: the stock listener answers REJ 28" \
 	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 28)' '$out.rej28'"
 
+# 6. SIDR and UD datagrams with udaddy (RDMA_PS_UDP; udaddy's port is fixed at 7174).
+UDP=0x0111
+"${PEER[@]}" timeout 60 udaddy -b 10.77.0.2 -C 10 -S 100 >"$out.uds" 2>&1 &
+spid=$!
+wait_until 10 stock_listens 7174
+"$CEPMCTL" resolve --service-id "$(ip_service_id $UDP 7174)" "${to_peer[@]}" --udaddy --messages 10 --size 100 \
+	>"$out.udc" 2>&1
+crc=$?
+wait $spid
+src=$?
+sed 's/^/# /' "$out.uds" "$out.udc"
+ktap_check "cepmctl resolve -> udaddy server: SIDR_REP with Q_Key 0x1234567, 10 datagrams each way" \
+	sh -c "test $crc = 0 && test $src = 0 && grep -q 'SIDR_REP status 0, QPN .*, Q_Key 0x1234567' '$out.udc' &&
+	       grep -q 'sent 10 datagrams (1000 bytes), received 10' '$out.udc'"
+"$CEPMCTL" serve-ud --device rxe0 --rdma-cm --udaddy --service-id "$(ip_service_id $UDP 7174)" --messages 10 --size 100 \
+	--timeout-ms 30000 >"$out.uda" 2>&1 &
+apid=$!
+wait_until 10 grep -q 'listening' "$out.uda"
+"${PEER[@]}" timeout 60 udaddy -s 10.77.0.1 -b 10.77.0.2 -C 10 -S 100 >"$out.udc2" 2>&1
+crc=$?
+wait $apid
+arc=$?
+sed 's/^/# /' "$out.udc2" "$out.uda"
+ktap_check "udaddy client -> cepmctl serve-ud: both ends succeed, 10 datagrams each way" \
+	sh -c "test $crc = 0 && test $arc = 0 && grep -q 'sent 10 datagrams (1000 bytes), received 10' '$out.uda'"
+
+# 7. Two ucmatose connections at once: the server waits for both before it sends.
+"${PEER[@]}" timeout 60 ucmatose -b 10.77.0.2 -p 7476 -c 2 -C 10 -S 100 >"$out.ucm4" 2>&1 &
+spid=$!
+wait_until 10 stock_listens 7476
+for i in 1 2; do
+	"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7476)" "${to_peer[@]}" --messages 10 --size 100 \
+		--peer-disconnects >"$out.ucm4.$i" 2>&1 &
+done
+crc=0
+for pid in $(jobs -p | grep -vx "$spid"); do wait "$pid" || crc=1; done
+wait $spid
+src=$?
+sed 's/^/# /' "$out.ucm4" "$out.ucm4".*
+ktap_check "two cepmctl connections to one ucmatose -c 2 server: all succeed" \
+	sh -c "test $crc = 0 && test $src = 0 && grep -q '10 messages sent and 10 received' '$out.ucm4.1' &&
+	       grep -q '10 messages sent and 10 received' '$out.ucm4.2'"
+
+# 8. The peer host goes away mid-connect: the REQ is lost (netem drops everything on veth0),
+#    then the namespace and rxe1 vanish; the REQ runs out of retries and nothing is left.
+modprobe sch_netem
+tc qdisc add dev veth0 root netem loss 100%
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7477)" "${to_peer[@]}" --cm-only --max-cm-retries 3 \
+	--cm-response-timeout 17 --packet-life-time 8 >"$out.gone" 2>&1 &
+cpid=$!
+wait_until 10 grep -q '^connect: REQ sent' "$out.gone"
+peer_ns_down
+wait $cpid
+rc=$?
+tc qdisc del dev veth0 root
+sed 's/^/# /' "$out.gone"
+ktap_check "peer gone mid-connect: REQ_ERROR (ETIMEDOUT) reaches the user" \
+	sh -c "test $rc != 0 && grep -q 'got REQ_ERROR (status 110)' '$out.gone'"
 ktap_check "no CEP is left in the module" wait_until 20 ceps_are 0
 ktap_finished
