@@ -13,7 +13,7 @@ PKGS=(
 	build-essential bc bison flex libelf-dev libssl-dev dwarves
 	xz-utils cpio kmod rsync python3-venv
 	qemu-system-x86 busybox-static udev
-	iproute2 rdma-core ibverbs-utils ibverbs-providers libibverbs-dev rdmacm-utils perftest
+	iproute2 rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest
 	tshark
 )
 

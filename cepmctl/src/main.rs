@@ -204,8 +204,9 @@ struct ConnectArgs {
     /// one; `accept` answers until that many have disconnected.
     #[arg(long)]
     count: Option<u64>,
-    /// connect --count: all connections first, then all disconnects, timed per phase with
-    /// setup-latency percentiles (what `make bench` runs, like rdma-core's cmtime).
+    /// With --count: all connections first, then all disconnects, timed per phase with
+    /// setup-latency percentiles (connect: like rdma-core's cmtime, what `make bench` runs;
+    /// accept: like a ucmatose server, which disconnects once all are established).
     #[arg(long, requires = "count")]
     phases: bool,
     /// connect --count: connections in flight at once.
@@ -522,6 +523,13 @@ fn run(cli: Cli) -> std::io::Result<()> {
             println!("serve-ud: answered {n} SIDR_REQ(s)");
         }
         Command::Accept { service_id, common } => match common.count {
+            Some(count) if common.phases => {
+                let p = cepm::many::passive_phased(&common.config(service_id), count)?;
+                print_phases(&p, 1);
+                if p.failed != 0 {
+                    return Err(std::io::Error::other(format!("{} connection(s) failed", p.failed)));
+                }
+            }
             Some(count) => print_totals("accept", &cepm::many::passive(&common.config(service_id), count)?, 1),
             None => print_outcome("accept", &cepm::connect::passive(&common.config(service_id))?),
         },

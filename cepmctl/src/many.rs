@@ -184,8 +184,17 @@ pub fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<P
     for &handle in &established {
         cepm.send_dreq(handle, b"")?;
     }
-    let mut open: HashSet<u32> = established.iter().copied().collect();
-    let mut completed = 0;
+    let (completed, dfailed) = await_disconnects(&cepm, &established, config)?;
+    setup.sort();
+    Ok(Phases { completed, failed: failed + dfailed, connect, disconnect: start.elapsed(), setup })
+}
+
+/// Waits until every connection in `handles`, whose DREQs went out, is disconnected: by the
+/// peer's DREP, or by the peer's own DREQ crossing ours (answered with a DREP). Destroys
+/// each; returns how many disconnected cleanly and how many timed out.
+fn await_disconnects(cepm: &Cepm, handles: &[u32], config: &Config) -> io::Result<(u64, u64)> {
+    let mut open: HashSet<u32> = handles.iter().copied().collect();
+    let (mut completed, mut failed) = (0, 0);
     while !open.is_empty() {
         let ev = cepm.expect_event(config.timeout)?;
         if !open.remove(&ev.handle) {
@@ -193,11 +202,73 @@ pub fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<P
         }
         match ev.kind {
             sys::CEPM_EVENT_DREP_RECEIVED => completed += 1,
+            sys::CEPM_EVENT_DREQ_RECEIVED => {
+                // Crossing DREQs: ours may already have its DREP (then TIMEWAIT, no DREP due).
+                let _ = cepm.send_drep(ev.handle, b"");
+                completed += 1;
+            }
             sys::CEPM_EVENT_DREQ_ERROR => failed += 1,
             _ => return Err(unexpected(&ev)),
         }
         cepm.destroy(ev.handle)?;
     }
+    Ok((completed, failed))
+}
+
+/// The passive side in two phases, the way `ucmatose` serves: accept `count` connections,
+/// and once all are established, disconnect them all (DREQ) and wait for the DREPs.
+pub fn passive_phased(config: &Config, count: u64) -> io::Result<Phases> {
+    let cepm = Cepm::open()?;
+    let listener = cepm.create(0)?;
+    cepm.listen(listener, config.service_id, u64::MAX)?;
+    println!("accept: listening on service {:#018x}", config.service_id);
+    std::io::Write::flush(&mut std::io::stdout())?;
+    let mut claimed = std::collections::HashMap::new();
+    let mut established = Vec::new();
+    let mut setup = Vec::with_capacity(count as usize);
+    let mut failed = 0u64;
+    let mut start = None;
+    while (established.len() as u64) + failed < count {
+        let ev = cepm.expect_event(config.timeout)?;
+        match ev.kind {
+            sys::CEPM_EVENT_REQ_RECEIVED => {
+                let t0 = Instant::now();
+                start.get_or_insert(t0);
+                let (handle, _) = cepm.get_request(listener, 0)?;
+                let n = claimed.len() as u64 + established.len() as u64 + failed;
+                let rep = sys::cepm_accept {
+                    handle,
+                    local_qpn: qpn(0x20_0000, n),
+                    starting_psn: 2,
+                    responder_resources: 1,
+                    initiator_depth: 1,
+                    rnr_retry_count: 7,
+                    ..Default::default()
+                };
+                cepm.prepare_rep(&rep)?;
+                cepm.send_rep(handle)?;
+                claimed.insert(handle, t0);
+            }
+            sys::CEPM_EVENT_ESTABLISHED => {
+                let t0 = claimed.remove(&ev.handle).ok_or_else(|| unexpected(&ev))?;
+                setup.push(t0.elapsed());
+                established.push(ev.handle);
+            }
+            sys::CEPM_EVENT_REJ_RECEIVED | sys::CEPM_EVENT_REP_ERROR => {
+                claimed.remove(&ev.handle);
+                cepm.destroy(ev.handle)?;
+                failed += 1;
+            }
+            _ => return Err(unexpected(&ev)),
+        }
+    }
+    let connect = start.map_or(Duration::ZERO, |t| t.elapsed());
+    let start = Instant::now();
+    for &handle in &established {
+        cepm.send_dreq(handle, b"")?;
+    }
+    let (completed, dfailed) = await_disconnects(&cepm, &established, config)?;
+    cepm.destroy(listener)?;
     setup.sort();
-    Ok(Phases { completed, failed, connect, disconnect: start.elapsed(), setup })
+    Ok(Phases { completed, failed: failed + dfailed, connect, disconnect: start.elapsed(), setup })
 }

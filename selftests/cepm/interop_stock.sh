@@ -10,7 +10,7 @@ ktap_print_header
 for tool in ucmatose rdma_server rdma_client udaddy; do
 	command -v $tool >/dev/null || { ktap_skip_all "$tool (rdmacm-utils) missing"; exit "$KSFT_SKIP"; }
 done
-ktap_set_plan 14
+ktap_set_plan 15
 
 out=$CEPM_ROOT/out/interop_stock.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; tc qdisc del dev veth0 root 2>/dev/null; stock_down; rm -f "$out".*' EXIT
@@ -88,6 +88,18 @@ wait $spid
 sed 's/^/# /' "$out.rej28"
 ktap_check "a cma_hdr of version 1: the stock listener answers REJ 28" \
 	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 28)' '$out.rej28'"
+
+# 5b. A stock server that rejects with private data of its own (rdma_reject(3)).
+"${PEER[@]}" timeout 60 "$CEPM_ROOT/out/selftests/rdma_reject_server" 10.77.0.2 7479 "not today" >"$out.rj" 2>&1 &
+spid=$!
+wait_until 10 grep -q '^listening' "$out.rj"
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7479)" "${to_peer[@]}" --cm-only >"$out.rjc" 2>&1
+rc=$?
+wait $spid
+src=$?
+sed 's/^/# /' "$out.rj" "$out.rjc" | cut -c1-200
+ktap_check "a stock server's rdma_reject: the cepm user gets reason 28 and its private data" \
+	sh -c "test $rc != 0 && test $src = 0 && grep -q 'got REJ_RECEIVED (status 28), [0-9]* bytes of private data \"not today' '$out.rjc'"
 
 # 6. SIDR and UD datagrams with udaddy (RDMA_PS_UDP; udaddy's port is fixed at 7174).
 UDP=0x0111

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Many connections between cepm and the stock Linux CM, with rdma-core's cmtime.  cepm manages rxe0 alone
+# Many connections between cepm and the stock Linux CM: 100 each way with rdma-core's cmtime
+# and with ucmatose (-C 0: connections only; the ucmatose server disconnects them all once all
+# are up, which crosses the DREQs of cepmctl's phased client).  cepm manages rxe0 alone
 # (cepm.devices=rxe0); the stock ib_cm/rdma_cm owns rxe1, on veth1 in namespace cepm_peer
 # (10.77.0.2), where the rdma-core tools run.  cepmctl speaks rdma_cm's dialect (--rdma-cm:
 # IP service IDs, a cma_hdr in the REQ, real RoCE v2 GIDs) and each tool's data pattern.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-for tool in cmtime; do
+for tool in cmtime ucmatose; do
 	command -v $tool >/dev/null || { ktap_skip_all "$tool (rdmacm-utils) missing"; exit "$KSFT_SKIP"; }
 done
-ktap_set_plan 5
+ktap_set_plan 8
 
 out=$CEPM_ROOT/out/interop_stock.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; stock_down; rm -f "$out".*' EXIT
@@ -45,5 +47,32 @@ sed 's/^/# /' "$out.cmtime-c" "$out.many-acc"
 ktap_check "cmtime -c $N -> cepmctl: both ends succeed" sh -c "test $crc = 0 && test $arc = 0"
 ktap_check "... all $N connected and disconnected on our side" \
 	grep -q "^accept: $N connected and disconnected, 0 failed" "$out.many-acc"
+
+# ucmatose server, 100 connections from cepmctl (phased: all up, then all down).
+"${PEER[@]}" timeout 100 ucmatose -b 10.77.0.2 -p 7479 -c $N -C 0 >"$out.ucm-s" 2>&1 &
+spid=$!
+wait_until 10 stock_listens 7479
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7479)" "${to_peer[@]}" --cm-only --count $N --parallel 10 --phases \
+	>"$out.ucm-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+sed 's/^/# /' "$out.ucm-s" "$out.ucm-c"
+ktap_check "cepmctl -> ucmatose -c $N server: both ends succeed" sh -c "test $crc = 0 && test $src = 0"
+ktap_check "... $N established and $N disconnected, none failed" \
+	sh -c "grep -q '^connect phase: $N established, 0 failed' '$out.ucm-c' && grep -q '^disconnect phase: $N disconnected' '$out.ucm-c'"
+
+# ucmatose client, 100 connections to cepmctl, which disconnects them once all are up.
+"$CEPMCTL" accept --device rxe0 --rdma-cm --cm-only --service-id "$(ip_service_id $TCP 7480)" --count $N --phases \
+	--timeout-ms 60000 >"$out.ucm-a" 2>&1 &
+apid=$!
+wait_until 10 grep -q '^accept: listening' "$out.ucm-a"
+"${PEER[@]}" timeout 100 ucmatose -s 10.77.0.1 -b 10.77.0.2 -p 7480 -c $N -C 0 >"$out.ucm-c2" 2>&1
+crc=$?
+wait $apid
+arc=$?
+sed 's/^/# /' "$out.ucm-c2" "$out.ucm-a"
+ktap_check "ucmatose -c $N client -> cepmctl: both ends succeed, none failed" \
+	sh -c "test $crc = 0 && test $arc = 0 && grep -q '^connect phase: $N established, 0 failed' '$out.ucm-a'"
 ktap_check "no CEP is left in the module" wait_until 20 ceps_are 0
 ktap_finished

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A stock rdma_cm server that turns down its first connection request with
+ * private data: rdma_reject(3) with the text given on the command line, which
+ * the passive rdma_cm sends as REJ reason 28 (Consumer Reject).  None of
+ * rdma-core's example tools rejects with private data, so interop_stock.sh
+ * uses this to check that a cepm user gets the stock peer's reason and data.
+ *
+ * Usage: rdma_reject_server ADDRESS PORT TEXT
+ * Prints "listening" once it listens; exits 0 after rejecting one request.
+ */
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/rdma_cma.h>
+
+static int fail(const char *what)
+{
+	perror(what);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct rdma_event_channel *channel;
+	struct rdma_cm_id *listen_id, *conn_id;
+	struct rdma_cm_event *event;
+	struct addrinfo *addr;
+	int ret;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s ADDRESS PORT TEXT\n", argv[0]);
+		return 2;
+	}
+	if (getaddrinfo(argv[1], argv[2], NULL, &addr))
+		return fail("getaddrinfo");
+	channel = rdma_create_event_channel();
+	if (!channel)
+		return fail("rdma_create_event_channel");
+	if (rdma_create_id(channel, &listen_id, NULL, RDMA_PS_TCP))
+		return fail("rdma_create_id");
+	if (rdma_bind_addr(listen_id, addr->ai_addr))
+		return fail("rdma_bind_addr");
+	freeaddrinfo(addr);
+	if (rdma_listen(listen_id, 1))
+		return fail("rdma_listen");
+	printf("listening\n");
+	fflush(stdout);
+
+	if (rdma_get_cm_event(channel, &event))
+		return fail("rdma_get_cm_event");
+	if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		fprintf(stderr, "unexpected event %s\n", rdma_event_str(event->event));
+		return 1;
+	}
+	conn_id = event->id;
+	ret = rdma_reject(conn_id, argv[3], (uint8_t)strlen(argv[3]));
+	if (ret)
+		return fail("rdma_reject");
+	printf("rejected one request\n");
+	/* Destroying an ID waits until its events are acknowledged. */
+	rdma_ack_cm_event(event);
+	rdma_destroy_id(conn_id);
+	rdma_destroy_id(listen_id);
+	rdma_destroy_event_channel(channel);
+	return 0;
+}
