@@ -116,7 +116,7 @@ pub fn udaddy_client(config: &Config, count: u32) -> io::Result<Stats> {
     let route = Route::new(config)?;
     let r = resolve_on(&route, config)?;
     trace.push(format!("SIDR_REP status {}, QPN {:#x}, Q_Key {:#x}", r.status, r.qpn, r.qkey));
-    if r.status != u32::from(sys::CEPM_SIDR_SUCCESS) {
+    if r.status != sys::CEPM_SIDR_SUCCESS {
         return Err(io::Error::other(format!("the service was not resolved (SIDR status {})", r.status)));
     }
     let ah = AddressHandle::new(&end.pd, &AhAttr::roce(route.path.dgid, route.path.sgid_index, config.port))?;
