@@ -26,3 +26,4 @@ const unsigned int CEPM_IOCTL_SIDR_REQ = CEPM_IOC_SIDR_REQ;
 const unsigned int CEPM_IOCTL_SIDR_REP = CEPM_IOC_SIDR_REP;
 const unsigned int CEPM_IOCTL_LIST_CEPS = CEPM_IOC_LIST_CEPS;
 const unsigned int CEPM_IOCTL_ESTABLISH = CEPM_IOC_ESTABLISH;
+const unsigned int CEPM_IOCTL_MONITOR = CEPM_IOC_MONITOR;

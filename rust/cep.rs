@@ -38,6 +38,7 @@ use kernel::{
 
 use crate::{
     file::CepmFile,
+    monitor,
     port::CmPort,
     proto::{
         cm_mad::{
@@ -410,7 +411,7 @@ impl Cep {
                 return;
             }
         };
-        inner.deliver_raw(uapi::cepm_event { event: kind, status, ..Default::default() });
+        inner.deliver_raw(self.local_id, uapi::cepm_event { event: kind, status, ..Default::default() });
     }
 
     /// The MAD carrying `msg` to `peer`, with this CEP's TID; `None` (counted as a send
@@ -665,6 +666,13 @@ impl Cep {
             ..Default::default()
         };
         inner.pending.push(child, GFP_ATOMIC)?;
+        monitor::publish(uapi::cepm_trace {
+            service_id: inner.service_id,
+            local_comm_id: self.local_id,
+            event: ev.event,
+            state: uapi::CEPM_STATE_LISTEN,
+            ..Default::default()
+        });
         if let Some(owner) = &inner.owner {
             owner.file.push_event(ev);
         }
@@ -925,7 +933,7 @@ impl Cep {
         inner.msg = None;
         inner.peer = None;
         let ev = uapi::cepm_event { event: uapi::CEPM_EVENT_DEVICE_REMOVAL, ..Default::default() };
-        inner.deliver_raw(ev);
+        inner.deliver_raw(self.local_id, ev);
     }
 
     /// Sends a SIDR_REQ for `args.service_id` from `port`.
@@ -1211,7 +1219,18 @@ impl CepInner {
     }
 
     /// Queues `ev` for the owner, or parks it until the CEP is claimed.
-    fn deliver_raw(&mut self, mut ev: uapi::cepm_event) {
+    /// Delivers `ev` of the CEP with comm ID `local_id` to its owner (or parks it), with a
+    /// copy to the monitors.
+    fn deliver_raw(&mut self, local_id: u32, mut ev: uapi::cepm_event) {
+        monitor::publish(uapi::cepm_trace {
+            service_id: self.service_id,
+            local_comm_id: local_id,
+            remote_comm_id: self.peer.as_ref().map_or(0, |p| p.comm_id),
+            event: ev.event,
+            status: ev.status,
+            state: state_to_abi(self.sm.state),
+            ..Default::default()
+        });
         match &self.owner {
             Some(owner) => {
                 ev.handle = owner.handle;

@@ -18,6 +18,7 @@ mod cep;
 mod cm;
 mod device;
 mod file;
+mod monitor;
 mod port;
 mod registry;
 mod shim;
@@ -80,17 +81,19 @@ struct CepmModule {
     _chardev: shim::ChardevRegistration,
     _faults: shim::FaultInjection,
     _devices: registry::Devices,
+    _monitors: monitor::Monitors,
     _tables: tables::Tables,
 }
 
 impl kernel::Module for CepmModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let tables = tables::Tables::new();
+        let monitors = monitor::Monitors::new();
         let devices = registry::Devices::new();
         let faults = shim::FaultInjection::new();
         let chardev = shim::ChardevRegistration::new()?;
         // Last, so that devices only appear once everything they may need exists.
         let client = shim::ClientRegistration::new()?;
-        Ok(Self { _client: client, _chardev: chardev, _faults: faults, _devices: devices, _tables: tables })
+        Ok(Self { _client: client, _chardev: chardev, _faults: faults, _devices: devices, _monitors: monitors, _tables: tables })
     }
 }

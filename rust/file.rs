@@ -19,6 +19,10 @@ use kernel::{
         Arc,
         SpinLock,
     },
+    time::{
+        Instant,
+        Monotonic, //
+    },
     uaccess::{
         UserPtr,
         UserSlice, //
@@ -32,6 +36,7 @@ use crate::{
         RejectArgs,
         REJ_PDATA_MAX, //
     },
+    monitor,
     registry,
     tables,
     uapi::{
@@ -56,6 +61,16 @@ struct FileInner {
     events: KVec<uapi::cepm_event>,
     /// Set by release: no handle or event is added afterwards.
     closed: bool,
+    /// Set by `CEPM_IOC_MONITOR`: the file reads trace records, and owns no CEP.
+    monitor: Option<MonitorQueue>,
+}
+
+/// A monitoring file's records.
+struct MonitorQueue {
+    started: Instant<Monotonic>,
+    traces: KVec<uapi::cepm_trace>,
+    /// Records dropped since the last one queued (the queue was full).
+    lost: u32,
 }
 
 /// An open `/dev/cepm`.
@@ -69,6 +84,7 @@ pub(crate) struct CepmFile {
 }
 
 const EVENT_SIZE: usize = size_of::<uapi::cepm_event>();
+const TRACE_SIZE: usize = size_of::<uapi::cepm_trace>();
 const POLLIN: u32 = kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
 
 impl CepmFile {
@@ -81,6 +97,7 @@ impl CepmFile {
                     next_handle: 1,
                     events: KVec::new(),
                     closed: false,
+                    monitor: None,
                 }, "CepmFile::inner"),
                 readable <- kernel::new_poll_condvar!("CepmFile::readable"),
             }),
@@ -88,14 +105,17 @@ impl CepmFile {
         )
     }
 
-    /// The last close: destroy every CEP this file owns.
+    /// The last close: destroy every CEP this file owns, or stop monitoring.
     pub(crate) fn release(self: Arc<Self>) {
-        let handles = {
+        let (handles, monitoring) = {
             let mut inner = self.inner.lock();
             inner.closed = true;
             inner.events.clear();
-            core::mem::take(&mut inner.handles)
+            (core::mem::take(&mut inner.handles), inner.monitor.is_some())
         };
+        if monitoring {
+            monitor::remove(&self);
+        }
         for handle in handles.iter() {
             handle.cep.destroy();
         }
@@ -113,8 +133,66 @@ impl CepmFile {
         }
     }
 
+    /// Queues a monitor's copy of an event that happened at `now`; called under the CEP's
+    /// lock and the monitor list's.
+    pub(crate) fn push_trace(&self, mut record: uapi::cepm_trace, now: Instant<Monotonic>) {
+        let mut inner = self.inner.lock();
+        let Some(m) = inner.monitor.as_mut() else {
+            return;
+        };
+        if m.traces.len() >= uapi::CEPM_MONITOR_QUEUE_MAX as usize {
+            m.lost = m.lost.saturating_add(1);
+            return;
+        }
+        record.timestamp_ns = (now - m.started).as_nanos().try_into().unwrap_or(0);
+        record.lost = m.lost;
+        if m.traces.push(record, GFP_ATOMIC).is_ok() {
+            m.lost = 0;
+            drop(inner);
+            self.readable.notify_all();
+        } else {
+            m.lost = m.lost.saturating_add(1);
+        }
+    }
+
+    /// `read` on a monitor: as many whole trace records as fit in `len` bytes.
+    fn read_traces(&self, buf: UserPtr, len: usize, nonblock: bool) -> Result<usize> {
+        let max = len / TRACE_SIZE;
+        if max == 0 {
+            return Err(EINVAL);
+        }
+        let mut inner = self.inner.lock();
+        while inner.monitor.as_ref().is_some_and(|m| m.traces.is_empty()) {
+            if nonblock {
+                return Err(EAGAIN);
+            }
+            if self.readable.wait_interruptible(&mut inner) {
+                return Err(ERESTARTSYS);
+            }
+        }
+        let Some(m) = inner.monitor.as_mut() else {
+            return Err(EINVAL);
+        };
+        let n = m.traces.len().min(max);
+        let mut taken = KVec::with_capacity(n, GFP_ATOMIC)?;
+        for _ in 0..n {
+            taken.push(m.traces.remove(0).map_err(|_| EINVAL)?, GFP_ATOMIC)?;
+        }
+        // Copy out without the lock: it may fault and sleep.
+        drop(inner);
+        let mut out = UserSlice::new(buf, n * TRACE_SIZE).writer();
+        for record in taken.iter() {
+            out.write(record)?;
+        }
+        Ok(n * TRACE_SIZE)
+    }
+
     /// `read`: as many whole events as fit in `len` bytes, waiting for one unless `nonblock`.
+    /// A monitor reads trace records instead.
     pub(crate) fn read(&self, buf: UserPtr, len: usize, nonblock: bool) -> Result<usize> {
+        if self.inner.lock().monitor.is_some() {
+            return self.read_traces(buf, len, nonblock);
+        }
         let max = len / EVENT_SIZE;
         if max == 0 {
             return Err(EINVAL);
@@ -149,7 +227,12 @@ impl CepmFile {
     /// `poll`: readable when an event is queued.
     pub(crate) fn poll(&self, file: &File, table: PollTable<'_>) -> u32 {
         table.register_wait(file, &self.readable);
-        if self.inner.lock().events.is_empty() {
+        let inner = self.inner.lock();
+        let empty = match &inner.monitor {
+            Some(m) => m.traces.is_empty(),
+            None => inner.events.is_empty(),
+        };
+        if empty {
             0
         } else {
             POLLIN
@@ -181,6 +264,7 @@ impl CepmFile {
             uapi::CEPM_IOCTL_SIDR_REP => self.sidr_rep(arg, size),
             uapi::CEPM_IOCTL_SEND_DREP => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_drep(pdata)),
             uapi::CEPM_IOCTL_ESTABLISH => self.establish(arg, size),
+            uapi::CEPM_IOCTL_MONITOR => self.start_monitor(arg, size),
             _ => Err(ENOTTY),
         }
     }
@@ -217,6 +301,9 @@ impl CepmFile {
         if inner.closed {
             return Err(EBADF);
         }
+        if inner.monitor.is_some() {
+            return Err(EBUSY);
+        }
         let id = inner.next_handle;
         inner.next_handle = id.checked_add(1).ok_or(EMFILE)?;
         Ok(id)
@@ -227,6 +314,9 @@ impl CepmFile {
         let mut inner = self.inner.lock();
         let added = if inner.closed {
             Err(EBADF)
+        } else if inner.monitor.is_some() {
+            // It became a monitor since the handle was reserved.
+            Err(EBUSY)
         } else {
             inner.handles.push(Handle { id, cep: cep.clone(), events_reported: 0 }, GFP_ATOMIC).map_err(|_| ENOMEM)
         };
@@ -338,6 +428,22 @@ impl CepmFile {
             return Err(EINVAL);
         }
         self.cep(req.handle)?.send_rep()
+    }
+
+    fn start_monitor(self: &Arc<Self>, arg: UserPtr, size: usize) -> Result {
+        let req: uapi::cepm_monitor = UserSlice::new(arg, size).reader().read()?;
+        if req.flags != 0 || req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        let traces = KVec::with_capacity(64, GFP_KERNEL)?;
+        {
+            let mut inner = self.inner.lock();
+            if inner.monitor.is_some() || !inner.handles.is_empty() {
+                return Err(EBUSY);
+            }
+            inner.monitor = Some(MonitorQueue { started: Instant::now(), traces, lost: 0 });
+        }
+        monitor::add(self.clone())
     }
 
     fn establish(&self, arg: UserPtr, size: usize) -> Result {

@@ -50,6 +50,8 @@ const _: () = assert!(core::mem::size_of::<cepm_connect>() == 232);
 const _: () = assert!(core::mem::size_of::<cepm_accept>() == 216);
 const _: () = assert!(core::mem::size_of::<cepm_send_rep>() == 8);
 const _: () = assert!(core::mem::size_of::<cepm_establish>() == 8);
+const _: () = assert!(core::mem::size_of::<cepm_monitor>() == 8);
+const _: () = assert!(core::mem::size_of::<cepm_trace>() == 40);
 const _: () = assert!(core::mem::size_of::<cepm_prepare_mra>() == 8);
 const _: () = assert!(core::mem::size_of::<cepm_send_pdata>() == 232);
 const _: () = assert!(core::mem::size_of::<cepm_qp_attr>() == 76);
@@ -81,6 +83,8 @@ plain_old_data!(
     cepm_accept,
     cepm_send_rep,
     cepm_establish,
+    cepm_monitor,
+    cepm_trace,
     cepm_prepare_mra,
     cepm_sidr_req,
     cepm_sidr_rep,

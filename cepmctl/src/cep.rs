@@ -92,6 +92,27 @@ pub struct Event {
     pub status: u32,
 }
 
+/// A monitor's copy of one event (`struct cepm_trace`), from any CEP in the module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    /// When, since the monitor started.
+    pub timestamp: Duration,
+    /// The CEP's service ID (listeners: the one they listen on).
+    pub service_id: u64,
+    /// The CEP's local comm ID.
+    pub local_comm_id: u32,
+    /// The peer's comm ID, 0 while unknown.
+    pub remote_comm_id: u32,
+    /// `CEPM_EVENT_*`.
+    pub kind: u32,
+    /// As in [`Event::status`].
+    pub status: u32,
+    /// `CEPM_STATE_*` after the event.
+    pub state: u32,
+    /// Records the kernel dropped just before this one (the monitor's queue was full).
+    pub lost: u32,
+}
+
 /// The name of a `CEPM_STATE_*` value.
 pub fn state_name(state: u32) -> &'static str {
     const NAMES: [&str; 19] = [
@@ -309,19 +330,48 @@ impl Cepm {
             .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "no event before the timeout"))
     }
 
+    /// Makes this file a monitor: from now on it reads [`TraceRecord`]s (every event of every
+    /// CEP in the module) with [`Cepm::next_trace`], and can own no CEP.
+    pub fn monitor(&self) -> io::Result<()> {
+        let mut a = sys::cepm_monitor::default();
+        self.ioctl(sys::CEPM_IOCTL_MONITOR, &mut a)
+    }
+
+    /// A monitor's next record, waiting at most `timeout` (`None`: forever); `Ok(None)` on
+    /// timeout.
+    pub fn next_trace(&self, timeout: Option<Duration>) -> io::Result<Option<TraceRecord>> {
+        if !self.wait_readable(timeout)? {
+            return Ok(None);
+        }
+        let t: sys::cepm_trace = self.read_record()?;
+        Ok(Some(TraceRecord {
+            timestamp: Duration::from_nanos(t.timestamp_ns),
+            service_id: t.service_id,
+            local_comm_id: t.local_comm_id,
+            remote_comm_id: t.remote_comm_id,
+            kind: t.event,
+            status: t.status,
+            state: t.state,
+            lost: t.lost,
+        }))
+    }
+
     /// Whether an event is waiting to be read (without reading it).
     pub fn event_pending(&self) -> io::Result<bool> {
-        let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: `pfd` is one valid pollfd for the duration of the call.
-        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n > 0)
+        self.wait_readable(Some(Duration::ZERO))
     }
 
     /// The next event, waiting at most `timeout` (`None`: forever). `Ok(None)` on timeout.
     pub fn next_event(&self, timeout: Option<Duration>) -> io::Result<Option<Event>> {
+        if !self.wait_readable(timeout)? {
+            return Ok(None);
+        }
+        let ev: sys::cepm_event = self.read_record()?;
+        Ok(Some(Event { kind: ev.event, handle: ev.handle, user_context: ev.user_context, status: ev.status }))
+    }
+
+    /// Whether the file becomes readable within `timeout` (`None`: wait forever).
+    fn wait_readable(&self, timeout: Option<Duration>) -> io::Result<bool> {
         let ms = timeout.map_or(-1, |t| i32::try_from(t.as_millis()).unwrap_or(i32::MAX));
         let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: `pfd` is one valid pollfd for the duration of the call.
@@ -329,18 +379,19 @@ impl Cepm {
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        if n == 0 {
-            return Ok(None);
-        }
-        let mut ev = sys::cepm_event::default();
-        // SAFETY: `ev` is a writable buffer of exactly one event.
-        let got = unsafe {
-            libc::read(self.file.as_raw_fd(), (&mut ev as *mut sys::cepm_event).cast(), std::mem::size_of_val(&ev))
-        };
+        Ok(n > 0)
+    }
+
+    /// Reads one record: a `cepm_event`, or a monitor's `cepm_trace`.
+    fn read_record<T: Default + Copy>(&self) -> io::Result<T> {
+        let mut record = T::default();
+        // SAFETY: `record` is a writable buffer of exactly `size_of::<T>()` bytes, and the ABI
+        // types read here are plain integers, valid for any bytes the kernel writes.
+        let got = unsafe { libc::read(self.file.as_raw_fd(), (&mut record as *mut T).cast(), std::mem::size_of::<T>()) };
         if got < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(Some(Event { kind: ev.event, handle: ev.handle, user_context: ev.user_context, status: ev.status }))
+        Ok(record)
     }
 }
 

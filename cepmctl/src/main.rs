@@ -70,8 +70,9 @@ enum Command {
         #[command(flatten)]
         common: ConnectArgs,
     },
-    /// Listen on a service ID and answer each REQ: print it, then reject it (the only answer
-    /// cepm offers so far). Events are printed as they arrive.
+    /// Listen on a service ID and reject each REQ (with --reason and --reject-data), printing
+    /// it and the events as they arrive.
+    #[command(visible_alias = "reject")]
     Serve {
         /// Service ID to listen on (RDMA CM TCP port space: 0x0000000001060000 | port).
         #[arg(long, value_parser = parse_u64)]
@@ -97,6 +98,16 @@ enum Command {
     Ports,
     /// List every connection endpoint in the module (all processes) with its state.
     List,
+    /// Print every event of every connection endpoint in the module as it happens (all
+    /// processes; the file becomes a monitor, see CEPM_IOC_MONITOR).
+    Events {
+        /// Stop after this many events.
+        #[arg(long)]
+        count: Option<u64>,
+        /// Stop after this many milliseconds without an event (0: never).
+        #[arg(long, default_value_t = 0)]
+        timeout_ms: u64,
+    },
     /// Print how many MADs with one attribute a port has received.
     RxCount {
         /// RDMA device, e.g. rxe0.
@@ -470,6 +481,34 @@ fn valid_message(attr: AttrId, service_id: u64, comm_id: u32) -> std::io::Result
 fn run(cli: Cli) -> std::io::Result<()> {
     match cli.command {
         Command::Abi => println!("{}", Cepm::open()?.query()?.abi_version),
+        Command::Events { count, timeout_ms } => {
+            let cepm = Cepm::open()?;
+            cepm.monitor()?;
+            println!("events: monitoring");
+            std::io::Write::flush(&mut std::io::stdout())?;
+            let timeout = (timeout_ms != 0).then(|| std::time::Duration::from_millis(timeout_ms));
+            let mut seen = 0;
+            while count.is_none_or(|c| seen < c) {
+                let Some(t) = cepm.next_trace(timeout)? else {
+                    break;
+                };
+                if t.lost != 0 {
+                    println!("events: {} event(s) lost (queue full)", t.lost);
+                }
+                println!(
+                    "events: +{:.3} ms CEP {:#x} peer {:#x} service {:#x}: {} (status {}) -> {}",
+                    t.timestamp.as_secs_f64() * 1e3,
+                    t.local_comm_id,
+                    t.remote_comm_id,
+                    t.service_id,
+                    cepm::cep::event_name(t.kind),
+                    t.status,
+                    cepm::cep::state_name(t.state)
+                );
+                std::io::Write::flush(&mut std::io::stdout())?;
+                seen += 1;
+            }
+        }
         Command::List => {
             let ceps = Cepm::open()?.list_ceps()?;
             println!("{} CEP(s)", ceps.len());

@@ -182,11 +182,20 @@ pub fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<P
     let connect = start.elapsed();
     let start = Instant::now();
     for &handle in &established {
-        cepm.send_dreq(handle, b"")?;
+        send_dreq_unless_crossed(&cepm, handle)?;
     }
     let (completed, dfailed) = await_disconnects(&cepm, &established, config)?;
     setup.sort();
     Ok(Phases { completed, failed: failed + dfailed, connect, disconnect: start.elapsed(), setup })
+}
+
+/// Sends a DREQ, unless the peer's DREQ came first: its DREQ_RECEIVED then waits in the
+/// queue for [`await_disconnects`].
+fn send_dreq_unless_crossed(cepm: &Cepm, handle: u32) -> io::Result<()> {
+    match cepm.send_dreq(handle, b"") {
+        Err(_) if cepm.query_cep(handle)?.state == sys::CEPM_STATE_DREQ_RCVD => Ok(()),
+        other => other,
+    }
 }
 
 /// Waits until every connection in `handles`, whose DREQs went out, is disconnected: by the
@@ -265,7 +274,7 @@ pub fn passive_phased(config: &Config, count: u64) -> io::Result<Phases> {
     let connect = start.map_or(Duration::ZERO, |t| t.elapsed());
     let start = Instant::now();
     for &handle in &established {
-        cepm.send_dreq(handle, b"")?;
+        send_dreq_unless_crossed(&cepm, handle)?;
     }
     let (completed, dfailed) = await_disconnects(&cepm, &established, config)?;
     cepm.destroy(listener)?;

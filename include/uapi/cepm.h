@@ -348,6 +348,33 @@ struct cepm_establish {
 	__u32 reserved;
 };
 
+/*
+ * CEPM_IOC_MONITOR: make this file a monitor, for tracing tools such as
+ * "cepmctl events".  flags and reserved must be 0; the file must own no CEP
+ * and cannot create one afterwards (EBUSY).  read() and poll() then deal in
+ * struct cepm_trace records instead of events: a copy of every event any CEP
+ * in the module delivers (to any file, or parked on an unclaimed CEP).  At
+ * most CEPM_MONITOR_QUEUE_MAX records wait; further ones are dropped and
+ * counted in the next record's lost field.
+ */
+#define CEPM_MONITOR_QUEUE_MAX 4096
+
+struct cepm_monitor {
+	__u32 flags;
+	__u32 reserved;
+};
+
+struct cepm_trace {
+	__u64 timestamp_ns;   /* since CEPM_IOC_MONITOR (CLOCK_MONOTONIC) */
+	__u64 service_id;
+	__u32 local_comm_id;
+	__u32 remote_comm_id; /* 0 while the peer is unknown */
+	__u32 event;          /* enum cepm_event_type */
+	__u32 status;         /* as in struct cepm_event */
+	__u32 state;          /* enum cepm_state after the event */
+	__u32 lost;           /* records dropped just before this one */
+};
+
 #define CEPM_DREQ_PDATA_MAX 220
 
 /*
@@ -424,6 +451,7 @@ struct cepm_qp_attr {
 #define CEPM_IOC_SIDR_REP _IOW(CEPM_IOC_MAGIC, 0x91, struct cepm_sidr_rep)
 #define CEPM_IOC_LIST_CEPS _IOWR(CEPM_IOC_MAGIC, 0x92, struct cepm_list)
 #define CEPM_IOC_ESTABLISH _IOW(CEPM_IOC_MAGIC, 0x93, struct cepm_establish)
+#define CEPM_IOC_MONITOR _IOW(CEPM_IOC_MAGIC, 0x94, struct cepm_monitor)
 
 /* struct cepm_event.event */
 enum cepm_event_type {

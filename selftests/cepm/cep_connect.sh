@@ -7,15 +7,19 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 14
+ktap_set_plan 16
 
 modprobe ib_uverbs
 SID=0x0000000001064e22
 out=$CEPM_ROOT/out/cep_connect.$$
-trap 'topology_down; rm -f "$out".*' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; topology_down; rm -f "$out".*' EXIT
 listening() { grep -q '^accept: listening' "$out.accept"; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
+# A monitor sees every event of every CEP, whichever process owns it.
+"$CEPMCTL" events >"$out.events" 2>&1 &
+epid=$!
+wait_until 10 grep -q '^events: monitoring' "$out.events"
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --iterations 20 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 listening
@@ -37,6 +41,22 @@ ktap_check "20 round trips of 4096 bytes verified over the connected QPs" \
 ktap_check "the passive side got the DREQ with its private data and answered" \
 	sh -c "grep -q 'DREQ private data \"bye\"' '$out.accept' && grep -q 'DREP sent' '$out.accept'"
 ktap_check "the active side got the DREP" grep -q 'event DREP_RECEIVED' "$out.connect"
+# 7 events: the listener's REQ_RECEIVED, 3 on each end.  Let the monitor print them all.
+events_seen() { grep -c ' -> ' "$out.events"; }
+all_seen() { [ "$(events_seen)" -ge 7 ]; }
+wait_until 10 all_seen
+kill $epid
+wait $epid 2>/dev/null
+sed 's/^/# /' "$out.events"
+# Each end's events name the peer's comm ID.
+saw() { grep -q "events: .* peer 0x[1-9a-f][0-9a-f]* service $(printf '%#x' $SID): $1 (status 0) -> $2\$" "$out.events"; }
+saw_all() {
+	grep -q "events: .* service $(printf '%#x' $SID): REQ_RECEIVED (status 0) -> LISTEN\$" "$out.events" &&
+		saw REP_RECEIVED REP_RCVD && saw ESTABLISHED ESTABLISHED && saw DREQ_RECEIVED DREQ_RCVD &&
+		saw DREP_RECEIVED TIMEWAIT && saw TIMEWAIT_EXIT IDLE
+}
+ktap_check "cepmctl events saw the listener's REQ_RECEIVED and both ends' events, with the peer's comm ID" saw_all
+ktap_check "... exactly 7 events, none lost" sh -c "test $(events_seen) = 7 && ! grep -q lost '$out.events'"
 ktap_check "both sides left timewait and are idle again" \
 	sh -c "grep -q 'event TIMEWAIT_EXIT' '$out.accept' && grep -q 'event TIMEWAIT_EXIT' '$out.connect' &&
 	       grep -q 'in IDLE' '$out.accept' && grep -q 'in IDLE' '$out.connect'"

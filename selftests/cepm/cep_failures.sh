@@ -6,11 +6,12 @@
 #  loopback   the REQ goes to an address on the veth pair where no RDMA device listens;
 #  two-hosts  it goes to a listening server in the other namespace, and netem drops every
 #             packet on the way (100% loss on veth0).
-# The SIGKILL case sends its REQ to the unlistened address in both topologies.
+# The SIGKILL case sends its REQ to the unlistened address in both topologies; a REQ left
+# unclaimed when its listener closes goes to the server in both.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-[ "$TOPOLOGY" = loopback ] && ktap_set_plan 5 || ktap_set_plan 6
+[ "$TOPOLOGY" = loopback ] && ktap_set_plan 6 || ktap_set_plan 7
 
 out=$CEPM_ROOT/out/cep_failures.$$
 trap 'tc qdisc del dev veth0 root 2>/dev/null; topology_down; rm -f "$out".*' EXIT
@@ -48,6 +49,17 @@ if [ "$TOPOLOGY" = two-hosts ]; then
 	sed 's/^/# /' "$out.server"
 fi
 ktap_check "no CEP is left after the timeout" wait_until 10 ceps_are 0
+
+# A REQ left unclaimed on a listener that then closes: the close rejects it (REJ 28).
+on_server "$CEPMCTL" serve --service-id 0x0000000001064e29 --leave-unclaimed --timeout-ms 20000 >"$out.unclaimed-s" 2>&1 &
+spid=$!
+wait_until 10 grep -q '^serve: listening' "$out.unclaimed-s"
+"$CEPMCTL" connect --service-id 0x0000000001064e29 --cm-only "${TO_SERVER[@]}" >"$out.unclaimed" 2>&1
+rc=$?
+wait $spid
+sed 's/^/# /' "$out.unclaimed-s" "$out.unclaimed"
+ktap_check "a REQ left unclaimed when its listener closes is rejected (REJ 28)" \
+	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 28)' '$out.unclaimed'"
 
 # Long retries this time; SIGKILL while the REQ is outstanding.
 rej0=$(tx REJ)

@@ -180,6 +180,40 @@ TEST_F(cepm, establish_needs_a_sent_rep)
 	EXPECT_EQ(CEPM_STATE_IDLE, info.state);
 }
 
+/* A monitor owns no CEP, reads trace records, and rejects bad requests. */
+TEST_F(cepm, monitor_rules)
+{
+	struct cepm_monitor m = { 0 };
+	struct cepm_trace t;
+	int other = open("/dev/cepm", O_RDWR | O_NONBLOCK);
+
+	ASSERT_GE(other, 0);
+	/* A file that owns a CEP cannot monitor. */
+	ASSERT_GT(create_cep(self->fd, 0), 0);
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_MONITOR, &m));
+	EXPECT_EQ(EBUSY, errno);
+	m.flags = 1;
+	EXPECT_EQ(-1, ioctl(other, CEPM_IOC_MONITOR, &m));
+	EXPECT_EQ(EINVAL, errno);
+	m.flags = 0;
+	m.reserved = 1;
+	EXPECT_EQ(-1, ioctl(other, CEPM_IOC_MONITOR, &m));
+	EXPECT_EQ(EINVAL, errno);
+	m.reserved = 0;
+	ASSERT_EQ(0, ioctl(other, CEPM_IOC_MONITOR, &m));
+	/* Once, and then no CEP. */
+	EXPECT_EQ(-1, ioctl(other, CEPM_IOC_MONITOR, &m));
+	EXPECT_EQ(EBUSY, errno);
+	EXPECT_EQ(-1, create_cep(other, 0));
+	EXPECT_EQ(EBUSY, errno);
+	/* Records, not events: a buffer smaller than one record is refused. */
+	EXPECT_EQ(-1, read(other, &t, sizeof(struct cepm_event)));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, read(other, &t, sizeof(t)));
+	EXPECT_EQ(EAGAIN, errno);
+	close(other);
+}
+
 TEST_F(cepm, create_rejects_reserved_bits)
 {
 	struct cepm_create c = { .reserved = 1 };
