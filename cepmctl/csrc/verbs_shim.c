@@ -347,18 +347,24 @@ int cepm_verbs_modify_qp_err(struct ibv_qp *qp)
 	return to_errno(ibv_modify_qp(qp, &attr, IBV_QP_STATE));
 }
 
+/* A one-SGE send work request on `sge`, but for its opcode and opcode-specific fields. */
+static void init_send_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t wr_id, int signaled)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+}
+
 int cepm_verbs_post_send(struct ibv_qp *qp, uint64_t wr_id, const void *addr, uint32_t length,
 			 uint32_t lkey, int signaled)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = length, .lkey = lkey };
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	init_send_wr(&wr, &sge, wr_id, signaled);
 	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
 	return to_errno(ibv_post_send(qp, &wr, &bad));
 }
 
@@ -380,12 +386,8 @@ int cepm_verbs_post_rdma(struct ibv_qp *qp, uint64_t wr_id, int write, void *add
 	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = length, .lkey = lkey };
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	init_send_wr(&wr, &sge, wr_id, signaled);
 	wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-	wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
 	wr.wr.rdma.remote_addr = remote_addr;
 	wr.wr.rdma.rkey = rkey;
 	return to_errno(ibv_post_send(qp, &wr, &bad));
@@ -466,12 +468,8 @@ int cepm_verbs_post_send_ud(struct ibv_qp *qp, uint64_t wr_id, const void *addr,
 	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = length, .lkey = lkey };
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	init_send_wr(&wr, &sge, wr_id, signaled);
 	wr.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-	wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
 	/* Bit for bit: the caller passes network byte order (see the header). */
 	wr.imm_data = imm_data;
 	wr.wr.ud.ah = ah;

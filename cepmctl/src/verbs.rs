@@ -1089,26 +1089,24 @@ pub struct RemoteBuf {
     pub rkey: u32,
 }
 
-/// A reliable-connected queue pair (`IBV_QPT_RC`) whose sends and receives complete on one CQ.
-///
-/// Created in RESET; [`RcQp::to_init`], [`RcQp::to_rtr`] and [`RcQp::to_rts`] connect it with
-/// attributes supplied by the caller (the connection manager, or [`loopback`]).
-pub struct RcQp {
+/// What RC and UD queue pairs share: the QP, its number and capacities, the port it is bound
+/// to, and the CQ and PD its work requests use. [`RcQp`] and [`UdQp`] dereference to it.
+pub struct QueuePair {
     qp: NonNull<ffi::ibv_qp>,
     qpn: u32,
     caps: QpCaps,
-    /// The port given to `to_init`, 0 before.
+    /// The port the QP was bound to on its way to INIT, 0 before.
     port: AtomicU8,
     cq: CompletionQueue,
     pd: ProtectionDomain,
 }
 
 // SAFETY: See `Context`: verbs objects are thread-safe; `port` is atomic.
-unsafe impl Send for RcQp {}
+unsafe impl Send for QueuePair {}
 // SAFETY: See `Context`: every method is a thread-safe verb or touches only atomics.
-unsafe impl Sync for RcQp {}
+unsafe impl Sync for QueuePair {}
 
-impl Drop for RcQp {
+impl Drop for QueuePair {
     fn drop(&mut self) {
         // SAFETY: `qp` is destroyed only here, before `self.cq` and `self.pd` release the CQ and
         // PD it uses (fields drop after `drop` returns).
@@ -1116,10 +1114,10 @@ impl Drop for RcQp {
     }
 }
 
-impl RcQp {
-    /// Creates an RC QP in `pd` whose send and receive completions go to `cq`, with at least
-    /// `caps` (see [`RcQp::caps`] for what the device granted).
-    pub fn create(pd: &ProtectionDomain, cq: &CompletionQueue, caps: QpCaps) -> io::Result<Self> {
+impl QueuePair {
+    /// Creates a QP (UD if `ud`, else RC) in `pd` whose send and receive completions go to
+    /// `cq`, with at least `caps`.
+    fn create(pd: &ProtectionDomain, cq: &CompletionQueue, caps: QpCaps, ud: bool) -> io::Result<Self> {
         if !Arc::ptr_eq(&pd.inner.ctx, &cq.inner._ctx) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "the PD and the CQ belong to different devices"));
         }
@@ -1130,10 +1128,17 @@ impl RcQp {
             max_recv_sge: caps.max_recv_sge,
             max_inline_data: caps.max_inline_data,
         };
+        let (pd_ptr, cq_ptr) = (pd.inner.ptr.as_ptr(), cq.inner.cq.as_ptr());
         // SAFETY: the PD and CQ are alive (we hold them) and on the same device; `raw` is
         // readable and writable for the call.
-        let qp = unsafe { ffi::cepm_verbs_create_rc_qp(pd.inner.ptr.as_ptr(), cq.inner.cq.as_ptr(), &mut raw) };
-        let qp = non_null(qp, "ibv_create_qp(RC)")?;
+        let qp = unsafe {
+            if ud {
+                ffi::cepm_verbs_create_ud_qp(pd_ptr, cq_ptr, &mut raw)
+            } else {
+                ffi::cepm_verbs_create_rc_qp(pd_ptr, cq_ptr, &mut raw)
+            }
+        };
+        let qp = non_null(qp, if ud { "ibv_create_qp(UD)" } else { "ibv_create_qp(RC)" })?;
         // SAFETY: `qp` was just created.
         let qpn = unsafe { ffi::cepm_verbs_qp_num(qp.as_ptr()) };
         let caps = QpCaps {
@@ -1146,7 +1151,11 @@ impl RcQp {
         Ok(Self { qp, qpn, caps, port: AtomicU8::new(0), cq: cq.clone(), pd: pd.clone() })
     }
 
-    /// The QP number, which the peer needs as its `dest_qpn`.
+    fn raw(&self) -> *mut ffi::ibv_qp {
+        self.qp.as_ptr()
+    }
+
+    /// The QP number, which the peer needs (as its `dest_qpn`, or in a SIDR_REP).
     pub fn qp_num(&self) -> u32 {
         self.qpn
     }
@@ -1156,9 +1165,9 @@ impl RcQp {
         self.caps
     }
 
-    /// The port given to [`RcQp::to_init`], if it was called.
+    /// The port the QP was bound to on its way to INIT, if it got there.
     pub fn port(&self) -> Option<u8> {
-        Some(self.port.load(Ordering::Relaxed)).filter(|&p| p != 0)
+        Some(self.port.load(Ordering::Acquire)).filter(|&p| p != 0)
     }
 
     /// The CQ the QP's completions go to.
@@ -1175,7 +1184,7 @@ impl RcQp {
     pub fn state(&self) -> io::Result<QpState> {
         let mut raw = 0u32;
         // SAFETY: the QP is alive and `raw` is writable for the call.
-        let rc = unsafe { ffi::cepm_verbs_query_qp_state(self.qp.as_ptr(), &mut raw) };
+        let rc = unsafe { ffi::cepm_verbs_query_qp_state(self.raw(), &mut raw) };
         errno_result(rc, "ibv_query_qp")?;
         Ok(QpState::from_raw(raw))
     }
@@ -1184,9 +1193,8 @@ impl RcQp {
         Device { ctx: Arc::clone(&self.pd.inner.ctx) }
     }
 
-    /// RESET → INIT: binds the QP to `port` and P_Key `pkey_index`, granting peers `access`
-    /// (remote read/write/atomic; SEND/RECV need none).
-    pub fn to_init(&self, port: u8, pkey_index: u16, access: AccessFlags) -> io::Result<()> {
+    /// Checks `port` and `pkey_index` against the device before the move to INIT.
+    fn check_port(&self, port: u8, pkey_index: u16) -> io::Result<()> {
         if port == 0 {
             return Err(InvalidAttr::new("port", "port numbers start at 1").into());
         }
@@ -1198,10 +1206,65 @@ impl RcQp {
             )
             .into());
         }
+        Ok(())
+    }
+
+    /// Any state → ERR: every outstanding work request completes with a flush error, which
+    /// wakes whoever waits on the CQ (used to abort a transfer, and before disconnecting).
+    pub fn to_error(&self) -> io::Result<()> {
+        // SAFETY: the QP is alive.
+        let rc = unsafe { ffi::cepm_verbs_modify_qp_err(self.raw()) };
+        errno_result(rc, &format!("QP {} to ERR", self.qpn))
+    }
+
+    fn check_mr(&self, mr: &MemoryRegion, len: usize) -> io::Result<u32> {
+        check_mr(&self.pd, mr, len)
+    }
+
+    /// Posts a receive of `len` bytes (all of `mr`, checked by the caller) with `wr_id`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`RcQp::post_recv`].
+    unsafe fn post_recv_checked(&self, mr: &MemoryRegion, len: u32, wr_id: u64) -> io::Result<()> {
+        // SAFETY: the QP is alive, the buffer is a region registered in the QP's PD, and the
+        // caller leaves it alone until the completion.
+        let rc = unsafe { ffi::cepm_verbs_post_recv(self.raw(), wr_id, mr.buf.as_ptr().cast(), len, mr.lkey) };
+        errno_result(rc, &format!("ibv_post_recv on QP {}", self.qpn))
+    }
+}
+
+/// A reliable-connected queue pair (`IBV_QPT_RC`) whose sends and receives complete on one CQ.
+///
+/// Created in RESET; [`RcQp::to_init`], [`RcQp::to_rtr`] and [`RcQp::to_rts`] connect it with
+/// attributes supplied by the caller (the connection manager, or [`loopback`]).
+pub struct RcQp {
+    core: QueuePair,
+}
+
+impl core::ops::Deref for RcQp {
+    type Target = QueuePair;
+
+    fn deref(&self) -> &QueuePair {
+        &self.core
+    }
+}
+
+impl RcQp {
+    /// Creates an RC QP in `pd` whose send and receive completions go to `cq`, with at least
+    /// `caps` (see [`QueuePair::caps`] for what the device granted).
+    pub fn create(pd: &ProtectionDomain, cq: &CompletionQueue, caps: QpCaps) -> io::Result<Self> {
+        Ok(Self { core: QueuePair::create(pd, cq, caps, false)? })
+    }
+
+    /// RESET → INIT: binds the QP to `port` and P_Key `pkey_index`, granting peers `access`
+    /// (remote read/write/atomic; SEND/RECV need none).
+    pub fn to_init(&self, port: u8, pkey_index: u16, access: AccessFlags) -> io::Result<()> {
+        self.check_port(port, pkey_index)?;
         // SAFETY: the QP is alive; the shim only reads its scalar arguments.
-        let rc = unsafe { ffi::cepm_verbs_modify_qp_init(self.qp.as_ptr(), port, pkey_index, access.bits()) };
+        let rc = unsafe { ffi::cepm_verbs_modify_qp_init(self.raw(), port, pkey_index, access.bits()) };
         errno_result(rc, &format!("QP {} to INIT", self.qpn))?;
-        self.port.store(port, Ordering::Relaxed);
+        self.port.store(port, Ordering::Release);
         Ok(())
     }
 
@@ -1214,7 +1277,7 @@ impl RcQp {
         attr.validate_for_port(&self.device().query_port(port)?)?;
         let raw = attr.to_raw();
         // SAFETY: the QP is alive and `raw` is readable for the call.
-        let rc = unsafe { ffi::cepm_verbs_modify_qp_rtr(self.qp.as_ptr(), &raw) };
+        let rc = unsafe { ffi::cepm_verbs_modify_qp_rtr(self.raw(), &raw) };
         errno_result(rc, &format!("QP {} to RTR", self.qpn))
     }
 
@@ -1223,20 +1286,8 @@ impl RcQp {
         attr.validate()?;
         let raw = attr.to_raw();
         // SAFETY: the QP is alive and `raw` is readable for the call.
-        let rc = unsafe { ffi::cepm_verbs_modify_qp_rts(self.qp.as_ptr(), &raw) };
+        let rc = unsafe { ffi::cepm_verbs_modify_qp_rts(self.raw(), &raw) };
         errno_result(rc, &format!("QP {} to RTS", self.qpn))
-    }
-
-    /// Any state → ERR: every outstanding work request completes with a flush error, which
-    /// wakes whoever waits on the CQ (used to abort a transfer, and before disconnecting).
-    pub fn to_error(&self) -> io::Result<()> {
-        // SAFETY: the QP is alive.
-        let rc = unsafe { ffi::cepm_verbs_modify_qp_err(self.qp.as_ptr()) };
-        errno_result(rc, &format!("QP {} to ERR", self.qpn))
-    }
-
-    fn check_mr(&self, mr: &MemoryRegion, len: usize) -> io::Result<u32> {
-        check_mr(&self.pd, mr, len)
     }
 
     /// Posts a SEND of the first `len` bytes of `mr`, with `wr_id`; `signaled` asks for a
@@ -1253,7 +1304,7 @@ impl RcQp {
         // PD, and the caller keeps it unmodified until the completion.
         let rc = unsafe {
             ffi::cepm_verbs_post_send(
-                self.qp.as_ptr(),
+                self.raw(),
                 wr_id,
                 mr.buf.as_ptr().cast(),
                 len,
@@ -1273,10 +1324,8 @@ impl RcQp {
     /// which Rust cannot check because `mr` is only borrowed for the call.
     pub unsafe fn post_recv(&self, mr: &MemoryRegion, wr_id: u64) -> io::Result<()> {
         let len = self.check_mr(mr, mr.len())?;
-        // SAFETY: the QP is alive, the buffer is a region registered in the QP's PD, and the
-        // caller leaves it alone until the completion.
-        let rc = unsafe { ffi::cepm_verbs_post_recv(self.qp.as_ptr(), wr_id, mr.buf.as_ptr().cast(), len, mr.lkey) };
-        errno_result(rc, &format!("ibv_post_recv on QP {}", self.qpn))
+        // SAFETY: forwarded from the caller.
+        unsafe { self.post_recv_checked(mr, len, wr_id) }
     }
 
     /// Posts a one-sided RDMA READ (into) or WRITE (from) the first `len` bytes of `mr`, at
@@ -1309,7 +1358,7 @@ impl RcQp {
         // PD, and the caller leaves it alone (READ) or unmodified (WRITE) until the completion.
         let rc = unsafe {
             ffi::cepm_verbs_post_rdma(
-                self.qp.as_ptr(),
+                self.raw(),
                 wr_id,
                 i32::from(op == RdmaOp::Write),
                 mr.buf.as_ptr().cast(),
@@ -1435,73 +1484,24 @@ pub struct UdDest {
 /// does. Every receive buffer starts with [`GRH_LEN`] bytes for the GRH: a receive for
 /// `size`-byte datagrams needs `size + GRH_LEN` bytes.
 pub struct UdQp {
-    qp: NonNull<ffi::ibv_qp>,
-    qpn: u32,
-    caps: QpCaps,
-    /// The port given to `to_rts`, 0 before.
-    port: AtomicU8,
-    /// The Q_Key given to `to_rts` (meaningful once `port` is set).
+    core: QueuePair,
+    /// The Q_Key given to `to_rts` (meaningful once the port is set).
     qkey: AtomicU32,
-    cq: CompletionQueue,
-    pd: ProtectionDomain,
 }
 
-// SAFETY: See `Context`: verbs objects are thread-safe; `port` and `qkey` are atomic.
-unsafe impl Send for UdQp {}
-// SAFETY: See `Context`: every method is a thread-safe verb or touches only atomics.
-unsafe impl Sync for UdQp {}
+impl core::ops::Deref for UdQp {
+    type Target = QueuePair;
 
-impl Drop for UdQp {
-    fn drop(&mut self) {
-        // SAFETY: `qp` is destroyed only here, before `self.cq` and `self.pd` release the CQ and
-        // PD it uses (fields drop after `drop` returns).
-        let _ = unsafe { ffi::cepm_verbs_destroy_qp(self.qp.as_ptr()) };
+    fn deref(&self) -> &QueuePair {
+        &self.core
     }
 }
 
 impl UdQp {
     /// Creates a UD QP in `pd` whose send and receive completions go to `cq`, with at least
-    /// `caps` (see [`UdQp::caps`] for what the device granted).
+    /// `caps` (see [`QueuePair::caps`] for what the device granted).
     pub fn create(pd: &ProtectionDomain, cq: &CompletionQueue, caps: QpCaps) -> io::Result<Self> {
-        if !Arc::ptr_eq(&pd.inner.ctx, &cq.inner._ctx) {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "the PD and the CQ belong to different devices"));
-        }
-        let mut raw = ffi::cepm_verbs_qp_caps {
-            max_send_wr: caps.max_send_wr,
-            max_recv_wr: caps.max_recv_wr,
-            max_send_sge: caps.max_send_sge,
-            max_recv_sge: caps.max_recv_sge,
-            max_inline_data: caps.max_inline_data,
-        };
-        // SAFETY: the PD and CQ are alive (we hold them) and on the same device; `raw` is
-        // readable and writable for the call.
-        let qp = unsafe { ffi::cepm_verbs_create_ud_qp(pd.inner.ptr.as_ptr(), cq.inner.cq.as_ptr(), &mut raw) };
-        let qp = non_null(qp, "ibv_create_qp(UD)")?;
-        // SAFETY: `qp` was just created.
-        let qpn = unsafe { ffi::cepm_verbs_qp_num(qp.as_ptr()) };
-        let caps = QpCaps {
-            max_send_wr: raw.max_send_wr,
-            max_recv_wr: raw.max_recv_wr,
-            max_send_sge: raw.max_send_sge,
-            max_recv_sge: raw.max_recv_sge,
-            max_inline_data: raw.max_inline_data,
-        };
-        Ok(Self { qp, qpn, caps, port: AtomicU8::new(0), qkey: AtomicU32::new(0), cq: cq.clone(), pd: pd.clone() })
-    }
-
-    /// The QP number, which a SIDR_REP advertises and peers send to.
-    pub fn qp_num(&self) -> u32 {
-        self.qpn
-    }
-
-    /// The queue capacities the device granted.
-    pub fn caps(&self) -> QpCaps {
-        self.caps
-    }
-
-    /// The port given to [`UdQp::to_rts`], if it was called.
-    pub fn port(&self) -> Option<u8> {
-        Some(self.port.load(Ordering::Acquire)).filter(|&p| p != 0)
+        Ok(Self { core: QueuePair::create(pd, cq, caps, true)?, qkey: AtomicU32::new(0) })
     }
 
     /// The Q_Key given to [`UdQp::to_rts`], if it was called: incoming datagrams must carry it.
@@ -1509,45 +1509,12 @@ impl UdQp {
         self.port().map(|_| self.qkey.load(Ordering::Relaxed))
     }
 
-    /// The CQ the QP's completions go to.
-    pub fn cq(&self) -> &CompletionQueue {
-        &self.cq
-    }
-
-    /// The QP's protection domain.
-    pub fn pd(&self) -> &ProtectionDomain {
-        &self.pd
-    }
-
-    /// The current state, as the device reports it.
-    pub fn state(&self) -> io::Result<QpState> {
-        let mut raw = 0u32;
-        // SAFETY: the QP is alive and `raw` is writable for the call.
-        let rc = unsafe { ffi::cepm_verbs_query_qp_state(self.qp.as_ptr(), &mut raw) };
-        errno_result(rc, "ibv_query_qp")?;
-        Ok(QpState::from_raw(raw))
-    }
-
-    fn device(&self) -> Device {
-        Device { ctx: Arc::clone(&self.pd.inner.ctx) }
-    }
-
     /// RESET → INIT → RTR → RTS, as `ucma_init_ud_qp()` does: binds the QP to `port` and P_Key
     /// `pkey_index`, accepts datagrams carrying `qkey` (rdma_cm's default is
     /// [`udaddy::RDMA_UDP_QKEY`]), and starts the send queue at PSN 0.
     pub fn to_rts(&self, port: u8, pkey_index: u16, qkey: u32) -> io::Result<()> {
-        if port == 0 {
-            return Err(InvalidAttr::new("port", "port numbers start at 1").into());
-        }
-        let port_attr = self.device().query_port(port)?;
-        if pkey_index >= port_attr.pkey_tbl_len {
-            return Err(InvalidAttr::new(
-                "pkey_index",
-                format!("{pkey_index} is beyond the port's P_Key table ({} entries)", port_attr.pkey_tbl_len),
-            )
-            .into());
-        }
-        let qp = self.qp.as_ptr();
+        self.check_port(port, pkey_index)?;
+        let qp = self.raw();
         // SAFETY: the QP is alive; the shim only reads its scalar arguments.
         let rc = unsafe { ffi::cepm_verbs_modify_ud_qp_init(qp, port, pkey_index, qkey) };
         errno_result(rc, &format!("UD QP {} to INIT", self.qpn))?;
@@ -1559,14 +1526,6 @@ impl UdQp {
         // SAFETY: the QP is alive; the shim only reads its scalar arguments.
         let rc = unsafe { ffi::cepm_verbs_modify_ud_qp_rts(qp, 0) };
         errno_result(rc, &format!("UD QP {} to RTS", self.qpn))
-    }
-
-    /// Any state → ERR: every outstanding work request completes with a flush error, which
-    /// wakes whoever waits on the CQ.
-    pub fn to_error(&self) -> io::Result<()> {
-        // SAFETY: the QP is alive.
-        let rc = unsafe { ffi::cepm_verbs_modify_qp_err(self.qp.as_ptr()) };
-        errno_result(rc, &format!("UD QP {} to ERR", self.qpn))
     }
 
     /// Posts a receive into the whole of `mr`, with `wr_id`. The datagram lands at offset
@@ -1586,10 +1545,8 @@ impl UdQp {
                 format!("a UD receive buffer needs at least {GRH_LEN} bytes for the GRH"),
             ));
         }
-        // SAFETY: the QP is alive, the buffer is a region registered in the QP's PD, and the
-        // caller leaves it alone until the completion.
-        let rc = unsafe { ffi::cepm_verbs_post_recv(self.qp.as_ptr(), wr_id, mr.buf.as_ptr().cast(), len, mr.lkey) };
-        errno_result(rc, &format!("ibv_post_recv on UD QP {}", self.qpn))
+        // SAFETY: forwarded from the caller.
+        unsafe { self.post_recv_checked(mr, len, wr_id) }
     }
 
     /// Posts a SEND of the first `len` bytes of `mr` to `dest` (its address handle, QP number
@@ -1625,7 +1582,7 @@ impl UdQp {
         // AH alive until the completion.
         let rc = unsafe {
             ffi::cepm_verbs_post_send_ud(
-                self.qp.as_ptr(),
+                self.raw(),
                 wr_id,
                 mr.buf.as_ptr().cast(),
                 len,

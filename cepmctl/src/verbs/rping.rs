@@ -505,7 +505,7 @@ impl<'q> Rping<'q> {
 
     /// Runs the server side until the client is gone, which this end learns from its receive
     /// being flushed: run it on one thread, watch for the client's DREQ on another, and move
-    /// the QP to ERR ([`RcQp::to_error`]) when it arrives (as librdmacm does before its DREP);
+    /// the QP to ERR ([`QueuePair::to_error`](super::QueuePair::to_error)) when it arrives (as librdmacm does before its DREP);
     /// this returns then. Use [`Rping::run_server_until`] to stay on one thread.
     ///
     /// `timeout` bounds the wait for any one completion, including the wait for the next ping
