@@ -31,6 +31,16 @@ fn qpn(base: u32, n: u64) -> u32 {
     base | (n as u32 & 0x0f_ffff)
 }
 
+/// Says which connection failed and how (the event, its status, the CEP's comm IDs and
+/// state), so that a rare failure under loss can be told apart from another.
+fn report_failure(who: &str, cepm: &Cepm, ev: &crate::cep::Event) {
+    let info = cepm.query_cep(ev.handle);
+    let (ids, state) = info.map_or((String::new(), "?"), |i| {
+        (format!(" {:#x}/{:#x}", i.local_comm_id, i.remote_comm_id), crate::cep::state_name(i.state))
+    });
+    println!("{who}: CEP {}{ids} failed: {} (status {}) in {state}", ev.handle, crate::cep::event_name(ev.kind), ev.status);
+}
+
 /// The error for an event neither side of a run expects.
 fn unexpected(ev: &crate::cep::Event) -> io::Error {
     io::Error::other(format!("unexpected event {} on CEP {}", crate::cep::event_name(ev.kind), ev.handle))
@@ -65,6 +75,7 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
             sys::CEPM_EVENT_REJ_RECEIVED
             | sys::CEPM_EVENT_REQ_ERROR
             | sys::CEPM_EVENT_DREQ_ERROR => {
+                report_failure("connect", &cepm, &ev);
                 cepm.destroy(ev.handle)?;
                 in_flight.remove(&ev.handle);
                 failed += 1;
@@ -106,6 +117,7 @@ pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
                 completed += 1;
             }
             sys::CEPM_EVENT_REJ_RECEIVED | sys::CEPM_EVENT_REP_ERROR => {
+                report_failure("accept", &cepm, &ev);
                 cepm.destroy(ev.handle)?;
                 failed += 1;
             }
