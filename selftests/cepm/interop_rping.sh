@@ -6,20 +6,13 @@
 # veth0 and must decode cleanly in tshark's InfiniBand dissector; the capture is kept as
 # out/artefacts/interop-rping.pcap.
 . "$(dirname "$0")/lib.sh"
-need_root
-ktap_print_header
-for tool in rping tshark; do
-	command -v $tool >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
-done
+interop_begin rping tshark dumpcap
 ktap_set_plan 7
 
 out=$CEPM_ROOT/out/interop_rping.$$
 pcap=$CEPM_ROOT/out/artefacts/interop-rping.pcap
-trap 'kill $(jobs -p) 2>/dev/null; wait; stock_down; rm -f "$out".*' EXIT
-TCP=0x0106
 
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
-to_peer=(--device rxe0 --rdma-cm --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" --timeout-ms 30000)
 
 # 1. cepmctl connect -> rping -s, captured.
 mkdir -p "$(dirname "$pcap")"
@@ -30,7 +23,7 @@ wait_until 30 grep -q "Capturing on" "$out.dumpcap"
 "${PEER[@]}" timeout 60 rping -s -a 10.77.0.2 -p 7174 -v -S 64 >"$out.rping-s" 2>&1 &
 spid=$!
 wait_until 10 stock_listens 7174
-"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7174)" "${to_peer[@]}" --rping --iterations 10 --size 64 \
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7174)" "${TO_STOCK[@]}" --rping --iterations 10 --size 64 \
 	>"$out.c" 2>&1
 crc=$?
 wait $spid

@@ -2,31 +2,22 @@
 # SPDX-License-Identifier: GPL-2.0
 # Many connections between cepm and the stock Linux CM: 100 each way with rdma-core's cmtime
 # and with ucmatose (-C 0: connections only; the ucmatose server disconnects them all once all
-# are up, which crosses the DREQs of cepmctl's phased client).  cepm manages rxe0 alone
-# (cepm.devices=rxe0); the stock ib_cm/rdma_cm owns rxe1, on veth1 in namespace cepm_peer
-# (10.77.0.2), where the rdma-core tools run.  cepmctl speaks rdma_cm's dialect (--rdma-cm:
-# IP service IDs, a cma_hdr in the REQ, real RoCE v2 GIDs) and each tool's data pattern.
+# are up, which crosses the DREQs of cepmctl's phased client).  Topology as in
+# interop_stock.sh.
 . "$(dirname "$0")/lib.sh"
-need_root
-ktap_print_header
-for tool in cmtime ucmatose; do
-	command -v $tool >/dev/null || { ktap_skip_all "$tool (rdmacm-utils) missing"; exit "$KSFT_SKIP"; }
-done
+interop_begin cmtime ucmatose
 ktap_set_plan 8
 
-out=$CEPM_ROOT/out/interop_stock.$$
-trap 'kill $(jobs -p) 2>/dev/null; wait; stock_down; rm -f "$out".*' EXIT
-TCP=0x0106
+out=$CEPM_ROOT/out/interop_scale.$$
 
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
-to_peer=(--device rxe0 --rdma-cm --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" --timeout-ms 30000)
 N=100
 
 # cepmctl's connections to a cmtime server (which never exits by itself).
 "${PEER[@]}" timeout -s INT 100 cmtime -b 10.77.0.2 -p 7477 >"$out.cmtime-s" 2>&1 &
 cpid=$!
 wait_until 10 stock_listens 7477
-"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7477)" "${to_peer[@]}" --cm-only --count $N --parallel 10 >"$out.many" 2>&1
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7477)" "${TO_STOCK[@]}" --cm-only --count $N --parallel 10 >"$out.many" 2>&1
 crc=$?
 pkill -INT -x cmtime
 wait $cpid
@@ -52,7 +43,7 @@ ktap_check "... all $N connected and disconnected on our side" \
 "${PEER[@]}" timeout 100 ucmatose -b 10.77.0.2 -p 7479 -c $N -C 0 >"$out.ucm-s" 2>&1 &
 spid=$!
 wait_until 10 stock_listens 7479
-"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7479)" "${to_peer[@]}" --cm-only --count $N --parallel 10 --phases \
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7479)" "${TO_STOCK[@]}" --cm-only --count $N --parallel 10 --phases \
 	>"$out.ucm-c" 2>&1
 crc=$?
 wait $spid

@@ -5,26 +5,19 @@
 # (10.77.0.2), where the rdma-core tools run.  cepmctl speaks rdma_cm's dialect (--rdma-cm:
 # IP service IDs, a cma_hdr in the REQ, real RoCE v2 GIDs) and each tool's data pattern.
 . "$(dirname "$0")/lib.sh"
-need_root
-ktap_print_header
-for tool in ucmatose rdma_server rdma_client udaddy; do
-	command -v $tool >/dev/null || { ktap_skip_all "$tool (rdmacm-utils) missing"; exit "$KSFT_SKIP"; }
-done
+interop_begin ucmatose rdma_server rdma_client udaddy
 ktap_set_plan 14
 
 out=$CEPM_ROOT/out/interop_stock.$$
-trap 'kill $(jobs -p) 2>/dev/null; wait; tc qdisc del dev veth0 root 2>/dev/null; stock_down; rm -f "$out".*' EXIT
-TCP=0x0106
 
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
-to_peer=(--device rxe0 --rdma-cm --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" --timeout-ms 30000)
 
 # 1. cepmctl connect -> ucmatose server: it sends 10 messages of 100 bytes, we answer with 10,
 #    it disconnects.
 "${PEER[@]}" timeout 60 ucmatose -b 10.77.0.2 -p 7471 -c 1 -C 10 -S 100 >"$out.ucm-s" 2>&1 &
 spid=$!
 wait_until 10 stock_listens 7471
-"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7471)" "${to_peer[@]}" --messages 10 --size 100 --peer-disconnects \
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7471)" "${TO_STOCK[@]}" --messages 10 --size 100 --peer-disconnects \
 	>"$out.ucm-c" 2>&1
 crc=$?
 wait $spid
@@ -64,7 +57,7 @@ sed 's/^/# /' "$out.rcl" "$out.acc2"
 ktap_check "rdma_client -> cepmctl: both ends succeed" sh -c "test $crc = 0 && test $arc = 0"
 
 # 5. Failures against the stock CM: no listener (REJ 8); a bad cma_hdr version (REJ 28).
-"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7999)" "${to_peer[@]}" --cm-only >"$out.rej8" 2>&1
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7999)" "${TO_STOCK[@]}" --cm-only >"$out.rej8" 2>&1
 rc=$?
 sed 's/^/# /' "$out.rej8"
 ktap_check "no stock listener: REJ 8 reaches the cepmctl user" \
@@ -72,7 +65,7 @@ ktap_check "no stock listener: REJ 8 reaches the cepmctl user" \
 "${PEER[@]}" timeout 60 ucmatose -b 10.77.0.2 -p 7475 -c 1 >"$out.ucm3" 2>&1 &
 spid=$!
 wait_until 10 stock_listens 7475
-"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7475)" "${to_peer[@]}" --cm-only --cma-version 1 >"$out.rej28" 2>&1
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7475)" "${TO_STOCK[@]}" --cm-only --cma-version 1 >"$out.rej28" 2>&1
 rc=$?
 kill $spid 2>/dev/null
 wait $spid
@@ -84,7 +77,7 @@ ktap_check "a cma_hdr of version 1: the stock listener answers REJ 28" \
 "${PEER[@]}" timeout 60 "$CEPM_ROOT/out/selftests/rdma_reject_server" 10.77.0.2 7479 "not today" >"$out.rj" 2>&1 &
 spid=$!
 wait_until 10 grep -q '^listening' "$out.rj"
-"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7479)" "${to_peer[@]}" --cm-only >"$out.rjc" 2>&1
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7479)" "${TO_STOCK[@]}" --cm-only >"$out.rjc" 2>&1
 rc=$?
 wait $spid
 src=$?
@@ -93,11 +86,10 @@ ktap_check "a stock server's rdma_reject: the cepm user gets reason 28 and its p
 	sh -c "test $rc != 0 && test $src = 0 && grep -q 'got REJ_RECEIVED (status 28), [0-9]* bytes of private data \"not today' '$out.rjc'"
 
 # 6. SIDR and UD datagrams with udaddy (RDMA_PS_UDP; udaddy's port is fixed at 7174).
-UDP=0x0111
 "${PEER[@]}" timeout 60 udaddy -b 10.77.0.2 -C 10 -S 100 >"$out.uds" 2>&1 &
 spid=$!
 wait_until 10 stock_listens 7174
-"$CEPMCTL" resolve --service-id "$(ip_service_id $UDP 7174)" "${to_peer[@]}" --udaddy --messages 10 --size 100 \
+"$CEPMCTL" resolve --service-id "$(ip_service_id $UDP 7174)" "${TO_STOCK[@]}" --udaddy --messages 10 --size 100 \
 	>"$out.udc" 2>&1
 crc=$?
 wait $spid
@@ -123,7 +115,7 @@ ktap_check "udaddy client -> cepmctl serve-ud: both ends succeed, 10 datagrams e
 spid=$!
 wait_until 10 stock_listens 7476
 for i in 1 2; do
-	"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7476)" "${to_peer[@]}" --messages 10 --size 100 \
+	"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7476)" "${TO_STOCK[@]}" --messages 10 --size 100 \
 		--peer-disconnects >"$out.ucm4.$i" 2>&1 &
 done
 crc=0
@@ -139,7 +131,7 @@ ktap_check "two cepmctl connections to one ucmatose -c 2 server: all succeed" \
 #    then the namespace and rxe1 vanish; the REQ runs out of retries and nothing is left.
 modprobe sch_netem
 tc qdisc add dev veth0 root netem loss 100%
-"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7477)" "${to_peer[@]}" --cm-only --max-cm-retries 3 \
+"$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7477)" "${TO_STOCK[@]}" --cm-only --max-cm-retries 3 \
 	--cm-response-timeout 17 --packet-life-time 8 >"$out.gone" 2>&1 &
 cpid=$!
 wait_until 10 grep -q '^connect: REQ sent' "$out.gone"

@@ -76,12 +76,29 @@ peer_ns_down() {
 # The stock Linux CM as the second host: cepm reloaded to manage rxe0 alone (cepm.devices),
 # the stock stack loaded (rdma_ucm pulls in rdma_cm and ib_cm), and rxe1 in namespace
 # $PEER_NS, where ib_cm owns the CM class.  stock_down restores the usual guest.
+# TO_STOCK: cepmctl's arguments to reach the stock host in rdma_cm's dialect.
 stock_up() {
 	rmmod cepm && insmod "$CEPM_KO" devices="$RXE_DEV" &&
 	modprobe rdma_ucm &&
 	peer_ns_create &&
 	port_not_listed rxe1 1 &&
-	wait_until 20 test -d /sys/class/infiniband/rxe1
+	wait_until 20 test -d /sys/class/infiniband/rxe1 &&
+	TO_STOCK=(--device rxe0 --rdma-cm --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" --timeout-ms 30000)
+}
+# rdma_cm port spaces, for ip_service_id.
+TCP=0x0106
+UDP=0x0111
+# The start of an interop test: root, the KTAP header, the tools it runs (else it is skipped),
+# and a cleanup on exit that stops its background jobs and restores the usual guest ($out is
+# the test's prefix for files).
+interop_begin() {
+	need_root
+	ktap_print_header
+	local tool
+	for tool; do
+		command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
+	done
+	trap 'kill $(jobs -p) 2>/dev/null; wait; tc qdisc del dev veth0 root 2>/dev/null; stock_down; rm -f "$out".*' EXIT
 }
 # The peer namespace as a command prefix: "${PEER[@]}" CMD & leaves $! on CMD itself (ip
 # execs it), so the test can signal it.
