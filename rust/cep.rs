@@ -666,7 +666,7 @@ impl Cep {
             ..Default::default()
         };
         inner.pending.push(child, GFP_ATOMIC)?;
-        monitor::publish(uapi::cepm_trace {
+        monitor::publish(|| uapi::cepm_trace {
             service_id: inner.service_id,
             local_comm_id: self.local_id,
             event: ev.event,
@@ -1222,7 +1222,7 @@ impl CepInner {
     /// Delivers `ev` of the CEP with comm ID `local_id` to its owner (or parks it), with a
     /// copy to the monitors.
     fn deliver_raw(&mut self, local_id: u32, mut ev: uapi::cepm_event) {
-        monitor::publish(uapi::cepm_trace {
+        monitor::publish(|| uapi::cepm_trace {
             service_id: self.service_id,
             local_comm_id: local_id,
             remote_comm_id: self.peer.as_ref().map_or(0, |p| p.comm_id),

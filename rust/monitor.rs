@@ -75,11 +75,13 @@ pub(crate) fn remove(file: &CepmFile) {
     drop(removed);
 }
 
-/// Copies `record` (timestamp still unset) to every monitor; called under the CEP's lock.
-pub(crate) fn publish(record: uapi::cepm_trace) {
+/// Copies the record `make` builds (timestamp still unset) to every monitor; called under the
+/// CEP's lock. Without monitors, the record is never built.
+pub(crate) fn publish(make: impl FnOnce() -> uapi::cepm_trace) {
     if MONITOR_COUNT.load(Relaxed) == 0 {
         return;
     }
+    let record = make();
     let now = Instant::<Monotonic>::now();
     for file in MONITORS.lock().iter() {
         file.push_trace(record, now);

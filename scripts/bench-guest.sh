@@ -24,9 +24,29 @@ phase_ms() { sed -n "s/^$2 phase: .*, \([0-9.]*\) ms.*/\1/p" "$1"; }
 quantile() { sed -n "s/^connect phase: .* $2 \([0-9.]*\) ms.*/\1/p" "$1"; }
 
 stack_unload() { modprobe -r rdma_ucm rdma_cm iw_cm ib_cm 2>/dev/null; }
-cepm_reload() { rmmod cepm 2>/dev/null; [ $# = 0 ] || insmod "$CEPM_KO" "$@"; }
+cepm_unload() { rmmod cepm 2>/dev/null; }
+cepm_load() { cepm_unload; insmod "$CEPM_KO" "$@"; } # cepm_load [PARAM=VALUE...]
 rows=()
-row() { rows+=("| $1 | $2 | $3 | $4 | $5 | $6 | $7 |"); }
+# result LABEL N CONNECT_MS DISCONNECT_MS LATENCY: one table row; the ratio is to $base_c,
+# stock <-> stock's connect time at the same N.
+result() {
+	local rate ratio
+	rate=$(awk -v n="$2" -v t="$3" 'BEGIN { printf "%.0f", n / (t / 1000) }')
+	ratio=$(awk -v a="$3" -v b="$base_c" 'BEGIN { printf "%.2f", a / b }')
+	rows+=("| $1 | $2 | $3 | $4 | $rate | $5 | $ratio |")
+}
+# cmtime_result LABEL N FILE: a row from cmtime's table (it has no percentiles).
+cmtime_result() {
+	local c_tot c_max d_tot
+	read -r c_tot c_max _ < <(cmtime_row "$3" connect)
+	read -r d_tot _ < <(cmtime_row "$3" disconnect)
+	result "$1" "$2" "$c_tot" "$d_tot" "max $c_max (cmtime gives no percentiles)"
+}
+# cepmctl_result LABEL N FILE: a row from `cepmctl connect --phases`.
+cepmctl_result() {
+	result "$1" "$2" "$(phase_ms "$3" connect)" "$(phase_ms "$3" disconnect)" \
+		"p50 $(quantile "$3" p50), p99 $(quantile "$3" p99)"
+}
 
 # cmtime_pair N PORT: stock client here -> stock server there; prints the client's table.
 cmtime_pair() {
@@ -39,21 +59,18 @@ cmtime_pair() {
 
 for n in "${counts[@]}"; do
 	echo "== N=$n: stock <-> stock"
-	cepm_reload
+	cepm_unload
 	modprobe rdma_ucm
 	peer_ns_create || exit 1
 	cmtime_pair "$n" 7490
 	sed 's/^/  /' "$out/stock-stock.$n"
-	read -r c_tot c_max _ < <(cmtime_row "$out/stock-stock.$n" connect)
-	read -r d_tot _ < <(cmtime_row "$out/stock-stock.$n" disconnect)
-	base_c=$c_tot base_d=$d_tot
-	row "stock -> stock (cmtime -c $n)" "$n" "$c_tot" "$d_tot" \
-		"$(awk -v n="$n" -v t="$c_tot" 'BEGIN { printf "%.0f", n / (t / 1000) }')" "max $c_max (cmtime gives no percentiles)" "1.00"
+	read -r base_c _ < <(cmtime_row "$out/stock-stock.$n" connect)
+	cmtime_result "stock -> stock (cmtime -c $n)" "$n" "$out/stock-stock.$n"
 	peer_ns_down
 	stack_unload
 
 	echo "== N=$n: cepmctl <-> stock"
-	cepm_reload devices=rxe0
+	cepm_load devices=rxe0
 	modprobe rdma_ucm
 	peer_ns_create || exit 1
 	"${PEER[@]}" cmtime -b 10.77.0.2 -p 7491 >"$out/stock-server2.$n" 2>&1 &
@@ -64,11 +81,7 @@ for n in "${counts[@]}"; do
 		>"$out/cepm-stock.$n" 2>&1 || fail=1
 	kill $spid; wait $spid
 	sed 's/^/  /' "$out/cepm-stock.$n"
-	c=$(phase_ms "$out/cepm-stock.$n" connect) d=$(phase_ms "$out/cepm-stock.$n" disconnect)
-	row "cepmctl -> stock (cmtime server)" "$n" "$c" "$d" \
-		"$(awk -v n="$n" -v t="$c" 'BEGIN { printf "%.0f", n / (t / 1000) }')" \
-		"p50 $(quantile "$out/cepm-stock.$n" p50), p99 $(quantile "$out/cepm-stock.$n" p99)" \
-		"$(awk -v a="$c" -v b="$base_c" 'BEGIN { printf "%.2f", a / b }')"
+	cepmctl_result "cepmctl -> stock (cmtime server)" "$n" "$out/cepm-stock.$n"
 	"$CEPMCTL" accept --device rxe0 --rdma-cm --cm-only --service-id "$(ip_service_id $TCP 7492)" --count "$n" \
 		--timeout-ms 60000 >"$out/stock-cepm-accept.$n" 2>&1 &
 	apid=$!
@@ -76,17 +89,12 @@ for n in "${counts[@]}"; do
 	"${PEER[@]}" timeout 300 cmtime -s 10.77.0.1 -b 10.77.0.2 -p 7492 -c "$n" >"$out/stock-cepm.$n" 2>&1 || fail=1
 	wait $apid || fail=1
 	sed 's/^/  /' "$out/stock-cepm.$n"
-	read -r c_tot c_max _ < <(cmtime_row "$out/stock-cepm.$n" connect)
-	read -r d_tot _ < <(cmtime_row "$out/stock-cepm.$n" disconnect)
-	row "stock -> cepmctl (cmtime -c $n)" "$n" "$c_tot" "$d_tot" \
-		"$(awk -v n="$n" -v t="$c_tot" 'BEGIN { printf "%.0f", n / (t / 1000) }')" "max $c_max (cmtime gives no percentiles)" \
-		"$(awk -v a="$c_tot" -v b="$base_c" 'BEGIN { printf "%.2f", a / b }')"
+	cmtime_result "stock -> cepmctl (cmtime -c $n)" "$n" "$out/stock-cepm.$n"
 	peer_ns_down
 	stack_unload
 
 	echo "== N=$n: cepmctl <-> cepmctl"
-	cepm_reload
-	insmod "$CEPM_KO"
+	cepm_load
 	peer_ns_up || exit 1
 	"${PEER[@]}" "$CEPMCTL" accept --device rxe1 --cm-only --service-id "$(ip_service_id $TCP 7493)" --count "$n" \
 		--timeout-ms 60000 >"$out/cepm-cepm-accept.$n" 2>&1 &
@@ -96,11 +104,7 @@ for n in "${counts[@]}"; do
 		--peer-mac "$PEER_MAC" --count "$n" --parallel "$n" --phases --timeout-ms 60000 >"$out/cepm-cepm.$n" 2>&1 || fail=1
 	wait $apid || fail=1
 	sed 's/^/  /' "$out/cepm-cepm.$n"
-	c=$(phase_ms "$out/cepm-cepm.$n" connect) d=$(phase_ms "$out/cepm-cepm.$n" disconnect)
-	row "cepmctl -> cepmctl" "$n" "$c" "$d" \
-		"$(awk -v n="$n" -v t="$c" 'BEGIN { printf "%.0f", n / (t / 1000) }')" \
-		"p50 $(quantile "$out/cepm-cepm.$n" p50), p99 $(quantile "$out/cepm-cepm.$n" p99)" \
-		"$(awk -v a="$c" -v b="$base_c" 'BEGIN { printf "%.2f", a / b }')"
+	cepmctl_result "cepmctl -> cepmctl" "$n" "$out/cepm-cepm.$n"
 	peer_ns_down
 done
 

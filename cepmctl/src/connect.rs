@@ -450,7 +450,18 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
 /// An `rdma_cm` peer's REQ starts with a `cma_hdr`; without a valid one it is rejected with
 /// reason 28 (Consumer Reject), as the passive `rdma_cm` does (`cma_ib_req_handler` fails,
 /// `drivers/infiniband/core/cm.c:1103-1111`).
-pub(crate) fn check_cma_hdr(cepm: &Cepm, handle: u32, pdata: &[u8], trace: &mut Trace) -> io::Result<()> {
+fn check_cma_hdr(cepm: &Cepm, handle: u32, pdata: &[u8], trace: &mut Trace) -> io::Result<()> {
+    if read_cma_hdr(pdata, trace) {
+        return Ok(());
+    }
+    cepm.reject(handle, 28, b"", b"")?;
+    trace.push("REQ rejected (28)".to_string());
+    Err(io::Error::other("the REQ carries no valid cma_hdr"))
+}
+
+/// Reads the `cma_hdr` at the start of a REQ's or SIDR_REQ's private data and traces the
+/// peer it names (or why it is bad); whether it is valid.
+pub(crate) fn read_cma_hdr(pdata: &[u8], trace: &mut Trace) -> bool {
     match CmaHdr::decode(pdata) {
         Ok(hdr) => {
             if let CmaAddrs::V4 { src, dst } = hdr.addrs {
@@ -461,12 +472,11 @@ pub(crate) fn check_cma_hdr(cepm: &Cepm, handle: u32, pdata: &[u8], trace: &mut 
                     std::net::Ipv4Addr::from(dst)
                 ));
             }
-            Ok(())
+            true
         }
         Err(e) => {
-            cepm.reject(handle, 28, b"", b"")?;
-            trace.push(format!("REQ rejected (28): bad cma_hdr: {e:?}"));
-            Err(io::Error::other("the REQ carries no valid cma_hdr"))
+            trace.push(format!("bad cma_hdr: {e:?}"));
+            false
         }
     }
 }

@@ -3,11 +3,11 @@
 
 use std::io;
 
-use cepm_proto::cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE};
+use cepm_proto::cma_hdr::CMA_HDR_SIZE;
 
 use crate::{
     cep::event_name,
-    connect::{cma_hdr, Config, Route, Trace},
+    connect::{cma_hdr, read_cma_hdr, Config, Route, Trace},
     sys,
     verbs::{
         udaddy::{Stats, UdExchange, RDMA_UDP_QKEY},
@@ -141,20 +141,10 @@ pub fn udaddy_server(config: &Config, count: u32) -> io::Result<Stats> {
     }
     let (handle, req) = cepm.get_request(listener, 0)?;
     let mut status = sys::CEPM_SIDR_SUCCESS as u8;
-    if config.rdma_cm {
-        match CmaHdr::decode(&req.private_data) {
-            Ok(CmaHdr { src_port, addrs: CmaAddrs::V4 { src, dst } }) => trace.push(format!(
-                "rdma_cm peer {}:{src_port} to {}",
-                std::net::Ipv4Addr::from(src),
-                std::net::Ipv4Addr::from(dst)
-            )),
-            Ok(_) => {}
-            // What the passive rdma_cm answers when its handler fails (`cm.c:1088-1094`).
-            Err(e) => {
-                trace.push(format!("bad cma_hdr: {e:?}"));
-                status = sys::CEPM_SIDR_REJECT as u8;
-            }
-        }
+    // A bad cma_hdr gets what the passive rdma_cm answers when its handler fails
+    // (`drivers/infiniband/core/cm.c:1088-1094`).
+    if config.rdma_cm && !read_cma_hdr(&req.private_data, &mut trace) {
+        status = sys::CEPM_SIDR_REJECT as u8;
     }
     let rep = sys::cepm_sidr_rep { handle, qpn: exchange.local_qpn(), qkey: RDMA_UDP_QKEY, status, ..Default::default() };
     cepm.sidr_rep(&rep)?;
