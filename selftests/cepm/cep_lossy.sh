@@ -4,7 +4,8 @@
 # between rxe0 and rxe1 (in namespace cepm_peer).  Lost REQs, REPs, RTUs, DREQs and DREPs
 # are made good by retries and duplicate handling (a duplicate REP is answered with the RTU
 # again, a duplicate DREQ with a DREP): every connection is established exactly once and
-# disconnected, none fails.
+# disconnected, none fails.  The neighbour entries are fixed, so that the loss tests the CM's
+# retries and not ARP's (see peer_neighbours_fixed).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
@@ -15,7 +16,8 @@ N=50
 out=$CEPM_ROOT/out/cep_lossy.$$
 trap 'tc qdisc del dev veth0 root 2>/dev/null; peer_ns_down; rm -f "$out".*' EXIT
 
-ktap_check "second host up (rxe1 in namespace $PEER_NS)" peer_ns_up
+peer_up() { peer_ns_up && peer_neighbours_fixed; }
+ktap_check "second host up (rxe1 in namespace $PEER_NS), neighbours fixed" peer_up
 modprobe sch_netem
 tc qdisc add dev veth0 root netem loss 10%
 ip netns exec $PEER_NS tc qdisc add dev veth1 root netem loss 10%

@@ -66,6 +66,15 @@ peer_ns_create() {
 	PEER_MAC=$(ip -n $PEER_NS -br link show veth1 | awk '{print $3}')
 }
 peer_ns_up() { peer_ns_create && wait_until 20 port_listed rxe1 1; }
+# Fixed neighbour entries on both ends of the veth pair.  cepmctl is handed the peer's MAC, as
+# rdma_cm's address resolution would be, but rxe sends through the IP stack, which resolves the
+# neighbour again by ARP.  On a lossy link that takes a second per lost ARP exchange, longer than
+# a whole REQ retry budget, and the REQs wait in the neighbour queue meanwhile: a test of the
+# CM's retries fixes the entries so that it measures the CM and not ARP.
+peer_neighbours_fixed() {
+	ip neigh replace 10.77.0.2 lladdr "$PEER_MAC" dev veth0 nud permanent &&
+	ip -n $PEER_NS neigh replace 10.77.0.1 lladdr "$(cat /sys/class/net/veth0/address)" dev veth1 nud permanent
+}
 peer_ns_down() {
 	rdma link delete rxe1 2>/dev/null
 	ip -n $PEER_NS link set veth1 netns 1 2>/dev/null
