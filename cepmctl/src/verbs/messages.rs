@@ -59,7 +59,7 @@ impl<'q> Messages<'q> {
 
     /// Takes one completion and counts it; returns the bytes of a receive.
     fn account(&mut self, timeout: Duration) -> io::Result<u64> {
-        let wc = self.qp.cq().wait(timeout)?.check()?;
+        let wc = self.qp.cq().wait(timeout).map_err(|e| self.with_progress(e))?.check()?;
         match wc.opcode {
             WcOpcode::Recv if wc.wr_id == u64::from(self.received) && self.received < self.count => {
                 self.received += 1;
@@ -74,6 +74,16 @@ impl<'q> Messages<'q> {
                 self.received, self.count, self.sent
             ))),
         }
+    }
+
+    /// `e` with how far the exchange got and the QP's state, so that a stall can be told
+    /// apart from a QP the device moved to the error state.
+    fn with_progress(&self, e: io::Error) -> io::Error {
+        let state = self.qp.state().map_or_else(|q| format!("unknown ({q})"), |s| format!("{s:?}"));
+        io::Error::new(
+            e.kind(),
+            format!("{e} ({} of {} received, {} sent, QP in {state})", self.received, self.count, self.sent),
+        )
     }
 
     /// Runs the exchange: with `send_first`, `count` sends (waiting for their completions)
