@@ -183,6 +183,9 @@ struct CepInner {
     remote_qkey: u32,
     sidr_qpn: u32,
     sidr_status: u8,
+    /// Why the last retried MAD failed (a positive errno): ETIMEDOUT when its retries ran
+    /// out, EIO when the device could not send it. The *_ERROR events carry it.
+    send_error: u32,
     send_seq: u64,
     retry: RetryTimer,
 }
@@ -280,6 +283,7 @@ impl Cep {
                     remote_qkey: 0,
                     sidr_qpn: 0,
                     sidr_status: 0,
+                    send_error: ETIMEDOUT.to_errno().unsigned_abs(),
                     send_seq: 0,
                     retry: RetryTimer { timeout_ms: 0, retries: 0 },
                 }, "Cep::inner"),
@@ -397,15 +401,15 @@ impl Cep {
             UserEvent::RejReceived => (uapi::CEPM_EVENT_REJ_RECEIVED, u32::from(inner.last_rej_reason)),
             UserEvent::RepReceived => (uapi::CEPM_EVENT_REP_RECEIVED, 0),
             UserEvent::RtuReceived | UserEvent::UserEstablished => (uapi::CEPM_EVENT_ESTABLISHED, 0),
-            UserEvent::ReqError => (uapi::CEPM_EVENT_REQ_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
-            UserEvent::RepError => (uapi::CEPM_EVENT_REP_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
+            UserEvent::ReqError => (uapi::CEPM_EVENT_REQ_ERROR, inner.send_error),
+            UserEvent::RepError => (uapi::CEPM_EVENT_REP_ERROR, inner.send_error),
             UserEvent::DreqReceived => (uapi::CEPM_EVENT_DREQ_RECEIVED, 0),
             UserEvent::DrepReceived => (uapi::CEPM_EVENT_DREP_RECEIVED, 0),
-            UserEvent::DreqError => (uapi::CEPM_EVENT_DREQ_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
+            UserEvent::DreqError => (uapi::CEPM_EVENT_DREQ_ERROR, inner.send_error),
             UserEvent::TimewaitExit => (uapi::CEPM_EVENT_TIMEWAIT_EXIT, 0),
             UserEvent::MraReceived => (uapi::CEPM_EVENT_MRA_RECEIVED, u32::from(inner.mra_service_timeout)),
             UserEvent::SidrRepReceived => (uapi::CEPM_EVENT_SIDR_REP_RECEIVED, u32::from(inner.sidr_status)),
-            UserEvent::SidrReqError => (uapi::CEPM_EVENT_SIDR_REQ_ERROR, ETIMEDOUT.to_errno().unsigned_abs()),
+            UserEvent::SidrReqError => (uapi::CEPM_EVENT_SIDR_REQ_ERROR, inner.send_error),
             other => {
                 pr_warn!("cep {:#x}: event {:?} has no ABI yet\n", self.local_id, other);
                 return;
@@ -503,20 +507,26 @@ impl Cep {
             // Nothing will ever answer: fail now as if every retry had run out, so the owner
             // gets its *_ERROR event instead of waiting forever.
             Err(_) => {
+                inner.send_error = ETIMEDOUT.to_errno().unsigned_abs();
                 let _ = self.apply(inner, Event::SendTimeout, None);
             }
         }
     }
 
-    /// The MAD layer is done with send `seq` of this CEP: answered (cancelled), sent, or out
-    /// of retries.
+    /// The MAD layer is done with send `seq` of this CEP: answered (cancelled), sent, out of
+    /// retries, or failed. A failed send ends the exchange like running out of retries, as
+    /// in Linux (`cm_process_send_error`, `drivers/infiniband/core/cm.c:3755-3800`): nothing
+    /// will retry it, so the owner must hear of it rather than wait forever. A flush is a
+    /// cancel (ours, or the agent going away with the device) and says nothing.
     pub(crate) fn send_done(self: &Arc<Self>, seq: u64, status: i32) {
         let mut inner = self.inner.lock();
         if inner.msg.as_ref().is_none_or(|m| m.seq() != seq) {
             return;
         }
         inner.msg = None;
-        if status == ETIMEDOUT.to_errno() {
+        if status != 0 && status != ECANCELED.to_errno() {
+            let why = if status == ETIMEDOUT.to_errno() { ETIMEDOUT } else { EIO };
+            inner.send_error = why.to_errno().unsigned_abs();
             let _ = self.apply(&mut inner, Event::SendTimeout, None);
         }
     }

@@ -24,9 +24,12 @@ if [ -w $kmemleak ]; then
 	echo clear >$kmemleak
 fi
 
+qp1_state() { rdma res show qp link rxe0/1 lqpn 1 2>/dev/null | grep -o 'state [A-Z]*'; }
+qp1_ready() { [ ! -e /sys/class/infiniband/rxe0 ] || [ "$(qp1_state)" = "state RTS" ]; }
+
 echo "TAP version 13"
 echo "1..${#tests[@]}"
-n=0 failed=0
+n=0 failed=0 qp1_lost=0
 for t in "${tests[@]}"; do
 	n=$((n + 1))
 	name=${t%@*} topology=
@@ -36,6 +39,13 @@ for t in "${tests[@]}"; do
 	start=$SECONDS
 	(cd "$here/cepm" && CEPM_TOPOLOGY=${topology:-loopback} timeout 120 "$prog") 2>&1 | sed 's/^/# /'
 	rc=${PIPESTATUS[0]}
+	# rxe leaves a QP in the error state for good when a send meets a transmit error (a
+	# qdisc drop, e.g. with veth0's carrier gone): for rxe0's QP1 every later CM exchange
+	# would then time out.  The test that left it so fails here (the next ones will anyway).
+	if [ "$rc" = 0 ] && [ "$qp1_lost" = 0 ] && ! qp1_ready; then
+		echo "# rxe0's QP1 is no longer in RTS ($(qp1_state)): a MAD send failed in rxe"
+		rc=1 qp1_lost=1
+	fi
 	took="$((SECONDS - start))s"
 	case $rc in
 	0) echo "ok $n selftests: cepm: $t # $took" ;;

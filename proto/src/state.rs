@@ -292,7 +292,7 @@ pub enum Event {
     /// The module saw a new REQ or REP reuse this connection's remote QPN + CA GUID
     /// (`drivers/infiniband/core/cm.c:2032-2047,2540-2556`): disconnect it.
     StaleConnection,
-    /// The outstanding retried MAD ran out of retries.
+    /// The outstanding retried MAD ran out of retries, or the device failed to send it.
     SendTimeout,
     /// The timewait timer fired.
     TimewaitExpired,

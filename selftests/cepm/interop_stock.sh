@@ -128,16 +128,21 @@ ktap_check "two cepmctl connections to one ucmatose -c 2 server: all succeed" \
 	       grep -q '10 messages sent and 10 received' '$out.ucm4.2'"
 
 # 8. The peer host goes away mid-connect: the REQ is lost (netem drops everything on veth0),
-#    then the namespace and rxe1 vanish; the REQ runs out of retries and nothing is left.
+#    then the host's rxe1 and address vanish; the REQ runs out of retries and nothing is left.
+#    The namespace itself goes only after that: moving veth1 out takes veth0's carrier away,
+#    and a retry sent in that moment would fail in rxe's transmit path, which then moves
+#    rxe0's QP1 to the error state for good (see docs/interop.md).
 modprobe sch_netem
 tc qdisc add dev veth0 root netem loss 100%
 "$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7477)" "${TO_STOCK[@]}" --cm-only --max-cm-retries 3 \
 	--cm-response-timeout 17 --packet-life-time 8 >"$out.gone" 2>&1 &
 cpid=$!
 wait_until 10 grep -q '^connect: REQ sent' "$out.gone"
-peer_ns_down
+"${PEER[@]}" rdma link delete rxe1
+ip -n $PEER_NS addr flush dev veth1
 wait $cpid
 rc=$?
+peer_ns_down
 tc qdisc del dev veth0 root
 sed 's/^/# /' "$out.gone"
 ktap_check "peer gone mid-connect: REQ_ERROR (ETIMEDOUT) reaches the user" \

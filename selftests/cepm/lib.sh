@@ -76,6 +76,9 @@ peer_neighbours_fixed() {
 	ip -n $PEER_NS neigh replace 10.77.0.1 lladdr "$(cat /sys/class/net/veth0/address)" dev veth1 nud permanent
 }
 peer_ns_down() {
+	# First the fixed entry (peer_neighbours_fixed), if any: it would outlive the peer, and
+	# while veth0 has no carrier below, rxe's sends through it would fail (docs/interop.md).
+	ip neigh del 10.77.0.2 dev veth0 2>/dev/null
 	rdma link delete rxe1 2>/dev/null
 	ip -n $PEER_NS link set veth1 netns 1 2>/dev/null
 	ip netns del $PEER_NS 2>/dev/null
