@@ -514,10 +514,11 @@ impl Cep {
     }
 
     /// The MAD layer is done with send `seq` of this CEP: answered (cancelled), sent, out of
-    /// retries, or failed. A failed send ends the exchange like running out of retries, as
-    /// in Linux (`cm_process_send_error`, `drivers/infiniband/core/cm.c:3755-3800`): nothing
-    /// will retry it, so the owner must hear of it rather than wait forever. A flush is a
-    /// cancel (ours, or the agent going away with the device) and says nothing.
+    /// retries, or failed. Any failure ends the exchange, as in Linux (`cm_process_send_error`,
+    /// `drivers/infiniband/core/cm.c:3755-3811`). The in-tree MAD layer retries a failed
+    /// transmit of a retried MAD and reports ETIMEDOUT when its retries run out; any other
+    /// error (EIO to the owner) is a fallback, so that the CEP never waits for a send nobody
+    /// retries. A flush is a cancel (ours, or the agent going away with the device).
     pub(crate) fn send_done(self: &Arc<Self>, seq: u64, status: i32) {
         let mut inner = self.inner.lock();
         if inner.msg.as_ref().is_none_or(|m| m.seq() != seq) {

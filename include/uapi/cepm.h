@@ -459,17 +459,17 @@ enum cepm_event_type {
 	CEPM_EVENT_REJ_RECEIVED,     /* status: the REJ reason; GET_PRIVATE_DATA has its data */
 	CEPM_EVENT_REP_RECEIVED,     /* active side: move the QP to RTR/RTS, then SEND_RTU */
 	CEPM_EVENT_ESTABLISHED,      /* passive side: the RTU arrived */
-	CEPM_EVENT_REQ_ERROR,        /* the REQ went unanswered (ETIMEDOUT) or unsent (EIO) */
-	CEPM_EVENT_REP_ERROR,        /* the REP went unanswered (ETIMEDOUT) or unsent (EIO) */
+	CEPM_EVENT_REQ_ERROR,        /* the REQ went unanswered: status ETIMEDOUT (EIO: send error) */
+	CEPM_EVENT_REP_ERROR,        /* the REP went unanswered: status as for REQ_ERROR */
 	CEPM_EVENT_DREQ_RECEIVED,    /* the peer disconnects: answer with SEND_DREP */
 	CEPM_EVENT_DREP_RECEIVED,    /* our DREQ was answered; timewait follows */
-	CEPM_EVENT_DREQ_ERROR,       /* the DREQ went unanswered; timewait follows */
+	CEPM_EVENT_DREQ_ERROR,       /* the DREQ went unanswered (as REQ_ERROR); timewait follows */
 	CEPM_EVENT_TIMEWAIT_EXIT,    /* the CEP is idle again */
 	CEPM_EVENT_DEVICE_REMOVAL,   /* its RDMA device is gone: the CEP can only be destroyed */
 	CEPM_EVENT_MRA_RECEIVED,     /* the peer needs more time; our message's timeout was extended */
 	CEPM_EVENT_SIDR_REQ_RECEIVED, /* on a listener: claim it with GET_REQUEST, answer SIDR_REP */
 	CEPM_EVENT_SIDR_REP_RECEIVED, /* status: the SIDR status; QUERY_CEP has QPN and Q_Key */
-	CEPM_EVENT_SIDR_REQ_ERROR,   /* the SIDR_REQ went unanswered or unsent */
+	CEPM_EVENT_SIDR_REQ_ERROR,   /* the SIDR_REQ went unanswered: status as for REQ_ERROR */
 };
 
 /* What read() returns, one record per event. */

@@ -68,8 +68,8 @@ peer_ns_create() {
 peer_ns_up() { peer_ns_create && wait_until 20 port_listed rxe1 1; }
 # Fixed neighbour entries on both ends of the veth pair.  cepmctl is handed the peer's MAC, as
 # rdma_cm's address resolution would be, but rxe sends through the IP stack, which resolves the
-# neighbour again by ARP.  On a lossy link that takes a second per lost ARP exchange, longer than
-# a whole REQ retry budget, and the REQs wait in the neighbour queue meanwhile: a test of the
+# neighbour again by ARP.  On a lossy link each lost ARP exchange costs about a second, and two
+# outlast a short REQ retry budget while the REQs wait in the neighbour queue: a test of the
 # CM's retries fixes the entries so that it measures the CM and not ARP.
 peer_neighbours_fixed() {
 	ip neigh replace 10.77.0.2 lladdr "$PEER_MAC" dev veth0 nud permanent &&

@@ -82,7 +82,7 @@ impl<'q> Messages<'q> {
         let state = self.qp.state().map_or_else(|q| format!("unknown ({q})"), |s| format!("{s:?}"));
         io::Error::new(
             e.kind(),
-            format!("{e} ({} of {} received, {} sent, QP in {state})", self.received, self.count, self.sent),
+            format!("{e} ({} of {} received, {} sends completed, QP in {state})", self.received, self.count, self.sent),
         )
     }
 
