@@ -23,6 +23,7 @@ use kernel::{
         Instant,
         Monotonic, //
     },
+    transmute::AsBytes,
     uaccess::{
         UserPtr,
         UserSlice, //
@@ -83,8 +84,6 @@ pub(crate) struct CepmFile {
     readable: PollCondVar,
 }
 
-const EVENT_SIZE: usize = size_of::<uapi::cepm_event>();
-const TRACE_SIZE: usize = size_of::<uapi::cepm_trace>();
 const POLLIN: u32 = kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
 
 impl CepmFile {
@@ -155,50 +154,51 @@ impl CepmFile {
         }
     }
 
-    /// `read` on a monitor: as many whole trace records as fit in `len` bytes.
-    fn read_traces(&self, buf: UserPtr, len: usize, nonblock: bool) -> Result<usize> {
-        let max = len / TRACE_SIZE;
-        if max == 0 {
-            return Err(EINVAL);
-        }
-        let mut inner = self.inner.lock();
-        while inner.monitor.as_ref().is_some_and(|m| m.traces.is_empty()) {
-            if nonblock {
-                return Err(EAGAIN);
-            }
-            if self.readable.wait_interruptible(&mut inner) {
-                return Err(ERESTARTSYS);
-            }
-        }
-        let Some(m) = inner.monitor.as_mut() else {
-            return Err(EINVAL);
-        };
-        let n = m.traces.len().min(max);
-        let mut taken = KVec::with_capacity(n, GFP_ATOMIC)?;
-        for _ in 0..n {
-            taken.push(m.traces.remove(0).map_err(|_| EINVAL)?, GFP_ATOMIC)?;
-        }
-        // Copy out without the lock: it may fault and sleep.
-        drop(inner);
-        let mut out = UserSlice::new(buf, n * TRACE_SIZE).writer();
-        for record in taken.iter() {
-            out.write(record)?;
-        }
-        Ok(n * TRACE_SIZE)
-    }
-
     /// `read`: as many whole events as fit in `len` bytes, waiting for one unless `nonblock`.
     /// A monitor reads trace records instead.
     pub(crate) fn read(&self, buf: UserPtr, len: usize, nonblock: bool) -> Result<usize> {
         if self.inner.lock().monitor.is_some() {
-            return self.read_traces(buf, len, nonblock);
+            return self.read_records(
+                buf,
+                len,
+                nonblock,
+                |inner| inner.monitor.as_ref().map(|m| m.traces.len()).ok_or(EINVAL),
+                |inner| inner.monitor.as_mut().ok_or(EINVAL)?.traces.remove(0).map_err(|_| EINVAL),
+            );
         }
-        let max = len / EVENT_SIZE;
+        self.read_records(
+            buf,
+            len,
+            nonblock,
+            |inner| Ok(inner.events.len()),
+            |inner| {
+                let ev = inner.events.remove(0).map_err(|_| EINVAL)?;
+                if let Some(h) = inner.handles.iter_mut().find(|h| h.id == ev.handle) {
+                    h.events_reported = h.events_reported.saturating_add(1);
+                }
+                Ok(ev)
+            },
+        )
+    }
+
+    /// The body of `read` for either kind of record: waits (unless `nonblock`) until `queued`
+    /// is non-zero, takes as many records with `take` as fit in `len` bytes, and copies them
+    /// out after dropping the lock, since copying may fault and sleep.
+    fn read_records<T: AsBytes>(
+        &self,
+        buf: UserPtr,
+        len: usize,
+        nonblock: bool,
+        queued: impl Fn(&FileInner) -> Result<usize>,
+        mut take: impl FnMut(&mut FileInner) -> Result<T>,
+    ) -> Result<usize> {
+        let size = size_of::<T>();
+        let max = len / size;
         if max == 0 {
             return Err(EINVAL);
         }
         let mut inner = self.inner.lock();
-        while inner.events.is_empty() {
+        while queued(&inner)? == 0 {
             if nonblock {
                 return Err(EAGAIN);
             }
@@ -206,22 +206,17 @@ impl CepmFile {
                 return Err(ERESTARTSYS);
             }
         }
-        let n = inner.events.len().min(max);
+        let n = queued(&inner)?.min(max);
         let mut taken = KVec::with_capacity(n, GFP_ATOMIC)?;
         for _ in 0..n {
-            let ev = inner.events.remove(0).map_err(|_| EINVAL)?;
-            if let Some(h) = inner.handles.iter_mut().find(|h| h.id == ev.handle) {
-                h.events_reported = h.events_reported.saturating_add(1);
-            }
-            taken.push(ev, GFP_ATOMIC)?;
+            taken.push(take(&mut inner)?, GFP_ATOMIC)?;
         }
-        // Copy out without the lock: it may fault and sleep.
         drop(inner);
-        let mut out = UserSlice::new(buf, n * EVENT_SIZE).writer();
-        for ev in taken.iter() {
-            out.write(ev)?;
+        let mut out = UserSlice::new(buf, n * size).writer();
+        for record in taken.iter() {
+            out.write(record)?;
         }
-        Ok(n * EVENT_SIZE)
+        Ok(n * size)
     }
 
     /// `poll`: readable when an event is queued.
