@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make check: everything CI runs, in order, each step timed.  Stops at the first failure.
 #   deps -> kernel (cached) -> cepm.ko (-Werror) -> clippy (kernel + host) -> userspace ->
-#   host tests -> selftests in one VM boot
+#   host tests -> a redirected VM log is complete -> selftests in one VM boot
 set -euo pipefail
 CEPM_LOG_TAG=check
 . "$(dirname "$0")/common.sh"
@@ -26,6 +26,7 @@ step module make --no-print-directory module
 step lint make --no-print-directory lint
 step user make --no-print-directory user
 step host-test make --no-print-directory host-test
+step vm-log scripts/check-vm-log.sh
 step selftest make --no-print-directory selftest
 
 log "all checks passed in ${SECONDS}s:"
