@@ -10,7 +10,9 @@
 #   make check     all of the above, as CI runs it
 #   make demo      boot the VM and show the module live
 #   make bench     connect/disconnect timings, cepm against the stock CM (out/bench.md)
-#   make lint      cepm.ko under clippy (CLIPPY=1), plus cargo clippy on the host crates
+#   make lint      cepm.ko under clippy (CLIPPY=1), cargo clippy on the host crates, fmt-check
+#   make fmt-check every Rust file formatted as rustfmt.toml (the kernel's settings) says
+#   make fmt       format them
 
 CEPM_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cepm
 export CEPM_CACHE
@@ -28,7 +30,7 @@ KDIR ?= $(shell cat $(CEPM_CACHE)/current-kernel 2>/dev/null)
 
 CARGO ?= cargo
 
-.PHONY: all module deps kernel user host-test selftest selftest-progs check demo bench lint clean need-kdir
+.PHONY: all module deps kernel user host-test selftest selftest-progs check demo bench lint fmt fmt-check clean need-kdir
 
 all: module
 
@@ -39,9 +41,19 @@ need-kdir:
 module: need-kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
-lint: need-kdir
+lint: need-kdir fmt-check
 	$(MAKE) -C $(KDIR) M=$(CURDIR) CLIPPY=1 modules
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Every Rust source of ours (the module, proto/ with its fuzz targets, cepmctl/), not the
+# generated bindings.
+RUST_SOURCES = $(shell find rust proto cepmctl -name '*.rs' -not -path '*/target/*' -not -name '*_bindings.rs')
+
+fmt-check:
+	rustfmt --edition 2021 --check $(RUST_SOURCES)
+
+fmt:
+	rustfmt --edition 2021 $(RUST_SOURCES)
 
 deps:
 	scripts/deps.sh

@@ -31,9 +31,16 @@ fn main() {
     let bindgen = env::var("BINDGEN").unwrap_or_else(|_| "bindgen".into());
     let status = Command::new(&bindgen)
         .arg(&wrapper)
-        .args(["--allowlist-type", "cepm_.*|ib_user_mad_hdr|ib_user_mad_reg_req"])
+        .args([
+            "--allowlist-type",
+            "cepm_.*|ib_user_mad_hdr|ib_user_mad_reg_req",
+        ])
         .args(["--allowlist-var", "CEPM_.*"])
-        .args(["--with-derive-default", "--no-layout-tests", "--no-prepend-enum-name"])
+        .args([
+            "--with-derive-default",
+            "--no-layout-tests",
+            "--no-prepend-enum-name",
+        ])
         .arg("-o")
         .arg(out.join("sys.rs"))
         .status()

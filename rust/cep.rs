@@ -11,9 +11,7 @@
 //! lock, and never two CEP locks at once.
 
 use kernel::{
-    impl_has_delayed_work,
-    new_delayed_work,
-    new_spinlock,
+    impl_has_delayed_work, new_delayed_work, new_spinlock,
     prelude::*,
     rbtree::RBTreeNodeReservation,
     sync::{
@@ -23,11 +21,10 @@ use kernel::{
             Relaxed,
             Release, //
         },
-        Arc,
-        SpinLock,
+        Arc, SpinLock,
     },
-    time::msecs_to_jiffies,
     time::delay::fsleep,
+    time::msecs_to_jiffies,
     time::Delta,
     workqueue::{
         self,
@@ -47,11 +44,11 @@ use crate::{
         },
         drep::Drep,
         dreq::Dreq,
-        mra::Mra,
         mad::{
             AttrId,
             MAD_SIZE, //
         },
+        mra::Mra,
         msg_code::MessageCode,
         path::CmPath,
         pdata::PrivateData,
@@ -72,10 +69,6 @@ use crate::{
         rtu::Rtu,
         sidr_rep::SidrRep,
         sidr_req::SidrReq,
-        timing::{
-            self,
-            RetryTimer, //
-        },
         state::{
             self,
             Action,
@@ -83,6 +76,10 @@ use crate::{
             Outgoing,
             State,
             UserEvent, //
+        },
+        timing::{
+            self,
+            RetryTimer, //
         },
     },
     shim::{
@@ -298,7 +295,12 @@ impl Cep {
     }
 
     /// Applies `event`; on success runs the actions and returns the new state.
-    fn apply(self: &Arc<Self>, inner: &mut CepInner, event: Event, rej: Option<&RejectArgs<'_>>) -> Result<State> {
+    fn apply(
+        self: &Arc<Self>,
+        inner: &mut CepInner,
+        event: Event,
+        rej: Option<&RejectArgs<'_>>,
+    ) -> Result<State> {
         let t = state::transition(inner.sm, event).map_err(|_| EINVAL)?;
         inner.sm = t.next;
         for action in t.actions.as_slice() {
@@ -329,11 +331,20 @@ impl Cep {
             Action::Send(out @ (Outgoing::Rtu | Outgoing::Drep)) => {
                 let msg = inner.peer.as_ref().map(|p| {
                     let (local_comm_id, remote_comm_id) = (self.local_id, p.comm_id);
-                    let private_data = PrivateData::new(inner.out_pdata()).unwrap_or(PrivateData::empty());
+                    let private_data =
+                        PrivateData::new(inner.out_pdata()).unwrap_or(PrivateData::empty());
                     if out == Outgoing::Rtu {
-                        CmMsg::Rtu(Rtu { local_comm_id, remote_comm_id, private_data })
+                        CmMsg::Rtu(Rtu {
+                            local_comm_id,
+                            remote_comm_id,
+                            private_data,
+                        })
                     } else {
-                        CmMsg::Drep(Drep { local_comm_id, remote_comm_id, private_data })
+                        CmMsg::Drep(Drep {
+                            local_comm_id,
+                            remote_comm_id,
+                            private_data,
+                        })
                     }
                 });
                 self.send_once(inner, msg);
@@ -373,7 +384,10 @@ impl Cep {
             // The MRA's time, plus the path's: `cm_mra_handler`, drivers/infiniband/core/cm.c:3187-3190.
             Action::ExtendSend => {
                 let av_timeout = inner.negotiated.as_ref().map_or(0, |n| n.ack_timeout);
-                let timeout = inner.retry.after_mra(inner.mra_service_timeout, av_timeout).timeout_ms;
+                let timeout = inner
+                    .retry
+                    .after_mra(inner.mra_service_timeout, av_timeout)
+                    .timeout_ms;
                 if let Some(msg) = &inner.msg {
                     let _ = msg.extend(timeout);
                 }
@@ -385,44 +399,75 @@ impl Cep {
                     msg.cancel();
                 }
             }
-            Action::StopListening => tables::remove_listener(self, inner.service_id, inner.listen_mask),
+            Action::StopListening => {
+                tables::remove_listener(self, inner.service_id, inner.listen_mask)
+            }
             Action::CountDuplicate => {
                 if let Some(peer) = &inner.peer {
                     peer.port.count_duplicate();
                 }
             }
-            other => pr_warn!("cep {:#x}: action {:?} is not supported yet\n", self.local_id, other),
+            other => pr_warn!(
+                "cep {:#x}: action {:?} is not supported yet\n",
+                self.local_id,
+                other
+            ),
         }
     }
 
     /// Queues `event` for the owner (or parks it until the CEP is claimed).
     fn deliver(&self, inner: &mut CepInner, event: UserEvent) {
         let (kind, status) = match event {
-            UserEvent::RejReceived => (uapi::CEPM_EVENT_REJ_RECEIVED, u32::from(inner.last_rej_reason)),
+            UserEvent::RejReceived => (
+                uapi::CEPM_EVENT_REJ_RECEIVED,
+                u32::from(inner.last_rej_reason),
+            ),
             UserEvent::RepReceived => (uapi::CEPM_EVENT_REP_RECEIVED, 0),
-            UserEvent::RtuReceived | UserEvent::UserEstablished => (uapi::CEPM_EVENT_ESTABLISHED, 0),
+            UserEvent::RtuReceived | UserEvent::UserEstablished => {
+                (uapi::CEPM_EVENT_ESTABLISHED, 0)
+            }
             UserEvent::ReqError => (uapi::CEPM_EVENT_REQ_ERROR, inner.send_error),
             UserEvent::RepError => (uapi::CEPM_EVENT_REP_ERROR, inner.send_error),
             UserEvent::DreqReceived => (uapi::CEPM_EVENT_DREQ_RECEIVED, 0),
             UserEvent::DrepReceived => (uapi::CEPM_EVENT_DREP_RECEIVED, 0),
             UserEvent::DreqError => (uapi::CEPM_EVENT_DREQ_ERROR, inner.send_error),
             UserEvent::TimewaitExit => (uapi::CEPM_EVENT_TIMEWAIT_EXIT, 0),
-            UserEvent::MraReceived => (uapi::CEPM_EVENT_MRA_RECEIVED, u32::from(inner.mra_service_timeout)),
-            UserEvent::SidrRepReceived => (uapi::CEPM_EVENT_SIDR_REP_RECEIVED, u32::from(inner.sidr_status)),
+            UserEvent::MraReceived => (
+                uapi::CEPM_EVENT_MRA_RECEIVED,
+                u32::from(inner.mra_service_timeout),
+            ),
+            UserEvent::SidrRepReceived => (
+                uapi::CEPM_EVENT_SIDR_REP_RECEIVED,
+                u32::from(inner.sidr_status),
+            ),
             UserEvent::SidrReqError => (uapi::CEPM_EVENT_SIDR_REQ_ERROR, inner.send_error),
             other => {
-                pr_warn!("cep {:#x}: event {:?} has no ABI yet\n", self.local_id, other);
+                pr_warn!(
+                    "cep {:#x}: event {:?} has no ABI yet\n",
+                    self.local_id,
+                    other
+                );
                 return;
             }
         };
-        inner.deliver_raw(self.local_id, uapi::cepm_event { event: kind, status, ..Default::default() });
+        inner.deliver_raw(
+            self.local_id,
+            uapi::cepm_event {
+                event: kind,
+                status,
+                ..Default::default()
+            },
+        );
     }
 
     /// The MAD carrying `msg` to `peer`, with this CEP's TID; `None` (counted as a send
     /// error) if a field is out of range.
     fn encode_for(&self, peer: &Peer, msg: CmMsg) -> Option<[u8; MAD_SIZE]> {
         let mut mad = [0u8; MAD_SIZE];
-        if CmMad::new(peer.port.tid(self.local_id), 0, msg).encode(&mut mad).is_err() {
+        if CmMad::new(peer.port.tid(self.local_id), 0, msg)
+            .encode(&mut mad)
+            .is_err()
+        {
             peer.port.count_tx_error();
             return None;
         }
@@ -478,7 +523,10 @@ impl Cep {
         }
         .min(TIMEWAIT_MAX_MS);
         TIMEWAITS_PENDING.fetch_add(1, Relaxed);
-        if workqueue::system().enqueue_delayed(self.clone(), msecs_to_jiffies(ms)).is_err() {
+        if workqueue::system()
+            .enqueue_delayed(self.clone(), msecs_to_jiffies(ms))
+            .is_err()
+        {
             // Already queued (timewait re-entered before the last one fired): that work ends it.
             TIMEWAITS_PENDING.fetch_sub(1, Relaxed);
         }
@@ -500,9 +548,15 @@ impl Cep {
         };
         let attr = msg.attr();
         inner.send_seq = inner.send_seq.wrapping_add(1);
-        let owner = SendOwner { cep: self.clone(), seq: inner.send_seq };
+        let owner = SendOwner {
+            cep: self.clone(),
+            seq: inner.send_seq,
+        };
         let retry = inner.retry;
-        match peer.port.send_retried(&peer.ah, &mad, attr, retry.timeout_ms, retry.retries, owner) {
+        match peer
+            .port
+            .send_retried(&peer.ah, &mad, attr, retry.timeout_ms, retry.retries, owner)
+        {
             Ok(sent) => inner.msg = Some(sent),
             // Nothing will ever answer: fail now as if every retry had run out, so the owner
             // gets its *_ERROR event instead of waiting forever.
@@ -526,7 +580,11 @@ impl Cep {
         }
         inner.msg = None;
         if status != 0 && status != ECANCELED.to_errno() {
-            let why = if status == ETIMEDOUT.to_errno() { ETIMEDOUT } else { EIO };
+            let why = if status == ETIMEDOUT.to_errno() {
+                ETIMEDOUT
+            } else {
+                EIO
+            };
             inner.send_error = why.to_errno().unsigned_abs();
             let _ = self.apply(&mut inner, Event::SendTimeout, None);
         }
@@ -644,7 +702,11 @@ impl Cep {
             inner.remote_key = Some(key);
             inner.remote_qpn_key = Some(qpn_key);
             inner.set_pdata(AttrId::Req, req.private_data.as_bytes());
-            inner.negotiated = Some(Negotiated::passive(req, 0, u8::try_from(port.num()).unwrap_or(0)));
+            inner.negotiated = Some(Negotiated::passive(
+                req,
+                0,
+                u8::try_from(port.num()).unwrap_or(0),
+            ));
             inner.retry = RetryTimer::rep(req.local_cm_response_timeout, req.max_cm_retries);
             inner.req = Some(info);
             for action in actions.as_slice() {
@@ -671,7 +733,11 @@ impl Cep {
             return Err(ENOTCONN);
         };
         let ev = uapi::cepm_event {
-            event: if sidr { uapi::CEPM_EVENT_SIDR_REQ_RECEIVED } else { uapi::CEPM_EVENT_REQ_RECEIVED },
+            event: if sidr {
+                uapi::CEPM_EVENT_SIDR_REQ_RECEIVED
+            } else {
+                uapi::CEPM_EVENT_REQ_RECEIVED
+            },
             handle: owner.handle,
             user_context: owner.context,
             ..Default::default()
@@ -721,7 +787,13 @@ impl Cep {
     /// The user rejects the connection.
     pub(crate) fn reject(self: &Arc<Self>, args: &RejectArgs<'_>) -> Result {
         let mut inner = self.inner.lock();
-        self.apply(&mut inner, Event::SendRej { reason: args.reason }, Some(args))?;
+        self.apply(
+            &mut inner,
+            Event::SendRej {
+                reason: args.reason,
+            },
+            Some(args),
+        )?;
         Ok(())
     }
 
@@ -730,10 +802,9 @@ impl Cep {
         let mut inner = self.inner.lock();
         // LocalCommID 0 is allowed (a REJ of a REQ may come before the peer has an ID), and
         // so is any ID while we do not know the peer's yet (our REQ is unanswered).
-        let from_peer = inner
-            .peer
-            .as_ref()
-            .is_some_and(|p| rej.local_comm_id == 0 || p.comm_id == 0 || p.comm_id == rej.local_comm_id);
+        let from_peer = inner.peer.as_ref().is_some_and(|p| {
+            rej.local_comm_id == 0 || p.comm_id == 0 || p.comm_id == rej.local_comm_id
+        });
         if !from_peer {
             return;
         }
@@ -743,7 +814,11 @@ impl Cep {
     }
 
     /// Sends a REQ for the connection `args` describes, from `port`.
-    pub(crate) fn connect(self: &Arc<Self>, port: Arc<CmPort>, args: &uapi::cepm_connect) -> Result {
+    pub(crate) fn connect(
+        self: &Arc<Self>,
+        port: Arc<CmPort>,
+        args: &uapi::cepm_connect,
+    ) -> Result {
         let path = &args.path;
         let info = ah_info(path, &port)?;
         let local_gid = port.gid(path.sgid_index)?;
@@ -756,7 +831,11 @@ impl Cep {
                 responder_resources: args.responder_resources,
                 initiator_depth: args.initiator_depth,
                 remote_cm_response_timeout: args.remote_cm_response_timeout,
-                transport: if args.qp_type == 1 { Transport::Uc } else { Transport::Rc },
+                transport: if args.qp_type == 1 {
+                    Transport::Uc
+                } else {
+                    Transport::Rc
+                },
                 starting_psn: args.starting_psn,
                 local_cm_response_timeout: args.local_cm_response_timeout,
                 retry_count: args.retry_count,
@@ -776,22 +855,30 @@ impl Cep {
                     local_ack_timeout: timing::ack_timeout(port.ack_delay(), path.packet_life_time),
                     ..Default::default()
                 },
-                private_data: PrivateData::new(args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?)
-                    .map_err(|_| E2BIG)?,
+                private_data: PrivateData::new(
+                    args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?,
+                )
+                .map_err(|_| E2BIG)?,
                 ..Default::default()
             },
             GFP_KERNEL,
         )?;
         // Encoding refuses out-of-range values (QPN 0 or over 24 bits, ...): check before any
         // state changes.
-        CmMsg::Req(*req).encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)?;
+        CmMsg::Req(*req)
+            .encode(&mut [0u8; MAD_SIZE])
+            .map_err(|_| EINVAL)?;
         let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
         let mut inner = self.inner.lock();
         inner.attach_first_peer(Event::SendReq, port, info)?;
         inner.service_id = args.service_id;
         inner.local_qpn = args.local_qpn;
         inner.negotiated = Some(negotiated);
-        inner.retry = RetryTimer::req(path.packet_life_time, args.remote_cm_response_timeout, args.max_cm_retries);
+        inner.retry = RetryTimer::req(
+            path.packet_life_time,
+            args.remote_cm_response_timeout,
+            args.max_cm_retries,
+        );
         inner.req_msg = Some(req);
         self.apply(&mut inner, Event::SendReq, None)?;
         Ok(())
@@ -840,7 +927,11 @@ impl Cep {
     /// An RTU for this CEP's REP arrived.
     pub(crate) fn rtu_received(self: &Arc<Self>, rtu: &Rtu) {
         let mut inner = self.inner.lock();
-        if inner.peer.as_ref().is_none_or(|p| p.comm_id != rtu.local_comm_id) {
+        if inner
+            .peer
+            .as_ref()
+            .is_none_or(|p| p.comm_id != rtu.local_comm_id)
+        {
             return;
         }
         inner.set_pdata(AttrId::Rtu, rtu.private_data.as_bytes());
@@ -867,7 +958,9 @@ impl Cep {
             private_data,
             ..Default::default()
         };
-        CmMsg::Rep(rep).encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)?;
+        CmMsg::Rep(rep)
+            .encode(&mut [0u8; MAD_SIZE])
+            .map_err(|_| EINVAL)?;
         state::transition(inner.sm, Event::PrepareRep).map_err(|_| EINVAL)?;
         inner.rep_msg = Some(KBox::new(rep, GFP_ATOMIC)?);
         inner.local_qpn = args.local_qpn;
@@ -937,18 +1030,29 @@ impl Cep {
     /// The device of `port` is going away: forget the peer if it is reached through it.
     fn device_removed(&self, port: &CmPort) {
         let mut inner = self.inner.lock();
-        if !inner.peer.as_ref().is_some_and(|p| core::ptr::eq(&*p.port, port)) {
+        if !inner
+            .peer
+            .as_ref()
+            .is_some_and(|p| core::ptr::eq(&*p.port, port))
+        {
             return;
         }
         // The agent's unregistration flushed our send already; the AH goes with the peer.
         inner.msg = None;
         inner.peer = None;
-        let ev = uapi::cepm_event { event: uapi::CEPM_EVENT_DEVICE_REMOVAL, ..Default::default() };
+        let ev = uapi::cepm_event {
+            event: uapi::CEPM_EVENT_DEVICE_REMOVAL,
+            ..Default::default()
+        };
         inner.deliver_raw(self.local_id, ev);
     }
 
     /// Sends a SIDR_REQ for `args.service_id` from `port`.
-    pub(crate) fn sidr_req(self: &Arc<Self>, port: Arc<CmPort>, args: &uapi::cepm_sidr_req) -> Result {
+    pub(crate) fn sidr_req(
+        self: &Arc<Self>,
+        port: Arc<CmPort>,
+        args: &uapi::cepm_sidr_req,
+    ) -> Result {
         let path = &args.path;
         let info = ah_info(path, &port)?;
         let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
@@ -964,7 +1068,11 @@ impl Cep {
         let mut inner = self.inner.lock();
         inner.attach_first_peer(Event::SendSidrReq, port, info)?;
         inner.service_id = args.service_id;
-        inner.retry = RetryTimer::req(path.packet_life_time, args.cm_response_timeout, args.max_cm_retries);
+        inner.retry = RetryTimer::req(
+            path.packet_life_time,
+            args.cm_response_timeout,
+            args.max_cm_retries,
+        );
         inner.sidr_req_msg = Some(req);
         self.apply(&mut inner, Event::SendSidrReq, None)?;
         Ok(())
@@ -998,11 +1106,25 @@ impl Cep {
             },
             GFP_KERNEL,
         )?;
-        CmMsg::SidrRep(*rep).encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)?;
+        CmMsg::SidrRep(*rep)
+            .encode(&mut [0u8; MAD_SIZE])
+            .map_err(|_| EINVAL)?;
         let mut inner = self.inner.lock();
-        state::transition(inner.sm, Event::SendSidrRep { status: args.status }).map_err(|_| EINVAL)?;
+        state::transition(
+            inner.sm,
+            Event::SendSidrRep {
+                status: args.status,
+            },
+        )
+        .map_err(|_| EINVAL)?;
         inner.sidr_rep_msg = Some(rep);
-        self.apply(&mut inner, Event::SendSidrRep { status: args.status }, None)?;
+        self.apply(
+            &mut inner,
+            Event::SendSidrRep {
+                status: args.status,
+            },
+            None,
+        )?;
         Ok(())
     }
 
@@ -1041,7 +1163,13 @@ impl Cep {
         }
         let mut inner = cep.inner.lock();
         inner.service_id = sreq.service_id;
-        inner.peer = Some(Peer { comm_id: sreq.request_id, ca_guid: key.1, port: port.clone(), ah, ah_info });
+        inner.peer = Some(Peer {
+            comm_id: sreq.request_id,
+            ca_guid: key.1,
+            port: port.clone(),
+            ah,
+            ah_info,
+        });
         inner.remote_key = Some(key);
         inner.set_pdata(AttrId::SidrReq, pdata);
         inner.req = Some(info);
@@ -1060,7 +1188,10 @@ impl Cep {
     pub(crate) fn mra_received(self: &Arc<Self>, mra: &Mra) {
         let mut inner = self.inner.lock();
         // Before the REP we do not know the peer's comm ID: any is fine, as for a REJ.
-        let from_peer = inner.peer.as_ref().is_some_and(|p| p.comm_id == 0 || p.comm_id == mra.local_comm_id);
+        let from_peer = inner
+            .peer
+            .as_ref()
+            .is_some_and(|p| p.comm_id == 0 || p.comm_id == mra.local_comm_id);
         if !from_peer {
             return;
         }
@@ -1072,7 +1203,11 @@ impl Cep {
     /// A DREQ for this connection arrived.
     pub(crate) fn dreq_received(self: &Arc<Self>, dreq: &Dreq) {
         let mut inner = self.inner.lock();
-        if inner.peer.as_ref().is_none_or(|p| p.comm_id != dreq.local_comm_id) {
+        if inner
+            .peer
+            .as_ref()
+            .is_none_or(|p| p.comm_id != dreq.local_comm_id)
+        {
             return;
         }
         let qpn_matches = dreq.remote_qpn == inner.local_qpn;
@@ -1085,7 +1220,11 @@ impl Cep {
     /// A DREP for this connection arrived.
     pub(crate) fn drep_received(self: &Arc<Self>, drep: &Drep) {
         let mut inner = self.inner.lock();
-        if inner.peer.as_ref().is_none_or(|p| p.comm_id != drep.local_comm_id) {
+        if inner
+            .peer
+            .as_ref()
+            .is_none_or(|p| p.comm_id != drep.local_comm_id)
+        {
             return;
         }
         inner.set_pdata(AttrId::Drep, drep.private_data.as_bytes());
@@ -1197,7 +1336,11 @@ impl Cep {
             remote_comm_id: inner.peer.as_ref().map_or(0, |p| p.comm_id),
             pending_requests: u32::try_from(inner.pending.len()).unwrap_or(u32::MAX),
             reserved: 0,
-            remote_qpn: inner.negotiated.as_ref().and_then(|n| n.remote_qpn).unwrap_or(inner.sidr_qpn),
+            remote_qpn: inner
+                .negotiated
+                .as_ref()
+                .and_then(|n| n.remote_qpn)
+                .unwrap_or(inner.sidr_qpn),
             remote_qkey: inner.remote_qkey,
             sidr_status: inner.sidr_status.into(),
             reserved2: 0,
@@ -1225,7 +1368,13 @@ impl CepInner {
             return Err(EINVAL);
         }
         let ah = port.create_ah(&info)?;
-        self.peer = Some(Peer { comm_id: 0, ca_guid: 0, port, ah, ah_info: info });
+        self.peer = Some(Peer {
+            comm_id: 0,
+            ca_guid: 0,
+            port,
+            ah,
+            ah_info: info,
+        });
         Ok(())
     }
 

@@ -94,6 +94,13 @@ impl kernel::Module for CepmModule {
         let chardev = shim::ChardevRegistration::new()?;
         // Last, so that devices only appear once everything they may need exists.
         let client = shim::ClientRegistration::new()?;
-        Ok(Self { _client: client, _chardev: chardev, _faults: faults, _devices: devices, _monitors: monitors, _tables: tables })
+        Ok(Self {
+            _client: client,
+            _chardev: chardev,
+            _faults: faults,
+            _devices: devices,
+            _monitors: monitors,
+            _tables: tables,
+        })
     }
 }

@@ -60,15 +60,47 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
         CmMsg::Req(req) => req_received(port, mad, req),
         CmMsg::SidrReq(sreq) => sidr_req_received(port, mad, sreq),
         CmMsg::Dreq(dreq) => routed(
-            tables::find_local(dreq.remote_comm_id).map(|cep| cep.dreq_received(dreq)).is_some(),
+            tables::find_local(dreq.remote_comm_id)
+                .map(|cep| cep.dreq_received(dreq))
+                .is_some(),
             Unmatched::Dreq,
         ),
-        CmMsg::Rej(rej) => routed(tables::find_local(rej.remote_comm_id).map(|cep| cep.rej_received(rej)).is_some(), Unmatched::Other),
-        CmMsg::Rep(rep) => routed(tables::find_local(rep.remote_comm_id).map(|cep| cep.rep_received(rep)).is_some(), Unmatched::Other),
-        CmMsg::Rtu(rtu) => routed(tables::find_local(rtu.remote_comm_id).map(|cep| cep.rtu_received(rtu)).is_some(), Unmatched::Other),
-        CmMsg::SidrRep(rep) => routed(tables::find_local(rep.request_id).map(|cep| cep.sidr_rep_received(rep)).is_some(), Unmatched::Other),
-        CmMsg::Mra(mra) => routed(tables::find_local(mra.remote_comm_id).map(|cep| cep.mra_received(mra)).is_some(), Unmatched::Other),
-        CmMsg::Drep(drep) => routed(tables::find_local(drep.remote_comm_id).map(|cep| cep.drep_received(drep)).is_some(), Unmatched::Other),
+        CmMsg::Rej(rej) => routed(
+            tables::find_local(rej.remote_comm_id)
+                .map(|cep| cep.rej_received(rej))
+                .is_some(),
+            Unmatched::Other,
+        ),
+        CmMsg::Rep(rep) => routed(
+            tables::find_local(rep.remote_comm_id)
+                .map(|cep| cep.rep_received(rep))
+                .is_some(),
+            Unmatched::Other,
+        ),
+        CmMsg::Rtu(rtu) => routed(
+            tables::find_local(rtu.remote_comm_id)
+                .map(|cep| cep.rtu_received(rtu))
+                .is_some(),
+            Unmatched::Other,
+        ),
+        CmMsg::SidrRep(rep) => routed(
+            tables::find_local(rep.request_id)
+                .map(|cep| cep.sidr_rep_received(rep))
+                .is_some(),
+            Unmatched::Other,
+        ),
+        CmMsg::Mra(mra) => routed(
+            tables::find_local(mra.remote_comm_id)
+                .map(|cep| cep.mra_received(mra))
+                .is_some(),
+            Unmatched::Other,
+        ),
+        CmMsg::Drep(drep) => routed(
+            tables::find_local(drep.remote_comm_id)
+                .map(|cep| cep.drep_received(drep))
+                .is_some(),
+            Unmatched::Other,
+        ),
         _ => Some(Unmatched::Other),
     };
     let Some(why) = unmatched else {
@@ -91,8 +123,13 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
 }
 
 /// Routes a REQ to its listener; otherwise says why it gets a stateless answer.
-fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &crate::proto::req::Req) -> Option<Unmatched> {
-    if let Some(cep) = tables::find_peer(PeerTable::CommId, (req.local_comm_id, req.local_ca_guid)) {
+fn req_received(
+    port: &Arc<CmPort>,
+    mad: &ReceivedMad<'_>,
+    req: &crate::proto::req::Req,
+) -> Option<Unmatched> {
+    if let Some(cep) = tables::find_peer(PeerTable::CommId, (req.local_comm_id, req.local_ca_guid))
+    {
         cep.duplicate_req();
         return None;
     }

@@ -50,7 +50,11 @@ impl Drop for CmDevice {
 /// tied to the port drop their address handles and hear that the device is gone.
 fn release_ports(ports: KVec<ManagedPort>) {
     for managed in ports {
-        let ManagedPort { _agent: agent, _rep_agent: rep_agent, port } = managed;
+        let ManagedPort {
+            _agent: agent,
+            _rep_agent: rep_agent,
+            port,
+        } = managed;
         drop(agent);
         drop(rep_agent);
         cep::release_port(&port);
@@ -75,9 +79,14 @@ impl CmDevice {
             let agents = MadAgent::register(&ib, port.clone(), AgentRole::Cm)
                 .and_then(|cm| Ok((cm, MadAgent::register(&ib, port.clone(), AgentRole::Rep)?)));
             match agents {
-                Ok((agent, rep_agent)) => {
-                    ports.push(ManagedPort { _agent: agent, _rep_agent: rep_agent, port }, GFP_KERNEL)?
-                }
+                Ok((agent, rep_agent)) => ports.push(
+                    ManagedPort {
+                        _agent: agent,
+                        _rep_agent: rep_agent,
+                        port,
+                    },
+                    GFP_KERNEL,
+                )?,
                 Err(e) => {
                     // Ports registered so far may already have CEPs (a REQ can arrive at once).
                     release_ports(ports);
@@ -116,7 +125,10 @@ impl CmDevice {
         if own.get(..len) != name.get(..wanted) {
             return None;
         }
-        self.ports.iter().find(|m| m.port.num() == num).map(|m| m.port.clone())
+        self.ports
+            .iter()
+            .find(|m| m.port.num() == num)
+            .map(|m| m.port.clone())
     }
 
     /// Appends the ABI description of each port to `out`.

@@ -16,8 +16,7 @@ use kernel::{
             PollCondVar,
             PollTable, //
         },
-        Arc,
-        SpinLock,
+        Arc, SpinLock,
     },
     time::{
         Instant,
@@ -37,9 +36,7 @@ use crate::{
         RejectArgs,
         REJ_PDATA_MAX, //
     },
-    monitor,
-    registry,
-    tables,
+    monitor, registry, tables,
     uapi::{
         self,
         cepm_port_info,
@@ -163,7 +160,15 @@ impl CepmFile {
                 len,
                 nonblock,
                 |inner| inner.monitor.as_ref().map(|m| m.traces.len()).ok_or(EINVAL),
-                |inner| inner.monitor.as_mut().ok_or(EINVAL)?.traces.remove(0).map_err(|_| EINVAL),
+                |inner| {
+                    inner
+                        .monitor
+                        .as_mut()
+                        .ok_or(EINVAL)?
+                        .traces
+                        .remove(0)
+                        .map_err(|_| EINVAL)
+                },
             );
         }
         self.read_records(
@@ -250,14 +255,20 @@ impl CepmFile {
             uapi::CEPM_IOCTL_CONNECT => self.connect(arg, size),
             uapi::CEPM_IOCTL_PREPARE_REP => self.prepare_rep(arg, size),
             uapi::CEPM_IOCTL_SEND_REP => self.send_rep(arg, size),
-            uapi::CEPM_IOCTL_SEND_RTU => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_rtu(pdata)),
+            uapi::CEPM_IOCTL_SEND_RTU => {
+                self.send_pdata_msg(arg, size, |cep, pdata| cep.send_rtu(pdata))
+            }
             uapi::CEPM_IOCTL_INIT_QP_ATTR => self.init_qp_attr(arg, size),
-            uapi::CEPM_IOCTL_SEND_DREQ => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_dreq(pdata)),
+            uapi::CEPM_IOCTL_SEND_DREQ => {
+                self.send_pdata_msg(arg, size, |cep, pdata| cep.send_dreq(pdata))
+            }
             uapi::CEPM_IOCTL_PREPARE_MRA => self.prepare_mra(arg, size),
             uapi::CEPM_IOCTL_LIST_CEPS => self.list_ceps(arg, size),
             uapi::CEPM_IOCTL_SIDR_REQ => self.sidr_req(arg, size),
             uapi::CEPM_IOCTL_SIDR_REP => self.sidr_rep(arg, size),
-            uapi::CEPM_IOCTL_SEND_DREP => self.send_pdata_msg(arg, size, |cep, pdata| cep.send_drep(pdata)),
+            uapi::CEPM_IOCTL_SEND_DREP => {
+                self.send_pdata_msg(arg, size, |cep, pdata| cep.send_drep(pdata))
+            }
             uapi::CEPM_IOCTL_ESTABLISH => self.establish(arg, size),
             uapi::CEPM_IOCTL_MONITOR => self.start_monitor(arg, size),
             _ => Err(ENOTTY),
@@ -267,7 +278,12 @@ impl CepmFile {
     /// The CEP named `handle` on this file.
     fn cep(&self, handle: u32) -> Result<Arc<Cep>> {
         let inner = self.inner.lock();
-        inner.handles.iter().find(|h| h.id == handle).map(|h| h.cep.clone()).ok_or(EINVAL)
+        inner
+            .handles
+            .iter()
+            .find(|h| h.id == handle)
+            .map(|h| h.cep.clone())
+            .ok_or(EINVAL)
     }
 
     fn create(self: &Arc<Self>, arg: UserPtr, size: usize) -> Result {
@@ -278,7 +294,11 @@ impl CepmFile {
         }
         // The handle must exist before the CEP can raise events, so reserve its number first.
         let handle = self.reserve_handle()?;
-        let owner = Owner { file: self.clone(), handle, context: req.user_context };
+        let owner = Owner {
+            file: self.clone(),
+            handle,
+            context: req.user_context,
+        };
         let cep = Cep::create(owner)?;
         self.fill_handle(handle, cep.clone())?;
         req.handle = handle;
@@ -313,7 +333,17 @@ impl CepmFile {
             // It became a monitor since the handle was reserved.
             Err(EBUSY)
         } else {
-            inner.handles.push(Handle { id, cep: cep.clone(), events_reported: 0 }, GFP_ATOMIC).map_err(|_| ENOMEM)
+            inner
+                .handles
+                .push(
+                    Handle {
+                        id,
+                        cep: cep.clone(),
+                        events_reported: 0,
+                    },
+                    GFP_ATOMIC,
+                )
+                .map_err(|_| ENOMEM)
         };
         drop(inner);
         if added.is_err() {
@@ -348,7 +378,11 @@ impl CepmFile {
         if req.reserved != 0 {
             return Err(EINVAL);
         }
-        let mask = if req.service_mask == 0 { u64::MAX } else { req.service_mask };
+        let mask = if req.service_mask == 0 {
+            u64::MAX
+        } else {
+            req.service_mask
+        };
         self.cep(req.handle)?.listen(req.service_id, mask)
     }
 
@@ -362,7 +396,11 @@ impl CepmFile {
         loop {
             let child = listener.take_pending()?;
             let handle = self.reserve_handle()?;
-            let owner = Owner { file: self.clone(), handle, context: req.user_context };
+            let owner = Owner {
+                file: self.clone(),
+                handle,
+                context: req.user_context,
+            };
             self.fill_handle(handle, child.clone())?;
             match child.claim(owner) {
                 Ok(info) => {
@@ -387,7 +425,11 @@ impl CepmFile {
             return Err(E2BIG);
         }
         let cep = self.cep(req.handle)?;
-        cep.reject(&RejectArgs { reason: req.reason, ari, pdata })
+        cep.reject(&RejectArgs {
+            reason: req.reason,
+            ari,
+            pdata,
+        })
     }
 
     fn connect(&self, arg: UserPtr, size: usize) -> Result {
@@ -436,7 +478,11 @@ impl CepmFile {
             if inner.monitor.is_some() || !inner.handles.is_empty() {
                 return Err(EBUSY);
             }
-            inner.monitor = Some(MonitorQueue { started: Instant::now(), traces, lost: 0 });
+            inner.monitor = Some(MonitorQueue {
+                started: Instant::now(),
+                traces,
+                lost: 0,
+            });
         }
         monitor::add(self.clone())
     }
@@ -450,7 +496,12 @@ impl CepmFile {
     }
 
     /// RTU, DREQ and DREP: a handle and private data.
-    fn send_pdata_msg(&self, arg: UserPtr, size: usize, send: impl FnOnce(&Arc<Cep>, &[u8]) -> Result) -> Result {
+    fn send_pdata_msg(
+        &self,
+        arg: UserPtr,
+        size: usize,
+        send: impl FnOnce(&Arc<Cep>, &[u8]) -> Result,
+    ) -> Result {
         let req: uapi::cepm_send_pdata = UserSlice::new(arg, size).reader().read()?;
         if req.reserved != [0; 3] {
             return Err(EINVAL);
@@ -469,13 +520,19 @@ impl CepmFile {
             // Our own handle for CEPs this file owns; 0 for the others.
             let handle = {
                 let inner = self.inner.lock();
-                inner.handles.iter().find(|h| Arc::ptr_eq(&h.cep, cep)).map_or(0, |h| h.id)
+                inner
+                    .handles
+                    .iter()
+                    .find(|h| Arc::ptr_eq(&h.cep, cep))
+                    .map_or(0, |h| h.id)
             };
             infos.push(cep.info(handle), GFP_KERNEL)?;
         }
         if filled > 0 {
             let out = UserPtr::from_addr(usize::try_from(req.ceps).map_err(|_| EFAULT)?);
-            let len = filled.checked_mul(size_of::<uapi::cepm_cep_info>()).ok_or(EINVAL)?;
+            let len = filled
+                .checked_mul(size_of::<uapi::cepm_cep_info>())
+                .ok_or(EINVAL)?;
             let mut out = UserSlice::new(out, len).writer();
             for info in infos.iter() {
                 out.write(info)?;
@@ -564,7 +621,9 @@ fn query(arg: UserPtr, size: usize) -> Result {
     let filled = infos.len().min(q.port_capacity as usize);
     if filled > 0 {
         let ports = UserPtr::from_addr(usize::try_from(q.ports).map_err(|_| EFAULT)?);
-        let len = filled.checked_mul(size_of::<cepm_port_info>()).ok_or(EINVAL)?;
+        let len = filled
+            .checked_mul(size_of::<cepm_port_info>())
+            .ok_or(EINVAL)?;
         let mut out = UserSlice::new(ports, len).writer();
         for info in &infos[..filled] {
             out.write(info)?;

@@ -11,8 +11,7 @@ use kernel::{
             Atomic,
             Relaxed, //
         },
-        Arc,
-        SpinLock,
+        Arc, SpinLock,
     },
 };
 
@@ -185,7 +184,11 @@ impl CmPort {
     }
 
     /// The agent for `role`, or `ENODEV` once the device is going away.
-    fn with_agent_for<T>(&self, role: AgentRole, f: impl FnOnce(AgentRef) -> Result<T>) -> Result<T> {
+    fn with_agent_for<T>(
+        &self,
+        role: AgentRole,
+        f: impl FnOnce(AgentRef) -> Result<T>,
+    ) -> Result<T> {
         let mut agents = self.agents.lock();
         match *agents.slot(role) {
             Some(agent) => f(agent),
@@ -204,8 +207,14 @@ impl CmPort {
         retries: u8,
         owner: SendOwner,
     ) -> Result<OutstandingSend> {
-        let role = if attr == AttrId::Rep { AgentRole::Rep } else { AgentRole::Cm };
-        let sent = self.with_agent_for(role, |agent| agent.send_retried(ah, mad, timeout_ms, retries, owner));
+        let role = if attr == AttrId::Rep {
+            AgentRole::Rep
+        } else {
+            AgentRole::Cm
+        };
+        let sent = self.with_agent_for(role, |agent| {
+            agent.send_retried(ah, mad, timeout_ms, retries, owner)
+        });
         match &sent {
             Ok(_) => self.count_tx(attr),
             Err(_) => self.count_tx_error(),

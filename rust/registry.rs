@@ -52,7 +52,11 @@ impl Drop for Devices {
 /// Whether `name` (NUL-padded) is in `list`, comma-separated names; an empty list selects all.
 fn selected(list: &[u8], name: &[u8]) -> bool {
     let name = name.split(|&b| b == 0).next().unwrap_or_default();
-    let mut entries = list.split(|&b| b == b',').map(|e| e.trim_ascii()).filter(|e| !e.is_empty()).peekable();
+    let mut entries = list
+        .split(|&b| b == b',')
+        .map(|e| e.trim_ascii())
+        .filter(|e| !e.is_empty())
+        .peekable();
     entries.peek().is_none() || entries.any(|e| e == name)
 }
 
@@ -62,7 +66,10 @@ pub(crate) fn add_device(device: IbDevice) -> Result {
     let name = device.name();
     if !selected(shim::devices_param().to_bytes(), &name) {
         let shown = name.split(|&b| b == 0).next().unwrap_or_default();
-        pr_info!("{}: not in cepm.devices; left to other CMs\n", kernel::str::BStr::from_bytes(shown));
+        pr_info!(
+            "{}: not in cepm.devices; left to other CMs\n",
+            kernel::str::BStr::from_bytes(shown)
+        );
         return Err(EOPNOTSUPP);
     }
     // Agent registration sleeps, so it happens before the device is listed.

@@ -236,7 +236,12 @@ impl AgentRef {
     }
 
     /// Sends `mad` once to `ah`. `may_sleep` is false under a spinlock.
-    pub(crate) fn send_once(self, ah: &Arc<AddressHandle>, mad: &[u8; MAD_SIZE], may_sleep: bool) -> Result {
+    pub(crate) fn send_once(
+        self,
+        ah: &Arc<AddressHandle>,
+        mad: &[u8; MAD_SIZE],
+        may_sleep: bool,
+    ) -> Result {
         // SAFETY: The agent is registered by the type invariant.
         unsafe { post_mad(self.0, ah.clone(), mad, 0, 0, None, may_sleep) }.map(|_| ())
     }
@@ -253,7 +258,17 @@ impl AgentRef {
     ) -> Result<OutstandingSend> {
         let seq = owner.seq;
         // SAFETY: The agent is registered by the type invariant.
-        let buf = unsafe { post_mad(self.0, ah.clone(), mad, timeout_ms, retries, Some(owner), false) }?;
+        let buf = unsafe {
+            post_mad(
+                self.0,
+                ah.clone(),
+                mad,
+                timeout_ms,
+                retries,
+                Some(owner),
+                false,
+            )
+        }?;
         // INVARIANT: the buffer was just posted; `owner`'s CEP keeps the value until its
         // `send_done` for `seq`, which the shim calls before freeing the buffer.
         Ok(OutstandingSend { buf, seq })
@@ -317,7 +332,12 @@ impl MadAgent {
         // SAFETY: The device is valid by its type invariant; `ctx` stays valid until we call
         // `from_foreign` on it below or in `drop`.
         let agent = from_err_ptr(unsafe {
-            shim::cepm_shim_agent_register(device.ptr.as_ptr(), port_num, ctx, role == AgentRole::Rep)
+            shim::cepm_shim_agent_register(
+                device.ptr.as_ptr(),
+                port_num,
+                ctx,
+                role == AgentRole::Rep,
+            )
         });
         match agent.ok().and_then(NonNull::new) {
             Some(agent) => {
@@ -326,7 +346,11 @@ impl MadAgent {
                 // INVARIANT: registered just now; detached in `drop` before unregistering.
                 port.attach_agent(role, AgentRef(agent));
                 // INVARIANT: The agent is registered with `ctx` as its context.
-                Ok(Self { agent, port: ctx, role })
+                Ok(Self {
+                    agent,
+                    port: ctx,
+                    role,
+                })
             }
             None => {
                 // SAFETY: `ctx` came from `into_foreign` above and no agent uses it.
@@ -582,7 +606,11 @@ unsafe extern "C" fn cepm_rust_recv_mad(
 ///
 /// `msg_ctx` is the context [`post_mad`] gave the MAD layer for this send, passed back once.
 #[no_mangle]
-unsafe extern "C" fn cepm_rust_send_done(port_ctx: *mut c_void, msg_ctx: *mut c_void, status: c_int) {
+unsafe extern "C" fn cepm_rust_send_done(
+    port_ctx: *mut c_void,
+    msg_ctx: *mut c_void,
+    status: c_int,
+) {
     // SAFETY: The MAD layer returns the context `post_mad` made with `into_foreign`, exactly once.
     let in_flight = unsafe { KBox::<InFlight>::from_foreign(msg_ctx) };
     if let Some(owner) = &in_flight.owner {
@@ -638,7 +666,12 @@ unsafe extern "C" fn cepm_rust_ioctl(ctx: *mut c_void, cmd: u32, arg: usize) -> 
 ///
 /// `ctx` came from [`cepm_rust_open`] and is not released during the call.
 #[no_mangle]
-unsafe extern "C" fn cepm_rust_read(ctx: *mut c_void, buf: usize, len: usize, nonblock: bool) -> isize {
+unsafe extern "C" fn cepm_rust_read(
+    ctx: *mut c_void,
+    buf: usize,
+    len: usize,
+    nonblock: bool,
+) -> isize {
     // SAFETY: By the function's safety requirements `ctx` is a live `Arc<CepmFile>`.
     let file = unsafe { Arc::<CepmFile>::borrow(ctx) };
     match file.read(kernel::uaccess::UserPtr::from_addr(buf), len, nonblock) {
@@ -663,7 +696,8 @@ unsafe extern "C" fn cepm_rust_poll(
     let cepm_file = unsafe { Arc::<CepmFile>::borrow(ctx) };
     // SAFETY: `file` is valid during the call (function safety requirements); the opaque
     // bindgen type and the kernel's are the same C struct.
-    let vfs_file = unsafe { kernel::fs::File::from_raw_file(file.cast::<kernel::bindings::file>()) };
+    let vfs_file =
+        unsafe { kernel::fs::File::from_raw_file(file.cast::<kernel::bindings::file>()) };
     // SAFETY: `wait` is the poll table of this poll call, valid during it (or null, which
     // `PollTable` accepts).
     let table = unsafe { kernel::sync::poll::PollTable::from_raw(wait.cast()) };

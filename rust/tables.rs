@@ -164,12 +164,19 @@ pub(crate) fn insert_new_local(make: impl FnOnce(u32) -> Result<Arc<Cep>>) -> Re
     // wrap) and 0. Distinct counter values give distinct IDs, so no two callers pick the same.
     let id = loop {
         let id = NEXT_ID.fetch_add(1, Relaxed) ^ operand;
-        if id != 0 && with_local(id as usize, |t| t.as_ref().is_none_or(|t| t.get(&id).is_none())) {
+        if id != 0
+            && with_local(id as usize, |t| {
+                t.as_ref().is_none_or(|t| t.get(&id).is_none())
+            })
+        {
             break id;
         }
     };
     let cep = make(id)?;
-    with_local(id as usize, |t| t.get_or_insert_with(RBTree::new).insert(reservation.into_node(id, cep.clone())));
+    with_local(id as usize, |t| {
+        t.get_or_insert_with(RBTree::new)
+            .insert(reservation.into_node(id, cep.clone()))
+    });
     Ok(cep)
 }
 
@@ -180,7 +187,9 @@ pub(crate) fn find_local(id: u32) -> Option<Arc<Cep>> {
 
 /// How many CEPs exist (each has a local comm ID from creation to destruction).
 pub(crate) fn count_local() -> usize {
-    (0..SHARDS).map(|i| with_local(i, |t| t.as_ref().map_or(0, |t| t.iter().count()))).sum()
+    (0..SHARDS)
+        .map(|i| with_local(i, |t| t.as_ref().map_or(0, |t| t.iter().count())))
+        .sum()
 }
 
 /// Every CEP that exists now (a snapshot; CEPs created meanwhile may be missing).
@@ -265,9 +274,16 @@ pub(crate) fn remove_peer(table: PeerTable, key: (u32, u64), cep: &Cep) {
 
 /// Adds a listener; `EBUSY` if the same service ID and mask are already listened on.
 pub(crate) fn add_listener(service_id: u64, mask: u64, cep: Arc<Cep>) -> Result {
-    let listener = Listener { service_id, mask, cep };
+    let listener = Listener {
+        service_id,
+        mask,
+        cep,
+    };
     let add = |list: &mut KVec<Listener>| {
-        if list.iter().any(|l| l.mask == mask && l.service_id & mask == service_id & mask) {
+        if list
+            .iter()
+            .any(|l| l.mask == mask && l.service_id & mask == service_id & mask)
+        {
             return Err(EBUSY);
         }
         list.push(listener, GFP_ATOMIC)?;
@@ -286,7 +302,9 @@ pub(crate) fn add_listener(service_id: u64, mask: u64, cep: Arc<Cep>) -> Result 
 /// specific mask.
 pub(crate) fn find_listener(service_id: u64) -> Option<Arc<Cep>> {
     let exact = with_listeners(shard_of(service_id), |list| {
-        list.iter().find(|l| l.service_id == service_id).map(|l| l.cep.clone())
+        list.iter()
+            .find(|l| l.service_id == service_id)
+            .map(|l| l.cep.clone())
     });
     if exact.is_some() || MASKED_COUNT.load(Relaxed) == 0 {
         return exact;

@@ -17,7 +17,12 @@ fn main() -> io::Result<()> {
     let service_id = std::env::args()
         .nth(1)
         .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "usage: cm_only_server SERVICE_ID_HEX"))?;
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "usage: cm_only_server SERVICE_ID_HEX",
+            )
+        })?;
     let cepm = Cepm::open()?;
     let listener = cepm.create(0)?;
     cepm.listen(listener, service_id, u64::MAX)?;
@@ -28,12 +33,25 @@ fn main() -> io::Result<()> {
         let Some(ev) = cepm.next_event(Some(Duration::from_secs(5)))? else {
             continue;
         };
-        println!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status);
+        println!(
+            "event {} on CEP {} (status {})",
+            event_name(ev.kind),
+            ev.handle,
+            ev.status
+        );
         match ev.kind {
             sys::CEPM_EVENT_REQ_RECEIVED => {
                 let (handle, req) = cepm.get_request(listener, 0)?;
-                println!("  REQ from comm ID {:#x}, QPN {:#x}: accepting as CEP {handle}", req.remote_comm_id, req.remote_qpn);
-                let rep = sys::cepm_accept { handle, local_qpn: next_qpn, starting_psn: 1, ..Default::default() };
+                println!(
+                    "  REQ from comm ID {:#x}, QPN {:#x}: accepting as CEP {handle}",
+                    req.remote_comm_id, req.remote_qpn
+                );
+                let rep = sys::cepm_accept {
+                    handle,
+                    local_qpn: next_qpn,
+                    starting_psn: 1,
+                    ..Default::default()
+                };
                 next_qpn += 1;
                 cepm.prepare_rep(&rep)?;
                 cepm.send_rep(handle)?;

@@ -36,7 +36,12 @@ pub struct ReqInfo {
 
 impl ReqInfo {
     fn from_sys(r: &sys::cepm_req_info) -> Self {
-        let name: Vec<u8> = r.dev_name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let name: Vec<u8> = r
+            .dev_name
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         Self {
             service_id: r.service_id,
             remote_ca_guid: r.remote_ca_guid,
@@ -170,7 +175,13 @@ impl Cepm {
     pub(crate) fn ioctl<T>(&self, cmd: u32, arg: &mut T) -> io::Result<()> {
         // SAFETY: `arg` is a valid, exclusively borrowed `T` for the call, and every cepm ioctl
         // number encodes the size of the struct it takes, which the callers pass as `T`.
-        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), libc::c_ulong::from(cmd), arg as *mut T) };
+        let rc = unsafe {
+            libc::ioctl(
+                self.file.as_raw_fd(),
+                libc::c_ulong::from(cmd),
+                arg as *mut T,
+            )
+        };
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -179,44 +190,72 @@ impl Cepm {
 
     /// A new idle CEP; its events carry `context`. Returns its handle.
     pub fn create(&self, context: u64) -> io::Result<u32> {
-        let mut c = sys::cepm_create { user_context: context, ..Default::default() };
+        let mut c = sys::cepm_create {
+            user_context: context,
+            ..Default::default()
+        };
         self.ioctl(sys::CEPM_IOCTL_CREATE, &mut c)?;
         Ok(c.handle)
     }
 
     /// Destroys a CEP; returns how many of its events were read.
     pub fn destroy(&self, handle: u32) -> io::Result<u32> {
-        let mut d = sys::cepm_destroy { handle, ..Default::default() };
+        let mut d = sys::cepm_destroy {
+            handle,
+            ..Default::default()
+        };
         self.ioctl(sys::CEPM_IOCTL_DESTROY, &mut d)?;
         Ok(d.events_reported)
     }
 
     /// Listens on `service_id` under `mask` (`u64::MAX`: exact).
     pub fn listen(&self, handle: u32, service_id: u64, mask: u64) -> io::Result<()> {
-        let mut l = sys::cepm_listen { handle, service_id, service_mask: mask, ..Default::default() };
+        let mut l = sys::cepm_listen {
+            handle,
+            service_id,
+            service_mask: mask,
+            ..Default::default()
+        };
         self.ioctl(sys::CEPM_IOCTL_LISTEN, &mut l)
     }
 
     /// Claims the oldest REQ pending on `listener`: the new CEP's handle and the REQ.
     pub fn get_request(&self, listener: u32, context: u64) -> io::Result<(u32, ReqInfo)> {
-        let mut g = sys::cepm_get_request { listen_handle: listener, user_context: context, ..Default::default() };
+        let mut g = sys::cepm_get_request {
+            listen_handle: listener,
+            user_context: context,
+            ..Default::default()
+        };
         self.ioctl(sys::CEPM_IOCTL_GET_REQUEST, &mut g)?;
         Ok((g.handle, ReqInfo::from_sys(&g.req)))
     }
 
     /// Rejects the connection with `reason`, additional information and private data.
     pub fn reject(&self, handle: u32, reason: u16, ari: &[u8], pdata: &[u8]) -> io::Result<()> {
-        let mut r = sys::cepm_reject { handle, reason, ..Default::default() };
+        let mut r = sys::cepm_reject {
+            handle,
+            reason,
+            ..Default::default()
+        };
         r.ari_len = u8::try_from(ari.len()).map_err(|_| invalid("ARI too long"))?;
         r.pdata_len = u8::try_from(pdata.len()).map_err(|_| invalid("private data too long"))?;
-        r.ari.get_mut(..ari.len()).ok_or_else(|| invalid("ARI too long"))?.copy_from_slice(ari);
-        r.pdata.get_mut(..pdata.len()).ok_or_else(|| invalid("private data too long"))?.copy_from_slice(pdata);
+        r.ari
+            .get_mut(..ari.len())
+            .ok_or_else(|| invalid("ARI too long"))?
+            .copy_from_slice(ari);
+        r.pdata
+            .get_mut(..pdata.len())
+            .ok_or_else(|| invalid("private data too long"))?
+            .copy_from_slice(pdata);
         self.ioctl(sys::CEPM_IOCTL_REJECT, &mut r)
     }
 
     /// What the CEP is and where it stands.
     pub fn query_cep(&self, handle: u32) -> io::Result<CepInfo> {
-        let mut i = sys::cepm_cep_info { handle, ..Default::default() };
+        let mut i = sys::cepm_cep_info {
+            handle,
+            ..Default::default()
+        };
         self.ioctl(sys::CEPM_IOCTL_QUERY_CEP, &mut i)?;
         Ok(CepInfo::from_sys(&i))
     }
@@ -228,7 +267,11 @@ impl Cepm {
             let mut raw = vec![sys::cepm_cep_info::default(); capacity];
             let mut l = sys::cepm_list {
                 capacity: u32::try_from(capacity).map_err(|_| invalid("too many CEPs"))?,
-                ceps: if capacity == 0 { 0 } else { raw.as_mut_ptr() as u64 },
+                ceps: if capacity == 0 {
+                    0
+                } else {
+                    raw.as_mut_ptr() as u64
+                },
                 ..Default::default()
             };
             self.ioctl(sys::CEPM_IOCTL_LIST_CEPS, &mut l)?;
@@ -245,9 +288,15 @@ impl Cepm {
 impl Cepm {
     /// The private data of the last message the CEP received, with that message's attribute ID.
     pub fn private_data(&self, handle: u32) -> io::Result<(u16, Vec<u8>)> {
-        let mut p = sys::cepm_private_data { handle, ..Default::default() };
+        let mut p = sys::cepm_private_data {
+            handle,
+            ..Default::default()
+        };
         self.ioctl(sys::CEPM_IOCTL_GET_PRIVATE_DATA, &mut p)?;
-        Ok((p.attr_id, p.data[..usize::from(p.len).min(p.data.len())].to_vec()))
+        Ok((
+            p.attr_id,
+            p.data[..usize::from(p.len).min(p.data.len())].to_vec(),
+        ))
     }
 
     /// Sends a REQ (`args.handle` names the CEP).
@@ -277,28 +326,43 @@ impl Cepm {
     /// Arms an MRA for the REQ or REP just received: the peer's retry of it is answered with
     /// an MRA, so the peer waits longer.
     pub fn prepare_mra(&self, handle: u32) -> io::Result<()> {
-        let mut a = sys::cepm_prepare_mra { handle, reserved: 0 };
+        let mut a = sys::cepm_prepare_mra {
+            handle,
+            reserved: 0,
+        };
         self.ioctl(sys::CEPM_IOCTL_PREPARE_MRA, &mut a)
     }
 
     /// Sends the prepared REP.
     pub fn send_rep(&self, handle: u32) -> io::Result<()> {
-        let mut a = sys::cepm_send_rep { handle, reserved: 0 };
+        let mut a = sys::cepm_send_rep {
+            handle,
+            reserved: 0,
+        };
         self.ioctl(sys::CEPM_IOCTL_SEND_REP, &mut a)
     }
 
     /// The QP heard from the peer before the RTU arrived (`IB_EVENT_COMM_EST`, or a first
     /// receive completion): the connection is established now and `ESTABLISHED` follows.
     pub fn establish(&self, handle: u32) -> io::Result<()> {
-        let mut a = sys::cepm_establish { handle, reserved: 0 };
+        let mut a = sys::cepm_establish {
+            handle,
+            reserved: 0,
+        };
         self.ioctl(sys::CEPM_IOCTL_ESTABLISH, &mut a)
     }
 
     /// One of the private-data-only messages (`CEPM_IOCTL_SEND_RTU/DREQ/DREP`).
     fn send_pdata_msg(&self, cmd: u32, handle: u32, pdata: &[u8]) -> io::Result<()> {
-        let mut a = sys::cepm_send_pdata { handle, ..Default::default() };
+        let mut a = sys::cepm_send_pdata {
+            handle,
+            ..Default::default()
+        };
         a.pdata_len = u8::try_from(pdata.len()).map_err(|_| invalid("private data too long"))?;
-        a.pdata.get_mut(..pdata.len()).ok_or_else(|| invalid("private data too long"))?.copy_from_slice(pdata);
+        a.pdata
+            .get_mut(..pdata.len())
+            .ok_or_else(|| invalid("private data too long"))?
+            .copy_from_slice(pdata);
         self.ioctl(cmd, &mut a)
     }
 
@@ -319,7 +383,11 @@ impl Cepm {
 
     /// The attributes that move the connection's QP to `qp_state` (`CEPM_QPS_*`).
     pub fn qp_attr(&self, handle: u32, qp_state: u32) -> io::Result<sys::cepm_qp_attr> {
-        let mut a = sys::cepm_qp_attr { handle, qp_state, ..Default::default() };
+        let mut a = sys::cepm_qp_attr {
+            handle,
+            qp_state,
+            ..Default::default()
+        };
         self.ioctl(sys::CEPM_IOCTL_INIT_QP_ATTR, &mut a)?;
         Ok(a)
     }
@@ -367,13 +435,22 @@ impl Cepm {
             return Ok(None);
         }
         let ev: sys::cepm_event = self.read_record()?;
-        Ok(Some(Event { kind: ev.event, handle: ev.handle, user_context: ev.user_context, status: ev.status }))
+        Ok(Some(Event {
+            kind: ev.event,
+            handle: ev.handle,
+            user_context: ev.user_context,
+            status: ev.status,
+        }))
     }
 
     /// Whether the file becomes readable within `timeout` (`None`: wait forever).
     fn wait_readable(&self, timeout: Option<Duration>) -> io::Result<bool> {
         let ms = timeout.map_or(-1, |t| i32::try_from(t.as_millis()).unwrap_or(i32::MAX));
-        let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: self.file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: `pfd` is one valid pollfd for the duration of the call.
         let n = unsafe { libc::poll(&mut pfd, 1, ms) };
         if n < 0 {
@@ -387,7 +464,13 @@ impl Cepm {
         let mut record = T::default();
         // SAFETY: `record` is a writable buffer of exactly `size_of::<T>()` bytes, and the ABI
         // types read here are plain integers, valid for any bytes the kernel writes.
-        let got = unsafe { libc::read(self.file.as_raw_fd(), (&mut record as *mut T).cast(), std::mem::size_of::<T>()) };
+        let got = unsafe {
+            libc::read(
+                self.file.as_raw_fd(),
+                (&mut record as *mut T).cast(),
+                std::mem::size_of::<T>(),
+            )
+        };
         if got < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -12,8 +12,8 @@ use crate::{
     verbs::{
         messages::{Exchanged, Messages},
         rping::{Rping, RpingStats},
-        AccessFlags, AhAttr, CompletionQueue, Device, Mtu, PingPong, PingPongConfig, ProtectionDomain, QpCaps,
-        RcQp, Role, RtrAttr, RtsAttr, Stats,
+        AccessFlags, AhAttr, CompletionQueue, Device, Mtu, PingPong, PingPongConfig,
+        ProtectionDomain, QpCaps, RcQp, Role, RtrAttr, RtsAttr, Stats,
     },
     Cepm,
 };
@@ -98,7 +98,10 @@ pub(crate) struct Trace {
 
 impl Trace {
     pub(crate) fn new(who: &'static str) -> Self {
-        Self { who, lines: Vec::new() }
+        Self {
+            who,
+            lines: Vec::new(),
+        }
     }
 
     pub(crate) fn push(&mut self, line: String) {
@@ -111,7 +114,9 @@ impl Trace {
 /// The MAC of the netdev behind GID `index` of the port: the next hop when the peer is this
 /// host (loopback), which is all the CLI supports without address resolution.
 pub(crate) fn local_mac(device: &str, port: u8, index: u8) -> io::Result<[u8; 6]> {
-    let ndev = fs::read_to_string(format!("/sys/class/infiniband/{device}/ports/{port}/gid_attrs/ndevs/{index}"))?;
+    let ndev = fs::read_to_string(format!(
+        "/sys/class/infiniband/{device}/ports/{port}/gid_attrs/ndevs/{index}"
+    ))?;
     let text = fs::read_to_string(format!("/sys/class/net/{}/address", ndev.trim()))?;
     let mut mac = [0u8; 6];
     let mut parts = text.trim().split(':');
@@ -158,20 +163,34 @@ impl Route {
         path.packet_life_time = config.packet_life_time;
         let ipv4 = (gid.raw[..10] == [0; 10] && gid.raw[10..12] == [0xff, 0xff])
             .then(|| [gid.raw[12], gid.raw[13], gid.raw[14], gid.raw[15]]);
-        Ok(Self { dev_name, path, ipv4 })
+        Ok(Self {
+            dev_name,
+            path,
+            ipv4,
+        })
     }
 }
 
 /// The `cma_hdr` an `rdma_cm` peer expects at the start of a REQ's or SIDR_REQ's private
 /// data, from our address on `route` to `config.peer`, with `config.cma_version`.
-pub(crate) fn cma_hdr(config: &Config, route: &Route, handle: u32) -> io::Result<[u8; CMA_HDR_SIZE]> {
+pub(crate) fn cma_hdr(
+    config: &Config,
+    route: &Route,
+    handle: u32,
+) -> io::Result<[u8; CMA_HDR_SIZE]> {
     let (Some((dst, _)), Some(src)) = (config.peer, route.ipv4) else {
-        return Err(io::Error::other("--rdma-cm needs --peer-ip and an IPv4 RoCE v2 GID"));
+        return Err(io::Error::other(
+            "--rdma-cm needs --peer-ip and an IPv4 RoCE v2 GID",
+        ));
     };
     // Any source port will do: the passive side only reports it. Take one from the
     // ephemeral range, distinct per process and connection.
     let src_port = 49152 + ((std::process::id() as u16 ^ handle as u16) & 0x3fff);
-    let mut hdr = CmaHdr { src_port, addrs: CmaAddrs::V4 { src, dst } }.encode();
+    let mut hdr = CmaHdr {
+        src_port,
+        addrs: CmaAddrs::V4 { src, dst },
+    }
+    .encode();
     hdr[0] = config.cma_version;
     Ok(hdr)
 }
@@ -209,7 +228,10 @@ pub(crate) fn connect_args(
         len = CMA_HDR_SIZE;
     }
     let end = len + pdata.len();
-    req.pdata.get_mut(len..end).ok_or_else(|| io::Error::other("REQ private data too long"))?.copy_from_slice(pdata);
+    req.pdata
+        .get_mut(len..end)
+        .ok_or_else(|| io::Error::other("REQ private data too long"))?
+        .copy_from_slice(pdata);
     req.pdata_len = end as u8;
     Ok(req)
 }
@@ -235,7 +257,8 @@ fn create_qp(config: &Config) -> io::Result<Qp> {
 
 /// RTR attributes from cepm's; the AH is on `port`, the port the QP was bound to at INIT.
 fn rtr_attr(a: &sys::cepm_qp_attr, port: u8) -> io::Result<RtrAttr> {
-    let mtu = Mtu::from_raw(a.path_mtu.into()).ok_or_else(|| io::Error::other("cepm returned no path MTU"))?;
+    let mtu = Mtu::from_raw(a.path_mtu.into())
+        .ok_or_else(|| io::Error::other("cepm returned no path MTU"))?;
     Ok(RtrAttr {
         dest_qpn: a.dest_qp_num,
         rq_psn: a.rq_psn,
@@ -306,21 +329,36 @@ fn to_rtr<'q>(
 /// Moves the QP to INIT with cepm's attributes.
 fn to_init(cepm: &Cepm, handle: u32, qp: &RcQp) -> io::Result<()> {
     let a = cepm.qp_attr(handle, sys::CEPM_QPS_INIT)?;
-    qp.to_init(a.port_num, a.pkey_index, AccessFlags::from_bits_truncate(a.qp_access_flags))
+    qp.to_init(
+        a.port_num,
+        a.pkey_index,
+        AccessFlags::from_bits_truncate(a.qp_access_flags),
+    )
 }
 
 /// Waits for event `want`; MRAs on the way are traced and waited past.
 fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Trace) -> io::Result<()> {
     let mut ev = cepm.expect_event(timeout)?;
     while ev.kind == sys::CEPM_EVENT_MRA_RECEIVED && want != ev.kind {
-        trace.push(format!("event MRA_RECEIVED on CEP {} (service timeout {})", ev.handle, ev.status));
+        trace.push(format!(
+            "event MRA_RECEIVED on CEP {} (service timeout {})",
+            ev.handle, ev.status
+        ));
         ev = cepm.expect_event(timeout)?;
     }
-    trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
+    trace.push(format!(
+        "event {} on CEP {} (status {})",
+        event_name(ev.kind),
+        ev.handle,
+        ev.status
+    ));
     if ev.kind != want {
         // A REJ's private data is the peer's explanation: show it.
         let pdata = match ev.kind {
-            sys::CEPM_EVENT_REJ_RECEIVED => cepm.private_data(ev.handle).map(|(_, d)| d).unwrap_or_default(),
+            sys::CEPM_EVENT_REJ_RECEIVED => cepm
+                .private_data(ev.handle)
+                .map(|(_, d)| d)
+                .unwrap_or_default(),
             _ => Vec::new(),
         };
         let text = String::from_utf8_lossy(&pdata);
@@ -342,7 +380,12 @@ fn hold(cepm: &Cepm, config: &Config, trace: &mut Trace) -> io::Result<bool> {
         return Ok(false);
     }
     let ev = cepm.expect_event(config.timeout)?;
-    trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
+    trace.push(format!(
+        "event {} on CEP {} (status {})",
+        event_name(ev.kind),
+        ev.handle,
+        ev.status
+    ));
     Ok(true)
 }
 
@@ -357,13 +400,23 @@ fn run_traffic(
     let moved = match traffic {
         Traffic::PingPong(_) if config.iterations == 0 => return Ok(None),
         Traffic::PingPong(pp) => {
-            let cfg = PingPongConfig { iterations: config.iterations, timeout: config.timeout, corrupt_echo_at: None };
-            let pp = pp.take().ok_or_else(|| io::Error::other("the ping-pong ran already"))?;
+            let cfg = PingPongConfig {
+                iterations: config.iterations,
+                timeout: config.timeout,
+                corrupt_echo_at: None,
+            };
+            let pp = pp
+                .take()
+                .ok_or_else(|| io::Error::other("the ping-pong ran already"))?;
             pp.run(role, &cfg).map(Moved::PingPong)
         }
-        Traffic::Messages(m) => m.run(config.send_first, config.timeout).map(Moved::Messages),
+        Traffic::Messages(m) => m
+            .run(config.send_first, config.timeout)
+            .map(Moved::Messages),
         Traffic::Rping(r) => {
-            let r = r.take().ok_or_else(|| io::Error::other("rping ran already"))?;
+            let r = r
+                .take()
+                .ok_or_else(|| io::Error::other("rping ran already"))?;
             match role {
                 Role::Client => r.run_client(config.iterations, config.timeout),
                 // The client's DREQ ends the serving; it stays queued for `answer_dreq`.
@@ -399,7 +452,11 @@ fn run_traffic(
 pub fn active(config: &Config) -> io::Result<Outcome> {
     let mut trace = Trace::new("connect");
     let cepm = Cepm::open()?;
-    let qp = if config.cm_only { None } else { Some(create_qp(config)?) };
+    let qp = if config.cm_only {
+        None
+    } else {
+        Some(create_qp(config)?)
+    };
     let qpn = qp.as_ref().map_or(CM_ONLY_ACTIVE_QPN, |q| q.qp.qp_num());
     let handle = cepm.create(0xac71_0000)?;
     let route = Route::new(config)?;
@@ -411,7 +468,12 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         config.service_id,
         crate::verbs::loopback::format_gid(&req.path.dgid)
     ));
-    wait_for(&cepm, sys::CEPM_EVENT_REP_RECEIVED, config.timeout, &mut trace)?;
+    wait_for(
+        &cepm,
+        sys::CEPM_EVENT_REP_RECEIVED,
+        config.timeout,
+        &mut trace,
+    )?;
     let (attr, pdata) = cepm.private_data(handle)?;
     trace.push(format!(
         "REP private data ({} bytes, attribute {attr:#x}): {:?}",
@@ -428,7 +490,11 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         rtr.dest_qp_num, rts.sq_psn, rtr.rq_psn, rts.timeout, rts.retry_cnt, rts.rnr_retry
     ));
     cepm.send_rtu(handle, b"")?;
-    trace.push(format!("RTU sent; CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    trace.push(format!(
+        "RTU sent; CEP {} in {}",
+        handle,
+        state_name(cepm.query_cep(handle)?.state)
+    ));
     let mut traffic = pp;
     let stats = match (&qp, traffic.as_mut()) {
         (Some(qp), Some(t)) => run_traffic(&cepm, &qp.qp, t, Role::Client, config, &mut trace)?,
@@ -436,7 +502,10 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     };
     if hold(&cepm, config, &mut trace)? {
         cepm.destroy(handle)?;
-        return Ok(Outcome { trace: trace.lines, stats });
+        return Ok(Outcome {
+            trace: trace.lines,
+            stats,
+        });
     }
     if config.peer_disconnects {
         answer_dreq(&cepm, handle, config, &mut trace)?;
@@ -444,7 +513,10 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         disconnect(&cepm, handle, config, &mut trace)?;
     }
     cepm.destroy(handle)?;
-    Ok(Outcome { trace: trace.lines, stats })
+    Ok(Outcome {
+        trace: trace.lines,
+        stats,
+    })
 }
 
 /// An `rdma_cm` peer's REQ starts with a `cma_hdr`; without a valid one it is rejected with
@@ -485,11 +557,18 @@ pub(crate) fn read_cma_hdr(pdata: &[u8], trace: &mut Trace) -> bool {
 fn answer_dreq(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> io::Result<()> {
     wait_for(cepm, sys::CEPM_EVENT_DREQ_RECEIVED, config.timeout, trace)?;
     let (_, pdata) = cepm.private_data(handle)?;
-    trace.push(format!("DREQ private data {:?}", String::from_utf8_lossy(&pdata).trim_end_matches('\0')));
+    trace.push(format!(
+        "DREQ private data {:?}",
+        String::from_utf8_lossy(&pdata).trim_end_matches('\0')
+    ));
     cepm.send_drep(handle, b"")?;
     trace.push("DREP sent".to_string());
     wait_for(cepm, sys::CEPM_EVENT_TIMEWAIT_EXIT, config.timeout, trace)?;
-    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    trace.push(format!(
+        "CEP {} in {}",
+        handle,
+        state_name(cepm.query_cep(handle)?.state)
+    ));
     Ok(())
 }
 
@@ -507,7 +586,12 @@ fn disconnect(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> i
     trace.push("DREQ sent".to_string());
     loop {
         let ev = cepm.expect_event(config.timeout)?;
-        trace.push(format!("event {} on CEP {} (status {})", event_name(ev.kind), ev.handle, ev.status));
+        trace.push(format!(
+            "event {} on CEP {} (status {})",
+            event_name(ev.kind),
+            ev.handle,
+            ev.status
+        ));
         match ev.kind {
             sys::CEPM_EVENT_DREP_RECEIVED => {}
             sys::CEPM_EVENT_DREQ_RECEIVED => {
@@ -521,10 +605,19 @@ fn disconnect(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> i
                 }
             }
             sys::CEPM_EVENT_TIMEWAIT_EXIT => break,
-            other => return Err(io::Error::other(format!("unexpected {} while disconnecting", event_name(other)))),
+            other => {
+                return Err(io::Error::other(format!(
+                    "unexpected {} while disconnecting",
+                    event_name(other)
+                )))
+            }
         }
     }
-    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    trace.push(format!(
+        "CEP {} in {}",
+        handle,
+        state_name(cepm.query_cep(handle)?.state)
+    ));
     Ok(())
 }
 
@@ -537,7 +630,12 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     cepm.listen(listener, config.service_id, u64::MAX)?;
     // Scripts start the active side when they see this line.
     trace.push(format!("listening on service {:#018x}", config.service_id));
-    wait_for(&cepm, sys::CEPM_EVENT_REQ_RECEIVED, config.timeout, &mut trace)?;
+    wait_for(
+        &cepm,
+        sys::CEPM_EVENT_REQ_RECEIVED,
+        config.timeout,
+        &mut trace,
+    )?;
     let (handle, req) = cepm.get_request(listener, 0x5e55_0000)?;
     trace.push(format!(
         "REQ claimed as CEP {handle}: from QPN {:#x}, private data {:?}",
@@ -552,10 +650,17 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         trace.push("MRA armed for the REQ".to_string());
     }
     if !config.answer_delay.is_zero() {
-        trace.push(format!("answering in {} ms", config.answer_delay.as_millis()));
+        trace.push(format!(
+            "answering in {} ms",
+            config.answer_delay.as_millis()
+        ));
         std::thread::sleep(config.answer_delay);
     }
-    let qp = if config.cm_only { None } else { Some(create_qp(config)?) };
+    let qp = if config.cm_only {
+        None
+    } else {
+        Some(create_qp(config)?)
+    };
     let qpn = qp.as_ref().map_or(CM_ONLY_PASSIVE_QPN, |q| q.qp.qp_num());
     let mut rep = sys::cepm_accept {
         handle,
@@ -572,19 +677,31 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     cepm.prepare_rep(&rep)?;
     // The prepare/send split: the QP is in RTR before the REP leaves.
     let (pp, _) = to_rtr(&cepm, handle, qp.as_ref(), config)?;
-    trace.push(format!("REP prepared; QP {qpn:#x} in RTR before the REP is sent"));
+    trace.push(format!(
+        "REP prepared; QP {qpn:#x} in RTR before the REP is sent"
+    ));
     cepm.send_rep(handle)?;
     if config.establish_early {
         cepm.establish(handle)?;
         trace.push("established without waiting for the RTU".to_string());
     }
-    wait_for(&cepm, sys::CEPM_EVENT_ESTABLISHED, config.timeout, &mut trace)?;
+    wait_for(
+        &cepm,
+        sys::CEPM_EVENT_ESTABLISHED,
+        config.timeout,
+        &mut trace,
+    )?;
     // Only with a QP: a CM-only peer may already be disconnecting, and RTS attributes are
     // not given out in DREQ_RCVD.
     if let Some(qp) = &qp {
-        qp.qp.to_rts(&rts_attr(&cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?))?;
+        qp.qp
+            .to_rts(&rts_attr(&cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?))?;
     }
-    trace.push(format!("CEP {} in {}", handle, state_name(cepm.query_cep(handle)?.state)));
+    trace.push(format!(
+        "CEP {} in {}",
+        handle,
+        state_name(cepm.query_cep(handle)?.state)
+    ));
     let mut traffic = pp;
     let stats = match (&qp, traffic.as_mut()) {
         (Some(qp), Some(t)) => run_traffic(&cepm, &qp.qp, t, Role::Server, config, &mut trace)?,
@@ -593,16 +710,25 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     if hold(&cepm, config, &mut trace)? {
         cepm.destroy(handle)?;
         cepm.destroy(listener)?;
-        return Ok(Outcome { trace: trace.lines, stats });
+        return Ok(Outcome {
+            trace: trace.lines,
+            stats,
+        });
     }
     if config.disconnect {
         disconnect(&cepm, handle, config, &mut trace)?;
         cepm.destroy(handle)?;
         cepm.destroy(listener)?;
-        return Ok(Outcome { trace: trace.lines, stats });
+        return Ok(Outcome {
+            trace: trace.lines,
+            stats,
+        });
     }
     answer_dreq(&cepm, handle, config, &mut trace)?;
     cepm.destroy(handle)?;
     cepm.destroy(listener)?;
-    Ok(Outcome { trace: trace.lines, stats })
+    Ok(Outcome {
+        trace: trace.lines,
+        stats,
+    })
 }

@@ -58,16 +58,27 @@ pub struct PortInfo {
 impl PortInfo {
     /// Received MADs with attribute `attr`.
     pub fn rx(&self, attr: AttrId) -> u64 {
-        self.rx_by_attr.get(usize::from(attr.to_u16())).copied().unwrap_or(0)
+        self.rx_by_attr
+            .get(usize::from(attr.to_u16()))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Posted MADs with attribute `attr`.
     pub fn tx(&self, attr: AttrId) -> u64 {
-        self.tx_by_attr.get(usize::from(attr.to_u16())).copied().unwrap_or(0)
+        self.tx_by_attr
+            .get(usize::from(attr.to_u16()))
+            .copied()
+            .unwrap_or(0)
     }
 
     fn from_sys(raw: &sys::cepm_port_info) -> Self {
-        let name: Vec<u8> = raw.dev_name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let name: Vec<u8> = raw
+            .dev_name
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         Self {
             device: String::from_utf8_lossy(&name).into_owned(),
             port: raw.port_num,
@@ -97,16 +108,27 @@ pub struct Query {
 impl Cepm {
     /// Opens [`DEVICE_PATH`].
     pub fn open() -> io::Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).open(DEVICE_PATH)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(DEVICE_PATH)?;
         Ok(Self { file })
     }
 
     /// One `CEPM_IOC_QUERY` call with room for `capacity` ports.
-    fn query_once(&self, capacity: usize) -> io::Result<(sys::cepm_query, Vec<sys::cepm_port_info>)> {
+    fn query_once(
+        &self,
+        capacity: usize,
+    ) -> io::Result<(sys::cepm_query, Vec<sys::cepm_port_info>)> {
         let mut ports = vec![sys::cepm_port_info::default(); capacity];
         let mut q = sys::cepm_query {
-            port_capacity: u32::try_from(capacity).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?,
-            ports: if capacity == 0 { 0 } else { ports.as_mut_ptr() as u64 },
+            port_capacity: u32::try_from(capacity)
+                .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?,
+            ports: if capacity == 0 {
+                0
+            } else {
+                ports.as_mut_ptr() as u64
+            },
             ..Default::default()
         };
         self.ioctl(sys::CEPM_IOCTL_QUERY, &mut q)?;
@@ -134,7 +156,10 @@ impl Cepm {
 
 /// Parses an attribute given by name (`REQ`, `SIDR_REQ`, ...) or number (`0x10`, `16`).
 pub fn parse_attr(s: &str) -> Option<AttrId> {
-    let by_name = AttrId::ALL.iter().copied().find(|a| a.name().eq_ignore_ascii_case(s));
+    let by_name = AttrId::ALL
+        .iter()
+        .copied()
+        .find(|a| a.name().eq_ignore_ascii_case(s));
     by_name.or_else(|| {
         let n = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
             Some(hex) => u16::from_str_radix(hex, 16).ok()?,
@@ -163,7 +188,10 @@ mod tests {
     #[test]
     fn abi_structs_have_the_sizes_the_kernel_asserts() {
         assert_eq!(std::mem::size_of::<sys::cepm_query>(), 32);
-        assert_eq!(std::mem::size_of::<sys::cepm_port_info>(), 64 + 4 + 4 + 8 * 32 + 8 + 8 + 8 + 8 + 8 * 32 + 8);
+        assert_eq!(
+            std::mem::size_of::<sys::cepm_port_info>(),
+            64 + 4 + 4 + 8 * 32 + 8 + 8 + 8 + 8 + 8 * 32 + 8
+        );
     }
 
     #[test]

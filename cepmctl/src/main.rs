@@ -284,7 +284,10 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
     let mut mac = [0u8; 6];
     let mut parts = s.split(':');
     for b in mac.iter_mut() {
-        *b = parts.next().and_then(|p| u8::from_str_radix(p, 16).ok()).ok_or_else(|| format!("bad MAC '{s}'"))?;
+        *b = parts
+            .next()
+            .and_then(|p| u8::from_str_radix(p, 16).ok())
+            .ok_or_else(|| format!("bad MAC '{s}'"))?;
     }
     if parts.next().is_some() {
         return Err(format!("bad MAC '{s}'"));
@@ -303,7 +306,10 @@ impl ConnectArgs {
             timeout: std::time::Duration::from_millis(self.timeout_ms),
             cm_only: self.cm_only,
             hold: self.hold,
-            peer: self.peer_ip.zip(self.peer_mac).map(|(ip, mac)| (ip.octets(), mac)),
+            peer: self
+                .peer_ip
+                .zip(self.peer_mac)
+                .map(|(ip, mac)| (ip.octets(), mac)),
             max_cm_retries: self.max_cm_retries,
             cm_response_timeout: self.cm_response_timeout,
             packet_life_time: self.packet_life_time,
@@ -323,7 +329,11 @@ impl ConnectArgs {
 
 fn print_totals(who: &str, t: &cepm::many::Totals, parallel: u64) {
     let ms = t.elapsed.as_secs_f64() * 1e3;
-    let per = if t.completed == 0 { 0.0 } else { ms / t.completed as f64 };
+    let per = if t.completed == 0 {
+        0.0
+    } else {
+        ms / t.completed as f64
+    };
     println!(
         "{who}: {} connected and disconnected, {} failed, {parallel} in flight, {ms:.0} ms ({per:.2} ms per connection)",
         t.completed, t.failed
@@ -334,7 +344,11 @@ fn print_totals(who: &str, t: &cepm::many::Totals, parallel: u64) {
 fn print_phases(p: &cepm::many::Phases, parallel: u64) {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let n = p.setup.len() as f64;
-    let rate = if p.connect.is_zero() { 0.0 } else { n / p.connect.as_secs_f64() };
+    let rate = if p.connect.is_zero() {
+        0.0
+    } else {
+        n / p.connect.as_secs_f64()
+    };
     let q = |x| p.setup_quantile(x).map_or(0.0, ms);
     println!(
         "connect phase: {} established, {} failed, {parallel} REQs in flight, {:.1} ms, {rate:.1} connections/s, setup p50 {:.2} ms p99 {:.2} ms",
@@ -344,7 +358,11 @@ fn print_phases(p: &cepm::many::Phases, parallel: u64) {
         q(0.5),
         q(0.99)
     );
-    println!("disconnect phase: {} disconnected, {:.1} ms", p.completed, ms(p.disconnect));
+    println!(
+        "disconnect phase: {} disconnected, {:.1} ms",
+        p.completed,
+        ms(p.disconnect)
+    );
 }
 
 /// The ping-pong's result (the CM trace was printed as it happened).
@@ -364,9 +382,16 @@ fn parse_attr(s: &str) -> Result<AttrId, String> {
 
 /// "REQ=1 DREQ=2", or "none", for the non-zero counts of `count`.
 fn attr_counts(count: impl Fn(AttrId) -> u64) -> String {
-    let counts: Vec<String> =
-        AttrId::ALL.iter().filter(|&&a| count(a) != 0).map(|&a| format!("{}={}", a.name(), count(a))).collect();
-    if counts.is_empty() { "none".to_string() } else { counts.join(" ") }
+    let counts: Vec<String> = AttrId::ALL
+        .iter()
+        .filter(|&&a| count(a) != 0)
+        .map(|&a| format!("{}={}", a.name(), count(a)))
+        .collect();
+    if counts.is_empty() {
+        "none".to_string()
+    } else {
+        counts.join(" ")
+    }
 }
 
 fn print_port(p: &PortInfo) {
@@ -374,7 +399,10 @@ fn print_port(p: &PortInfo) {
     println!("{} port {} ({link})", p.device, p.port);
     println!("  received: {}", attr_counts(|a| p.rx(a)));
     if p.rx_other_attr != 0 || p.rx_malformed != 0 || p.rx_invalid != 0 {
-        println!("  other attribute: {}, malformed: {}, invalid: {}", p.rx_other_attr, p.rx_malformed, p.rx_invalid);
+        println!(
+            "  other attribute: {}, malformed: {}, invalid: {}",
+            p.rx_other_attr, p.rx_malformed, p.rx_invalid
+        );
     }
     if p.rx_duplicates != 0 {
         println!("  duplicates: {}", p.rx_duplicates);
@@ -432,7 +460,10 @@ fn serve(
             cep::state_name(info.state)
         );
         cepm.reject(handle, reason, &[], reject_data)?;
-        println!("serve: rejected with reason {reason} and {} bytes of private data", reject_data.len());
+        println!(
+            "serve: rejected with reason {reason} and {} bytes of private data",
+            reject_data.len()
+        );
         cepm.destroy(handle)?;
         served += 1;
     }
@@ -446,9 +477,15 @@ fn invalid_input(msg: String) -> std::io::Error {
 
 fn find_port(device: &str, port: u32) -> std::io::Result<PortInfo> {
     let q = Cepm::open()?.query()?;
-    q.ports.into_iter().find(|p| p.device == device && p.port == port).ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::NotFound, format!("{device} port {port} is not managed by cepm"))
-    })
+    q.ports
+        .into_iter()
+        .find(|p| p.device == device && p.port == port)
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{device} port {port} is not managed by cepm"),
+            )
+        })
 }
 
 /// A minimal well-formed message: what a peer with comm ID `comm_id` could send.
@@ -474,7 +511,10 @@ fn valid_message(attr: AttrId, service_id: u64, comm_id: u32) -> std::io::Result
             remote_qpn: 0x00_1234,
             private_data: PrivateData::empty(),
         })),
-        _ => Err(invalid_input(format!("--valid supports REQ and DREQ, not {}", attr.name()))),
+        _ => Err(invalid_input(format!(
+            "--valid supports REQ and DREQ, not {}",
+            attr.name()
+        ))),
     }
 }
 
@@ -512,7 +552,10 @@ fn run(cli: Cli) -> std::io::Result<()> {
         Command::List => {
             let ceps = Cepm::open()?.list_ceps()?;
             println!("{} CEP(s)", ceps.len());
-            println!("{:>10}  {:<22} {:>18}  {:>10}  {:>8}  {:>7}", "comm ID", "state", "service ID", "peer ID", "peer QPN", "pending");
+            println!(
+                "{:>10}  {:<22} {:>18}  {:>10}  {:>8}  {:>7}",
+                "comm ID", "state", "service ID", "peer ID", "peer QPN", "pending"
+            );
             for c in &ceps {
                 println!(
                     "{:>#10x}  {:<22} {:>#18x}  {:>#10x}  {:>#8x}  {:>7}",
@@ -531,7 +574,10 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 let p = cepm::many::active_phased(&common.config(service_id), count, parallel)?;
                 print_phases(&p, parallel);
                 if p.failed != 0 {
-                    return Err(std::io::Error::other(format!("{} connection(s) failed", p.failed)));
+                    return Err(std::io::Error::other(format!(
+                        "{} connection(s) failed",
+                        p.failed
+                    )));
                 }
             }
             Some(count) => {
@@ -539,24 +585,46 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 let t = cepm::many::active(&common.config(service_id), count, parallel)?;
                 print_totals("connect", &t, parallel);
                 if t.failed != 0 {
-                    return Err(std::io::Error::other(format!("{} connection(s) failed", t.failed)));
+                    return Err(std::io::Error::other(format!(
+                        "{} connection(s) failed",
+                        t.failed
+                    )));
                 }
             }
-            None => print_outcome("connect", &cepm::connect::active(&common.config(service_id))?),
+            None => print_outcome(
+                "connect",
+                &cepm::connect::active(&common.config(service_id))?,
+            ),
         },
         Command::Resolve { service_id, common } if common.udaddy => {
-            let n = common.messages.unwrap_or(cepm::verbs::udaddy::DEFAULT_COUNT);
+            let n = common
+                .messages
+                .unwrap_or(cepm::verbs::udaddy::DEFAULT_COUNT);
             cepm::sidr::udaddy_client(&common.config(service_id), n)?;
         }
-        Command::ServeUd { service_id, common, .. } if common.udaddy => {
-            let n = common.messages.unwrap_or(cepm::verbs::udaddy::DEFAULT_COUNT);
+        Command::ServeUd {
+            service_id, common, ..
+        } if common.udaddy => {
+            let n = common
+                .messages
+                .unwrap_or(cepm::verbs::udaddy::DEFAULT_COUNT);
             cepm::sidr::udaddy_server(&common.config(service_id), n)?;
         }
         Command::Resolve { service_id, common } => {
             let r = cepm::sidr::resolve(&common.config(service_id))?;
-            println!("resolve: {service_id:#018x}: status {}, QPN {:#x}, Q_Key {:#x}", r.status, r.qpn, r.qkey);
+            println!(
+                "resolve: {service_id:#018x}: status {}, QPN {:#x}, Q_Key {:#x}",
+                r.status, r.qpn, r.qkey
+            );
         }
-        Command::ServeUd { service_id, qpn, qkey, status, answers, common } => {
+        Command::ServeUd {
+            service_id,
+            qpn,
+            qkey,
+            status,
+            answers,
+            common,
+        } => {
             let qpn = qpn.ok_or_else(|| std::io::Error::other("--qpn is required"))?;
             let n = cepm::sidr::serve(&common.config(service_id), answers, status, qpn, qkey)?;
             println!("serve-ud: answered {n} SIDR_REQ(s)");
@@ -566,23 +634,62 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 let p = cepm::many::passive_phased(&common.config(service_id), count)?;
                 print_phases(&p, 1);
                 if p.failed != 0 {
-                    return Err(std::io::Error::other(format!("{} connection(s) failed", p.failed)));
+                    return Err(std::io::Error::other(format!(
+                        "{} connection(s) failed",
+                        p.failed
+                    )));
                 }
             }
-            Some(count) => print_totals("accept", &cepm::many::passive(&common.config(service_id), count)?, 1),
-            None => print_outcome("accept", &cepm::connect::passive(&common.config(service_id))?),
+            Some(count) => print_totals(
+                "accept",
+                &cepm::many::passive(&common.config(service_id), count)?,
+                1,
+            ),
+            None => print_outcome(
+                "accept",
+                &cepm::connect::passive(&common.config(service_id))?,
+            ),
         },
-        Command::Serve { service_id, count, reason, reject_data, leave_unclaimed, timeout_ms } => {
-            serve(service_id, count, reason, reject_data.as_bytes(), leave_unclaimed, timeout_ms)?
-        }
+        Command::Serve {
+            service_id,
+            count,
+            reason,
+            reject_data,
+            leave_unclaimed,
+            timeout_ms,
+        } => serve(
+            service_id,
+            count,
+            reason,
+            reject_data.as_bytes(),
+            leave_unclaimed,
+            timeout_ms,
+        )?,
         Command::Ports => {
             let q = Cepm::open()?.query()?;
-            println!("cepm ABI {}, {} managed port(s), {} CEP(s)", q.abi_version, q.ports.len(), q.num_ceps);
+            println!(
+                "cepm ABI {}, {} managed port(s), {} CEP(s)",
+                q.abi_version,
+                q.ports.len(),
+                q.num_ceps
+            );
             q.ports.iter().for_each(print_port);
         }
-        Command::RxCount { device, port, attr } => println!("{}", find_port(&device, port)?.rx(attr)),
-        Command::TxCount { device, port, attr } => println!("{}", find_port(&device, port)?.tx(attr)),
-        Command::SendMad { device, port, attr, count, valid, service_id, comm_id } => {
+        Command::RxCount { device, port, attr } => {
+            println!("{}", find_port(&device, port)?.rx(attr))
+        }
+        Command::TxCount { device, port, attr } => {
+            println!("{}", find_port(&device, port)?.tx(attr))
+        }
+        Command::SendMad {
+            device,
+            port,
+            attr,
+            count,
+            valid,
+            service_id,
+            comm_id,
+        } => {
             let gid = umad::roce_v2_ipv4_gid(&device, port)?;
             let mut agent = umad::SendAgent::open(&device, port)?;
             for i in 0..count {
@@ -590,16 +697,34 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 let tid = u64::from(i);
                 if valid {
                     let msg = valid_message(attr, service_id, comm_id.wrapping_add(i))?;
-                    CmMad::new(tid, 0, msg).encode(&mut mad).map_err(|e| invalid_input(format!("encode: {e:?}")))?;
+                    CmMad::new(tid, 0, msg)
+                        .encode(&mut mad)
+                        .map_err(|e| invalid_input(format!("encode: {e:?}")))?;
                 } else {
                     MadHeader::cm(attr, tid, 0).encode(&mut mad);
                 }
                 agent.send(gid.index, gid.raw, &mad)?;
             }
         }
-        Command::VerbsSelftest { device, port, iterations, size, mtu, timeout_ms, corrupt_echo_at } => {
+        Command::VerbsSelftest {
+            device,
+            port,
+            iterations,
+            size,
+            mtu,
+            timeout_ms,
+            corrupt_echo_at,
+        } => {
             let timeout = std::time::Duration::from_millis(timeout_ms);
-            verbs_selftest(&cepm::verbs::loopback::Config { device, port, iterations, size, mtu, timeout, corrupt_echo_at })?;
+            verbs_selftest(&cepm::verbs::loopback::Config {
+                device,
+                port,
+                iterations,
+                size,
+                mtu,
+                timeout,
+                corrupt_echo_at,
+            })?;
         }
     }
     Ok(())
@@ -620,7 +745,10 @@ fn verbs_selftest(config: &cepm::verbs::loopback::Config) -> std::io::Result<()>
     );
     println!("verbs-selftest: {}", r.client);
     println!("verbs-selftest: {}", r.server);
-    println!("verbs-selftest: OK, {} bytes verified", r.client.bytes_verified + r.server.bytes_verified);
+    println!(
+        "verbs-selftest: OK, {} bytes verified",
+        r.client.bytes_verified + r.server.bytes_verified
+    );
     Ok(())
 }
 

@@ -36,14 +36,26 @@ fn qpn(base: u32, n: u64) -> u32 {
 fn report_failure(who: &str, cepm: &Cepm, ev: &crate::cep::Event) {
     let info = cepm.query_cep(ev.handle);
     let (ids, state) = info.map_or((String::new(), "?"), |i| {
-        (format!(" {:#x}/{:#x}", i.local_comm_id, i.remote_comm_id), crate::cep::state_name(i.state))
+        (
+            format!(" {:#x}/{:#x}", i.local_comm_id, i.remote_comm_id),
+            crate::cep::state_name(i.state),
+        )
     });
-    println!("{who}: CEP {}{ids} failed: {} (status {}) in {state}", ev.handle, crate::cep::event_name(ev.kind), ev.status);
+    println!(
+        "{who}: CEP {}{ids} failed: {} (status {}) in {state}",
+        ev.handle,
+        crate::cep::event_name(ev.kind),
+        ev.status
+    );
 }
 
 /// The error for an event neither side of a run expects.
 fn unexpected(ev: &crate::cep::Event) -> io::Error {
-    io::Error::other(format!("unexpected event {} on CEP {}", crate::cep::event_name(ev.kind), ev.handle))
+    io::Error::other(format!(
+        "unexpected event {} on CEP {}",
+        crate::cep::event_name(ev.kind),
+        ev.handle
+    ))
 }
 
 /// The active side: `count` connections, at most `parallel` at a time.
@@ -56,7 +68,14 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
     while completed + failed < count {
         while started < count && (in_flight.len() as u64) < parallel {
             let handle = cepm.create(started)?;
-            cepm.connect(&connect_args(config, handle, &route, qpn(0x10_0000, started), 1, b"")?)?;
+            cepm.connect(&connect_args(
+                config,
+                handle,
+                &route,
+                qpn(0x10_0000, started),
+                1,
+                b"",
+            )?)?;
             in_flight.insert(handle);
             started += 1;
         }
@@ -83,7 +102,11 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
             _ => return Err(unexpected(&ev)),
         }
     }
-    Ok(Totals { completed, failed, elapsed: start.elapsed() })
+    Ok(Totals {
+        completed,
+        failed,
+        elapsed: start.elapsed(),
+    })
 }
 
 /// The passive side: answer until `count` connections have been disconnected.
@@ -125,7 +148,11 @@ pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
         }
     }
     cepm.destroy(listener)?;
-    Ok(Totals { completed, failed, elapsed: start.elapsed() })
+    Ok(Totals {
+        completed,
+        failed,
+        elapsed: start.elapsed(),
+    })
 }
 
 /// What a phased run measured: all connections set up first, then all torn down, the way
@@ -170,7 +197,14 @@ pub fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<P
     while (established.len() as u64) + failed < count {
         while started < count && (sent_at.len() as u64) < parallel {
             let handle = cepm.create(started)?;
-            cepm.connect(&connect_args(config, handle, &route, qpn(0x10_0000, started), 1, b"")?)?;
+            cepm.connect(&connect_args(
+                config,
+                handle,
+                &route,
+                qpn(0x10_0000, started),
+                1,
+                b"",
+            )?)?;
             sent_at.insert(handle, Instant::now());
             started += 1;
         }
@@ -198,7 +232,13 @@ pub fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<P
     }
     let (completed, dfailed) = await_disconnects(&cepm, &established, config)?;
     setup.sort();
-    Ok(Phases { completed, failed: failed + dfailed, connect, disconnect: start.elapsed(), setup })
+    Ok(Phases {
+        completed,
+        failed: failed + dfailed,
+        connect,
+        disconnect: start.elapsed(),
+        setup,
+    })
 }
 
 /// Sends a DREQ, unless the peer's DREQ came first: its DREQ_RECEIVED then waits in the
@@ -291,5 +331,11 @@ pub fn passive_phased(config: &Config, count: u64) -> io::Result<Phases> {
     let (completed, dfailed) = await_disconnects(&cepm, &established, config)?;
     cepm.destroy(listener)?;
     setup.sort();
-    Ok(Phases { completed, failed: failed + dfailed, connect, disconnect: start.elapsed(), setup })
+    Ok(Phases {
+        completed,
+        failed: failed + dfailed,
+        connect,
+        disconnect: start.elapsed(),
+        setup,
+    })
 }

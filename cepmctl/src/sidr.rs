@@ -53,11 +53,19 @@ fn resolve_on(route: &Route, config: &Config) -> io::Result<Resolution> {
     let ev = cepm.expect_event(config.timeout)?;
     if ev.kind != sys::CEPM_EVENT_SIDR_REP_RECEIVED {
         cepm.destroy(handle)?;
-        return Err(io::Error::other(format!("got {} (status {})", event_name(ev.kind), ev.status)));
+        return Err(io::Error::other(format!(
+            "got {} (status {})",
+            event_name(ev.kind),
+            ev.status
+        )));
     }
     let info = cepm.query_cep(handle)?;
     cepm.destroy(handle)?;
-    Ok(Resolution { status: info.sidr_status, qpn: info.remote_qpn, qkey: info.remote_qkey })
+    Ok(Resolution {
+        status: info.sidr_status,
+        qpn: info.remote_qpn,
+        qkey: info.remote_qkey,
+    })
 }
 
 /// Answers `count` SIDR_REQs for `config.service_id` with `status`, `qpn` and `qkey`.
@@ -71,14 +79,26 @@ pub fn serve(config: &Config, count: u64, status: u8, qpn: u32, qkey: u32) -> io
     while answered < count {
         let ev = cepm.expect_event(config.timeout)?;
         if ev.kind != sys::CEPM_EVENT_SIDR_REQ_RECEIVED {
-            return Err(io::Error::other(format!("unexpected event {}", event_name(ev.kind))));
+            return Err(io::Error::other(format!(
+                "unexpected event {}",
+                event_name(ev.kind)
+            )));
         }
         let (handle, req) = cepm.get_request(listener, 0)?;
         if req.sidr != 1 {
             return Err(io::Error::other("a REQ on a UD service".to_string()));
         }
-        println!("serve-ud: SIDR_REQ {:#x} for {:#018x}", req.remote_comm_id, req.service_id);
-        let rep = sys::cepm_sidr_rep { handle, qpn, qkey, status, ..Default::default() };
+        println!(
+            "serve-ud: SIDR_REQ {:#x} for {:#018x}",
+            req.remote_comm_id, req.service_id
+        );
+        let rep = sys::cepm_sidr_rep {
+            handle,
+            qpn,
+            qkey,
+            status,
+            ..Default::default()
+        };
         cepm.sidr_rep(&rep)?;
         cepm.destroy(handle)?;
         answered += 1;
@@ -86,7 +106,6 @@ pub fn serve(config: &Config, count: u64, status: u8, qpn: u32, qkey: u32) -> io
     cepm.destroy(listener)?;
     Ok(answered)
 }
-
 
 /// A UD QP in RTS with rdma_cm's Q_Key, and `count` receives of `size` bytes posted: one end
 /// of a udaddy exchange.
@@ -99,11 +118,19 @@ struct UdEnd {
 fn ud_end(config: &Config, count: u32) -> io::Result<UdEnd> {
     let device = Device::open(&config.device)?;
     let pd = ProtectionDomain::new(&device)?;
-    let caps = QpCaps { max_send_wr: count.max(1), max_recv_wr: count.max(1), ..QpCaps::default() };
+    let caps = QpCaps {
+        max_send_wr: count.max(1),
+        max_recv_wr: count.max(1),
+        ..QpCaps::default()
+    };
     let cq = CompletionQueue::new(&device, 2 * caps.max_send_wr + 2 * caps.max_recv_wr)?;
     let qp = UdQp::create(&pd, &cq, caps)?;
     qp.to_rts(config.port, 0, RDMA_UDP_QKEY)?;
-    Ok(UdEnd { _device: device, pd, qp })
+    Ok(UdEnd {
+        _device: device,
+        pd,
+        qp,
+    })
 }
 
 /// rdma-core `udaddy`'s client: resolve the service (SIDR, with a `cma_hdr` if
@@ -115,11 +142,20 @@ pub fn udaddy_client(config: &Config, count: u32) -> io::Result<Stats> {
     let mut exchange = UdExchange::new(&end.qp, count, config.size)?;
     let route = Route::new(config)?;
     let r = resolve_on(&route, config)?;
-    trace.push(format!("SIDR_REP status {}, QPN {:#x}, Q_Key {:#x}", r.status, r.qpn, r.qkey));
+    trace.push(format!(
+        "SIDR_REP status {}, QPN {:#x}, Q_Key {:#x}",
+        r.status, r.qpn, r.qkey
+    ));
     if r.status != sys::CEPM_SIDR_SUCCESS {
-        return Err(io::Error::other(format!("the service was not resolved (SIDR status {})", r.status)));
+        return Err(io::Error::other(format!(
+            "the service was not resolved (SIDR status {})",
+            r.status
+        )));
     }
-    let ah = AddressHandle::new(&end.pd, &AhAttr::roce(route.path.dgid, route.path.sgid_index, config.port))?;
+    let ah = AddressHandle::new(
+        &end.pd,
+        &AhAttr::roce(route.path.dgid, route.path.sgid_index, config.port),
+    )?;
     let stats = exchange.run_client(&ah, r.qpn, r.qkey, config.timeout)?;
     trace.push(format!("{stats}"));
     Ok(stats)
@@ -137,7 +173,10 @@ pub fn udaddy_server(config: &Config, count: u32) -> io::Result<Stats> {
     trace.push(format!("listening on service {:#018x}", config.service_id));
     let ev = cepm.expect_event(config.timeout)?;
     if ev.kind != sys::CEPM_EVENT_SIDR_REQ_RECEIVED {
-        return Err(io::Error::other(format!("unexpected event {}", event_name(ev.kind))));
+        return Err(io::Error::other(format!(
+            "unexpected event {}",
+            event_name(ev.kind)
+        )));
     }
     let (handle, req) = cepm.get_request(listener, 0)?;
     let mut status = sys::CEPM_SIDR_SUCCESS as u8;
@@ -146,11 +185,20 @@ pub fn udaddy_server(config: &Config, count: u32) -> io::Result<Stats> {
     if config.rdma_cm && !read_cma_hdr(&req.private_data, &mut trace) {
         status = sys::CEPM_SIDR_REJECT as u8;
     }
-    let rep = sys::cepm_sidr_rep { handle, qpn: exchange.local_qpn(), qkey: RDMA_UDP_QKEY, status, ..Default::default() };
+    let rep = sys::cepm_sidr_rep {
+        handle,
+        qpn: exchange.local_qpn(),
+        qkey: RDMA_UDP_QKEY,
+        status,
+        ..Default::default()
+    };
     cepm.sidr_rep(&rep)?;
     cepm.destroy(handle)?;
     cepm.destroy(listener)?;
-    trace.push(format!("SIDR_REP sent: status {status}, QPN {:#x}, Q_Key {RDMA_UDP_QKEY:#x}", rep.qpn));
+    trace.push(format!(
+        "SIDR_REP sent: status {status}, QPN {:#x}, Q_Key {RDMA_UDP_QKEY:#x}",
+        rep.qpn
+    ));
     if status != sys::CEPM_SIDR_SUCCESS as u8 {
         return Err(io::Error::other("rejected the SIDR_REQ"));
     }

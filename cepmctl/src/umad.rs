@@ -55,7 +55,10 @@ pub fn roce_v2_ipv4_gid(device: &str, port: u32) -> io::Result<Gid> {
         if kind.trim() != "RoCE v2" {
             continue;
         }
-        let Some(raw) = fs::read_to_string(format!("{base}/gids/{index}")).ok().and_then(|s| parse_gid(&s)) else {
+        let Some(raw) = fs::read_to_string(format!("{base}/gids/{index}"))
+            .ok()
+            .and_then(|s| parse_gid(&s))
+        else {
             continue;
         };
         if raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
@@ -64,7 +67,9 @@ pub fn roce_v2_ipv4_gid(device: &str, port: u32) -> io::Result<Gid> {
     }
     Err(io::Error::new(
         io::ErrorKind::NotFound,
-        format!("{device} port {port} has no RoCE v2 IPv4 GID (does its netdev have an IPv4 address?)"),
+        format!(
+            "{device} port {port} has no RoCE v2 IPv4 GID (does its netdev have an IPv4 address?)"
+        ),
     ))
 }
 
@@ -97,23 +102,50 @@ pub struct SendAgent {
 impl SendAgent {
     /// Opens the port's umad device and registers a send-only GSI agent on it.
     pub fn open(device: &str, port: u32) -> io::Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).open(umad_path(device, port)?)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(umad_path(device, port)?)?;
         // SAFETY: IB_USER_MAD_ENABLE_PKEY takes no argument.
-        if unsafe { libc::ioctl(file.as_raw_fd(), libc::c_ulong::from(sys::CEPM_UMAD_ENABLE_PKEY)) } < 0 {
+        if unsafe {
+            libc::ioctl(
+                file.as_raw_fd(),
+                libc::c_ulong::from(sys::CEPM_UMAD_ENABLE_PKEY),
+            )
+        } < 0
+        {
             return Err(io::Error::last_os_error());
         }
         // Class 0 registers no methods: the agent can send but receives nothing.
-        let mut req = sys::ib_user_mad_reg_req { qpn: GSI_QPN as u8, ..Default::default() };
+        let mut req = sys::ib_user_mad_reg_req {
+            qpn: GSI_QPN as u8,
+            ..Default::default()
+        };
         // SAFETY: `req` is a valid `ib_user_mad_reg_req` that the kernel reads and updates.
-        if unsafe { libc::ioctl(file.as_raw_fd(), libc::c_ulong::from(sys::CEPM_UMAD_REGISTER_AGENT), &mut req) } < 0 {
+        if unsafe {
+            libc::ioctl(
+                file.as_raw_fd(),
+                libc::c_ulong::from(sys::CEPM_UMAD_REGISTER_AGENT),
+                &mut req,
+            )
+        } < 0
+        {
             return Err(io::Error::last_os_error());
         }
-        Ok(Self { file, agent_id: req.id })
+        Ok(Self {
+            file,
+            agent_id: req.id,
+        })
     }
 
     /// Sends `mad` to the GSI QP of the port owning `dest_gid`, using source GID `sgid_index`.
     /// No response is awaited.
-    pub fn send(&mut self, sgid_index: u8, dest_gid: [u8; 16], mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+    pub fn send(
+        &mut self,
+        sgid_index: u8,
+        dest_gid: [u8; 16],
+        mad: &[u8; MAD_SIZE],
+    ) -> io::Result<()> {
         let hdr = sys::ib_user_mad_hdr {
             id: self.agent_id,
             length: u32::try_from(size_of::<sys::ib_user_mad_hdr>() + MAD_SIZE).unwrap_or(u32::MAX),
@@ -137,7 +169,12 @@ fn hdr_bytes(hdr: &sys::ib_user_mad_hdr) -> &[u8] {
     const _: () = assert!(size_of::<sys::ib_user_mad_hdr>() == 64);
     // SAFETY: The struct is `repr(C)`, made only of integers and integer arrays, and has no
     // padding (64 bytes of fields, asserted above), so all its bytes are initialised.
-    unsafe { std::slice::from_raw_parts((hdr as *const sys::ib_user_mad_hdr).cast::<u8>(), size_of::<sys::ib_user_mad_hdr>()) }
+    unsafe {
+        std::slice::from_raw_parts(
+            (hdr as *const sys::ib_user_mad_hdr).cast::<u8>(),
+            size_of::<sys::ib_user_mad_hdr>(),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -149,7 +186,10 @@ mod tests {
         let gid = parse_gid("0000:0000:0000:0000:0000:ffff:0a4d:0001\n").unwrap();
         assert_eq!(&gid[10..], &[0xff, 0xff, 10, 77, 0, 1]);
         assert_eq!(parse_gid("fe80:0000:0000:0000:0000:0000:0000"), None);
-        assert_eq!(parse_gid("fe80:0000:0000:0000:0000:0000:0000:0000:0000"), None);
+        assert_eq!(
+            parse_gid("fe80:0000:0000:0000:0000:0000:0000:0000:0000"),
+            None
+        );
         assert_eq!(parse_gid("fe80:0000:0000:0000:0000:0000:0000:zzzz"), None);
     }
 }

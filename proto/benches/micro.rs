@@ -33,11 +33,16 @@ fn bench(iters: u64, mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let iters = std::env::var("CEPM_BENCH_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(200_000);
+    let iters = std::env::var("CEPM_BENCH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200_000);
     println!("| attribute | encode ns/op | decode ns/op (CmMad::decode) | header + AttrId ns/op |");
     println!("|---|---:|---:|---:|");
     for attr in AttrId::ALL {
-        let mads: Vec<CmMad> = (0..64).map(|i| gen::cm_mad_of(&mut Rng::new(i), attr)).collect();
+        let mads: Vec<CmMad> = (0..64)
+            .map(|i| gen::cm_mad_of(&mut Rng::new(i), attr))
+            .collect();
         let wires: Vec<[u8; MAD_SIZE]> = mads
             .iter()
             .map(|m| {
@@ -50,7 +55,9 @@ fn main() {
         let mut buf = [0u8; MAD_SIZE];
         let enc = bench(iters, || {
             i = (i + 1) & 63;
-            black_box(&mads[i]).encode(black_box(&mut buf)).expect("encodable");
+            black_box(&mads[i])
+                .encode(black_box(&mut buf))
+                .expect("encodable");
         });
         let dec = bench(iters, || {
             i = (i + 1) & 63;
@@ -78,7 +85,10 @@ fn main() {
         (false, Event::SendDrep),
         (true, Event::RxDrep),
     ];
-    let tail: [(bool, Event); 2] = [(true, Event::TimewaitExpired), (false, Event::TimewaitExpired)];
+    let tail: [(bool, Event); 2] = [
+        (true, Event::TimewaitExpired),
+        (false, Event::TimewaitExpired),
+    ];
     let per_loop = (script.len() + tail.len() + 2) as f64;
     let ns = bench(iters / 4, || {
         let mut a = Cep::new();
@@ -88,8 +98,12 @@ fn main() {
             let cep = if *active { &mut a } else { &mut b };
             *cep = transition(*cep, black_box(*ev)).expect("legal").next;
         }
-        a = transition(a, Event::Destroy { retry_later: false }).expect("destroy").next;
-        b = transition(b, Event::Destroy { retry_later: false }).expect("destroy").next;
+        a = transition(a, Event::Destroy { retry_later: false })
+            .expect("destroy")
+            .next;
+        b = transition(b, Event::Destroy { retry_later: false })
+            .expect("destroy")
+            .next;
         black_box((a, b));
     });
     let per_transition = ns / per_loop;

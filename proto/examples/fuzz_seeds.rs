@@ -37,11 +37,27 @@ fn main() -> ExitCode {
     // (target, event, parameter) triples; see fuzz_targets/state.rs for the event codes.
     let scripts: [(&str, &[u8]); 3] = [
         // Listen, REQ arrives, claim the child, prepare + send REP, RTU, DREQ, DREP, timewait.
-        ("passive", &[0, 0, 0, 0, 14, 0, 1, 12, 0, 1, 3, 0, 1, 4, 0, 1, 19, 0, 1, 20, 1, 1, 8, 0, 1, 29, 0]),
+        (
+            "passive",
+            &[
+                0, 0, 0, 0, 14, 0, 1, 12, 0, 1, 3, 0, 1, 4, 0, 1, 19, 0, 1, 20, 1, 1, 8, 0, 1, 29,
+                0,
+            ],
+        ),
         // REQ, MRA, REP, RTU, crossing DREQs, DREP.
-        ("active", &[0, 1, 0, 0, 16, 0, 0, 18, 0, 0, 5, 0, 0, 7, 0, 0, 20, 1, 0, 21, 0, 0, 29, 0]),
+        (
+            "active",
+            &[
+                0, 1, 0, 0, 16, 0, 0, 18, 0, 0, 5, 0, 0, 7, 0, 0, 20, 1, 0, 21, 0, 0, 29, 0,
+            ],
+        ),
         // SIDR both ways and timeouts.
-        ("sidr", &[0, 10, 0, 0, 27, 0, 0, 10, 0, 0, 25, 0, 0, 0, 0, 0, 24, 0, 1, 11, 0]),
+        (
+            "sidr",
+            &[
+                0, 10, 0, 0, 27, 0, 0, 10, 0, 0, 25, 0, 0, 0, 0, 0, 24, 0, 1, 11, 0,
+            ],
+        ),
     ];
     for (name, bytes) in scripts {
         if write(state, format!("seed-{name}"), bytes).is_err() {

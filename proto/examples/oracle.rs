@@ -91,11 +91,20 @@ fn linux_fields(msg: &CmMsg) -> Vec<(String, Val)> {
             put("CM_REQ_LOCAL_EECN", int(m.local_eecn));
             put("CM_REQ_INITIATOR_DEPTH", int(m.initiator_depth));
             put("CM_REQ_REMOTE_EECN", int(m.remote_eecn));
-            put("CM_REQ_REMOTE_CM_RESPONSE_TIMEOUT", int(m.remote_cm_response_timeout));
+            put(
+                "CM_REQ_REMOTE_CM_RESPONSE_TIMEOUT",
+                int(m.remote_cm_response_timeout),
+            );
             put("CM_REQ_TRANSPORT_SERVICE_TYPE", int(tt));
-            put("CM_REQ_END_TO_END_FLOW_CONTROL", int(m.end_to_end_flow_control));
+            put(
+                "CM_REQ_END_TO_END_FLOW_CONTROL",
+                int(m.end_to_end_flow_control),
+            );
             put("CM_REQ_STARTING_PSN", int(m.starting_psn));
-            put("CM_REQ_LOCAL_CM_RESPONSE_TIMEOUT", int(m.local_cm_response_timeout));
+            put(
+                "CM_REQ_LOCAL_CM_RESPONSE_TIMEOUT",
+                int(m.local_cm_response_timeout),
+            );
             put("CM_REQ_RETRY_COUNT", int(m.retry_count));
             put("CM_REQ_PARTITION_KEY", int(m.pkey));
             put("CM_REQ_PATH_PACKET_PAYLOAD_MTU", int(m.path_mtu));
@@ -139,7 +148,10 @@ fn linux_fields(msg: &CmMsg) -> Vec<(String, Val)> {
             put("CM_REP_INITIATOR_DEPTH", int(m.initiator_depth));
             put("CM_REP_TARGET_ACK_DELAY", int(m.target_ack_delay));
             put("CM_REP_FAILOVER_ACCEPTED", int(m.failover_accepted));
-            put("CM_REP_END_TO_END_FLOW_CONTROL", int(m.end_to_end_flow_control));
+            put(
+                "CM_REP_END_TO_END_FLOW_CONTROL",
+                int(m.end_to_end_flow_control),
+            );
             put("CM_REP_RNR_RETRY_COUNT", int(m.rnr_retry_count));
             put("CM_REP_SRQ", int(m.srq));
             put("CM_REP_LOCAL_CA_GUID", int(m.local_ca_guid));
@@ -166,7 +178,10 @@ fn linux_fields(msg: &CmMsg) -> Vec<(String, Val)> {
             put("CM_LAP_LOCAL_COMM_ID", int(m.local_comm_id));
             put("CM_LAP_REMOTE_COMM_ID", int(m.remote_comm_id));
             put("CM_LAP_REMOTE_QPN_EECN", int(m.remote_qpn));
-            put("CM_LAP_REMOTE_CM_RESPONSE_TIMEOUT", int(m.remote_cm_response_timeout));
+            put(
+                "CM_LAP_REMOTE_CM_RESPONSE_TIMEOUT",
+                int(m.remote_cm_response_timeout),
+            );
             put("CM_LAP_ALTERNATE_LOCAL_PORT_LID", int(p.local_lid));
             put("CM_LAP_ALTERNATE_REMOTE_PORT_LID", int(p.remote_lid));
             put("CM_LAP_ALTERNATE_LOCAL_PORT_GID", bytes(&p.local_gid));
@@ -177,15 +192,24 @@ fn linux_fields(msg: &CmMsg) -> Vec<(String, Val)> {
             put("CM_LAP_ALTERNATE_PACKET_RATE", int(p.packet_rate));
             put("CM_LAP_ALTERNATE_SL", int(p.sl));
             put("CM_LAP_ALTERNATE_SUBNET_LOCAL", int(p.subnet_local));
-            put("CM_LAP_ALTERNATE_LOCAL_ACK_TIMEOUT", int(p.local_ack_timeout));
+            put(
+                "CM_LAP_ALTERNATE_LOCAL_ACK_TIMEOUT",
+                int(p.local_ack_timeout),
+            );
             put("CM_LAP_PRIVATE_DATA", bytes(m.private_data.padded()));
         }
         CmMsg::Apr(m) => {
             put("CM_APR_LOCAL_COMM_ID", int(m.local_comm_id));
             put("CM_APR_REMOTE_COMM_ID", int(m.remote_comm_id));
-            put("CM_APR_ADDITIONAL_INFORMATION_LENGTH", int(m.additional_info.len() as u64));
+            put(
+                "CM_APR_ADDITIONAL_INFORMATION_LENGTH",
+                int(m.additional_info.len() as u64),
+            );
             put("CM_APR_AR_STATUS", int(m.ap_status));
-            put("CM_APR_ADDITIONAL_INFORMATION", bytes(m.additional_info.padded()));
+            put(
+                "CM_APR_ADDITIONAL_INFORMATION",
+                bytes(m.additional_info.padded()),
+            );
             put("CM_APR_PRIVATE_DATA", bytes(m.private_data.padded()));
         }
         CmMsg::SidrReq(m) => {
@@ -197,13 +221,19 @@ fn linux_fields(msg: &CmMsg) -> Vec<(String, Val)> {
         CmMsg::SidrRep(m) => {
             put("CM_SIDR_REP_REQUESTID", int(m.request_id));
             put("CM_SIDR_REP_STATUS", int(m.status));
-            put("CM_SIDR_REP_ADDITIONAL_INFORMATION_LENGTH", int(m.additional_info.len() as u64));
+            put(
+                "CM_SIDR_REP_ADDITIONAL_INFORMATION_LENGTH",
+                int(m.additional_info.len() as u64),
+            );
             put("CM_SIDR_REP_VENDOR_ID_H", int(m.vendor_id >> 8));
             put("CM_SIDR_REP_QPN", int(m.qpn));
             put("CM_SIDR_REP_VENDOR_ID_L", int(m.vendor_id & 0xff));
             put("CM_SIDR_REP_SERVICEID", int(m.service_id));
             put("CM_SIDR_REP_Q_KEY", int(m.qkey));
-            put("CM_SIDR_REP_ADDITIONAL_INFORMATION", bytes(m.additional_info.padded()));
+            put(
+                "CM_SIDR_REP_ADDITIONAL_INFORMATION",
+                bytes(m.additional_info.padded()),
+            );
             put("CM_SIDR_REP_PRIVATE_DATA", bytes(m.private_data.padded()));
         }
         CmMsg::ClassPortInfo(m) => {
@@ -255,15 +285,26 @@ fn run_iba(bin: &str, cases: u64) -> usize {
     let mut expected: Vec<IbaCase> = Vec::new();
     for attr in AttrId::ALL {
         for i in 0..cases {
-            let mad = gen::cm_mad_of(&mut Rng::new(0x1ba0_0000 + i * 16 + attr.index() as u64), attr);
+            let mad = gen::cm_mad_of(
+                &mut Rng::new(0x1ba0_0000 + i * 16 + attr.index() as u64),
+                attr,
+            );
             let wire = encode(&mad);
             let fields = linux_fields(&mad.msg);
             let h = &mad.header;
             script.push_str("case\n");
             script.push_str(&format!(
                 "hdr {:x} {:x} {:x} {:x} {:x} {:x} {:x} {:x} {:x} {:x}\n",
-                h.base_version, h.mgmt_class, h.class_version, h.method, h.status,
-                h.class_specific, h.tid, mad.msg.attr().to_u16(), h.reserved, h.attr_mod
+                h.base_version,
+                h.mgmt_class,
+                h.class_version,
+                h.method,
+                h.status,
+                h.class_specific,
+                h.tid,
+                mad.msg.attr().to_u16(),
+                h.reserved,
+                h.attr_mod
             ));
             for (name, val) in &fields {
                 match val {
@@ -302,16 +343,29 @@ fn run_iba(bin: &str, cases: u64) -> usize {
     let mut covered: BTreeSet<String> = BTreeSet::new();
     for (mad, wire, fields) in &expected {
         let attr = mad.msg.attr().name();
-        let built = lines.next().and_then(|l| l.strip_prefix("built ")).and_then(unhex);
+        let built = lines
+            .next()
+            .and_then(|l| l.strip_prefix("built "))
+            .and_then(unhex);
         match built {
             Some(b) if b == wire => {}
             Some(b) => {
                 failures += 1;
                 let diff: Vec<String> = (0..MAD_SIZE)
                     .filter(|&i| b[i] != wire[i])
-                    .map(|i| format!("MAD byte {i} (data {}): linux {:02x} cepm {:02x}", i as i64 - 24, b[i], wire[i]))
+                    .map(|i| {
+                        format!(
+                            "MAD byte {i} (data {}): linux {:02x} cepm {:02x}",
+                            i as i64 - 24,
+                            b[i],
+                            wire[i]
+                        )
+                    })
                     .collect();
-                eprintln!("iba oracle: {attr}: Linux's IBA_SET bytes differ from ours:\n  {}", diff.join("\n  "));
+                eprintln!(
+                    "iba oracle: {attr}: Linux's IBA_SET bytes differ from ours:\n  {}",
+                    diff.join("\n  ")
+                );
             }
             None => {
                 eprintln!("iba oracle: malformed oracle output");
@@ -319,7 +373,10 @@ fn run_iba(bin: &str, cases: u64) -> usize {
             }
         }
         for (name, val) in fields {
-            let got = lines.next().and_then(|l| l.strip_prefix("got ")).and_then(|l| l.split_once(' '));
+            let got = lines
+                .next()
+                .and_then(|l| l.strip_prefix("got "))
+                .and_then(|l| l.split_once(' '));
             let Some((got_name, got_val)) = got else {
                 eprintln!("iba oracle: malformed oracle output");
                 return failures + 1;
@@ -368,9 +425,31 @@ fn rocev2_frame(mad: &[u8; MAD_SIZE]) -> Vec<u8> {
     let ip_len = 20 + udp_len;
     let mut f = Vec::new();
     f.extend_from_slice(&[0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00]);
-    f.extend_from_slice(&[0x45, 0, (ip_len >> 8) as u8, ip_len as u8, 0, 0, 0x40, 0, 64, 17, 0, 0]);
+    f.extend_from_slice(&[
+        0x45,
+        0,
+        (ip_len >> 8) as u8,
+        ip_len as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ]);
     f.extend_from_slice(&[192, 0, 2, 1, 192, 0, 2, 2]);
-    f.extend_from_slice(&[0xc0, 0x00, 0x12, 0xb7, (udp_len >> 8) as u8, udp_len as u8, 0, 0]);
+    f.extend_from_slice(&[
+        0xc0,
+        0x00,
+        0x12,
+        0xb7,
+        (udp_len >> 8) as u8,
+        udp_len as u8,
+        0,
+        0,
+    ]);
     f.extend_from_slice(&ib);
     f
 }
@@ -396,7 +475,10 @@ fn gid_fields(prefix: &str, which: &str, gid: &[u8; 16], out: &mut Vec<(String, 
     // Over RoCEv2/IPv4, Wireshark shows the primary GIDs as IPv4 addresses: the last 4
     // bytes of the 16-byte field. The alternate GIDs are shown as raw bytes.
     if prefix == "prim" {
-        out.push((format!("infiniband.cm.req.prim_{which}gid_ipv4"), bytes(&gid[12..])));
+        out.push((
+            format!("infiniband.cm.req.prim_{which}gid_ipv4"),
+            bytes(&gid[12..]),
+        ));
     } else {
         out.push((format!("infiniband.cm.req.{prefix}_{which}gid"), bytes(gid)));
     }
@@ -451,11 +533,20 @@ fn tshark_fields(mad: &CmMad) -> Vec<(String, Val)> {
             put("infiniband.cm.req.localeecn", int(m.local_eecn));
             put("infiniband.cm.req.initdepth", int(m.initiator_depth));
             put("infiniband.cm.req.remoteeecn", int(m.remote_eecn));
-            put("infiniband.cm.req.remoteresptout", int(m.remote_cm_response_timeout));
+            put(
+                "infiniband.cm.req.remoteresptout",
+                int(m.remote_cm_response_timeout),
+            );
             put("infiniband.cm.req.transpsvctype", int(tt));
-            put("infiniband.cm.req.e2eflowctrl", int(m.end_to_end_flow_control));
+            put(
+                "infiniband.cm.req.e2eflowctrl",
+                int(m.end_to_end_flow_control),
+            );
             put("infiniband.cm.req.startpsn", int(m.starting_psn));
-            put("infiniband.cm.req.localresptout", int(m.local_cm_response_timeout));
+            put(
+                "infiniband.cm.req.localresptout",
+                int(m.local_cm_response_timeout),
+            );
             put("infiniband.cm.req.retrcount", int(m.retry_count));
             put("infiniband.cm.req.pkey", int(m.pkey));
             put("infiniband.cm.req.pppmtu", int(m.path_mtu));
@@ -499,7 +590,10 @@ fn tshark_fields(mad: &CmMad) -> Vec<(String, Val)> {
             put("infiniband.cm.rep.initdepth", int(m.initiator_depth));
             put("infiniband.cm.rep.tgtackdelay", int(m.target_ack_delay));
             put("infiniband.cm.rep.failoveracc", int(m.failover_accepted));
-            put("infiniband.cm.rep.e2eflowctrl", int(m.end_to_end_flow_control));
+            put(
+                "infiniband.cm.rep.e2eflowctrl",
+                int(m.end_to_end_flow_control),
+            );
             put("infiniband.cm.rep.rnrretrcount", int(m.rnr_retry_count));
             put("infiniband.cm.rep.srq", int(m.srq));
             put("infiniband.cm.rep.localcaguid", int(m.local_ca_guid));
@@ -552,8 +646,12 @@ fn parse_pdml(xml: &str) -> Vec<BTreeMap<String, Vec<String>>> {
         } else if t.starts_with("</packet") {
             packets.extend(cur.take());
         } else if t.starts_with("<field ") {
-            if let (Some(p), Some(name), Some(value)) = (cur.as_mut(), attr(t, "name"), attr(t, "value")) {
-                p.entry(name.to_string()).or_default().push(value.to_string());
+            if let (Some(p), Some(name), Some(value)) =
+                (cur.as_mut(), attr(t, "name"), attr(t, "value"))
+            {
+                p.entry(name.to_string())
+                    .or_default()
+                    .push(value.to_string());
             }
         }
     }
@@ -568,9 +666,15 @@ fn rdma_cm_req(r: &mut Rng, v6: bool) -> CmMad {
     let hdr = CmaHdr {
         src_port: r.h(),
         addrs: if v6 {
-            CmaAddrs::V6 { src: r.array(), dst: r.array() }
+            CmaAddrs::V6 {
+                src: r.array(),
+                dst: r.array(),
+            }
         } else {
-            CmaAddrs::V4 { src: r.array(), dst: r.array() }
+            CmaAddrs::V4 {
+                src: r.array(),
+                dst: r.array(),
+            }
         },
     };
     let mut pd = [0u8; 92];
@@ -583,11 +687,21 @@ fn rdma_cm_req(r: &mut Rng, v6: bool) -> CmMad {
 
 /// Runs the Wireshark oracle; returns the number of failures.
 fn run_tshark(cases: u64, pcap_path: &str) -> usize {
-    let dissected = [AttrId::Req, AttrId::Rep, AttrId::Rej, AttrId::Rtu, AttrId::Dreq, AttrId::Drep];
+    let dissected = [
+        AttrId::Req,
+        AttrId::Rep,
+        AttrId::Rej,
+        AttrId::Rtu,
+        AttrId::Dreq,
+        AttrId::Drep,
+    ];
     let mut mads = Vec::new();
     for attr in dissected {
         for i in 0..cases {
-            mads.push(gen::cm_mad_of(&mut Rng::new(0x75a2_0000 + i * 16 + attr.index() as u64), attr));
+            mads.push(gen::cm_mad_of(
+                &mut Rng::new(0x75a2_0000 + i * 16 + attr.index() as u64),
+                attr,
+            ));
         }
     }
     for i in 0..cases {
@@ -599,12 +713,23 @@ fn run_tshark(cases: u64, pcap_path: &str) -> usize {
         return 1;
     }
     let out = match Command::new("tshark")
-        .args(["-n", "-r", pcap_path, "-T", "pdml", "-o", "infiniband.dissect_eoib:FALSE"])
+        .args([
+            "-n",
+            "-r",
+            pcap_path,
+            "-T",
+            "pdml",
+            "-o",
+            "infiniband.dissect_eoib:FALSE",
+        ])
         .stderr(Stdio::null())
         .output()
     {
         Ok(o) if o.status.success() => o.stdout,
-        Ok(_) => match Command::new("tshark").args(["-n", "-r", pcap_path, "-T", "pdml"]).output() {
+        Ok(_) => match Command::new("tshark")
+            .args(["-n", "-r", pcap_path, "-T", "pdml"])
+            .output()
+        {
             Ok(o) if o.status.success() => o.stdout,
             other => {
                 eprintln!("tshark oracle: tshark failed: {other:?}");
@@ -618,7 +743,11 @@ fn run_tshark(cases: u64, pcap_path: &str) -> usize {
     };
     let packets = parse_pdml(&String::from_utf8_lossy(&out));
     if packets.len() != mads.len() {
-        eprintln!("tshark oracle: {} packets dissected, {} written", packets.len(), mads.len());
+        eprintln!(
+            "tshark oracle: {} packets dissected, {} written",
+            packets.len(),
+            mads.len()
+        );
         return 1;
     }
     let mut failures = 0;
@@ -667,7 +796,10 @@ fn main() -> ExitCode {
         Some("tshark") => {
             let cases = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(32);
             let path = args.get(3).cloned().unwrap_or_else(|| {
-                std::env::temp_dir().join("cepm-proto-oracle.pcap").display().to_string()
+                std::env::temp_dir()
+                    .join("cepm-proto-oracle.pcap")
+                    .display()
+                    .to_string()
             });
             run_tshark(cases, &path)
         }

@@ -304,18 +304,51 @@ mod tests {
         assert_eq!(&mad[16..18], &[0x00, 0x13]);
         assert_eq!(MadHeader::decode(&mad), Ok(h));
         assert_eq!(h.validate_cm(), Ok(AttrId::Rep));
-        assert_eq!(MadHeader::decode(&mad[..23]), Err(DecodeError::Truncated(23)));
+        assert_eq!(
+            MadHeader::decode(&mad[..23]),
+            Err(DecodeError::Truncated(23))
+        );
     }
 
     #[test]
     fn validate_rejects_each_rule() {
         let good = MadHeader::cm(AttrId::Req, 1, 0);
         let cases = [
-            (MadHeader { base_version: 2, ..good }, DecodeError::BadBaseVersion(2)),
-            (MadHeader { mgmt_class: 4, ..good }, DecodeError::NotCmClass(4)),
-            (MadHeader { class_version: 1, ..good }, DecodeError::BadClassVersion(1)),
-            (MadHeader { method: METHOD_GET, ..good }, DecodeError::BadMethod(METHOD_GET)),
-            (MadHeader { attr_id: 0x1b, ..good }, DecodeError::UnknownAttribute(0x1b)),
+            (
+                MadHeader {
+                    base_version: 2,
+                    ..good
+                },
+                DecodeError::BadBaseVersion(2),
+            ),
+            (
+                MadHeader {
+                    mgmt_class: 4,
+                    ..good
+                },
+                DecodeError::NotCmClass(4),
+            ),
+            (
+                MadHeader {
+                    class_version: 1,
+                    ..good
+                },
+                DecodeError::BadClassVersion(1),
+            ),
+            (
+                MadHeader {
+                    method: METHOD_GET,
+                    ..good
+                },
+                DecodeError::BadMethod(METHOD_GET),
+            ),
+            (
+                MadHeader {
+                    attr_id: 0x1b,
+                    ..good
+                },
+                DecodeError::UnknownAttribute(0x1b),
+            ),
             (
                 MadHeader { attr_id: 1, ..good },
                 DecodeError::BadMethod(METHOD_SEND),
@@ -324,7 +357,11 @@ mod tests {
         for (hdr, err) in cases {
             assert_eq!(hdr.validate_cm(), Err(err));
         }
-        let cpi = MadHeader { attr_id: 1, method: METHOD_GET, ..good };
+        let cpi = MadHeader {
+            attr_id: 1,
+            method: METHOD_GET,
+            ..good
+        };
         assert_eq!(cpi.validate_cm(), Ok(AttrId::ClassPortInfo));
     }
 }

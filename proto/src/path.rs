@@ -165,6 +165,8 @@ impl CmPath {
         layout.hop_limit.set(mad, self.hop_limit.into())?;
         layout.sl.set(mad, self.sl.into())?;
         layout.subnet_local.set_bool(mad, self.subnet_local);
-        layout.local_ack_timeout.set(mad, self.local_ack_timeout.into())
+        layout
+            .local_ack_timeout
+            .set(mad, self.local_ack_timeout.into())
     }
 }

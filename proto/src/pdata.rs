@@ -41,10 +41,13 @@ impl<const N: usize> PrivateData<N> {
     /// [`EncodeError::TooLong`] if `data` is longer than `N`.
     pub fn new(data: &[u8]) -> Result<Self, EncodeError> {
         let mut out = Self::empty();
-        let dst = out.bytes.get_mut(..data.len()).ok_or(EncodeError::TooLong {
-            len: data.len(),
-            max: N,
-        })?;
+        let dst = out
+            .bytes
+            .get_mut(..data.len())
+            .ok_or(EncodeError::TooLong {
+                len: data.len(),
+                max: N,
+            })?;
         dst.copy_from_slice(data);
         out.len = data.len();
         Ok(out)

@@ -179,7 +179,8 @@ impl Negotiated {
         self.responder_resources = rep.initiator_depth;
         self.sq_psn = Some(rep.starting_psn);
         self.rnr_retry_count = rep.rnr_retry_count;
-        self.ack_timeout = timing::active_ack_timeout_after_rep(rep.target_ack_delay, self.ack_timeout);
+        self.ack_timeout =
+            timing::active_ack_timeout_after_rep(rep.target_ack_delay, self.ack_timeout);
     }
 
     /// The passive side after receiving `req` (`cm_req_handler`, `cm.c:2105-2128`); the AV

@@ -85,7 +85,10 @@ mod tests {
     fn rping_and_udp_ids() {
         assert_eq!(ip_service_id(PortSpace::Tcp, 7174), 0x0000_0000_0106_1C06);
         assert_eq!(ip_service_id(PortSpace::Udp, 0x1234), 0x0000_0000_0111_1234);
-        assert_eq!(parse_ip_service_id(0x0106_1C06), Some((PortSpace::Tcp, 7174)));
+        assert_eq!(
+            parse_ip_service_id(0x0106_1C06),
+            Some((PortSpace::Tcp, 7174))
+        );
         assert_eq!(parse_ip_service_id(0x0107_1C06), None);
         assert_eq!(parse_ip_service_id(0x1_0106_1C06), None);
         assert!(is_cma_service_id(0x0106_1C06));

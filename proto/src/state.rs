@@ -443,7 +443,10 @@ impl Actions {
     /// Appends an action. Every transition is tested to stay within [`MAX_ACTIONS`]; an
     /// extra action would be dropped (and trips a debug assertion) rather than panic.
     pub fn push(&mut self, action: Action) {
-        debug_assert!(self.len < MAX_ACTIONS, "transition produced too many actions");
+        debug_assert!(
+            self.len < MAX_ACTIONS,
+            "transition produced too many actions"
+        );
         if let Some(slot) = self.items.get_mut(self.len) {
             *slot = action;
             self.len += 1;
@@ -547,7 +550,9 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             Ok(ignore(cep))
         };
     }
-    if event.is_local_call() && !cep.claimed && !matches!(event, Event::Claim | Event::Destroy { .. })
+    if event.is_local_call()
+        && !cep.claimed
+        && !matches!(event, Event::Claim | Event::Destroy { .. })
     {
         return illegal;
     }
@@ -752,11 +757,9 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
         }
         // cm_rep_handler (cm.c:2509-2520) and cm_dup_rep_handler (cm.c:2453-2463).
         Event::RxRep => match s {
-            ReqSent | MraReqRcvd => go(
-                cep,
-                RepRcvd,
-                &[CancelSend, Deliver(UserEvent::RepReceived)],
-            ),
+            ReqSent | MraReqRcvd => {
+                go(cep, RepRcvd, &[CancelSend, Deliver(UserEvent::RepReceived)])
+            }
             Established => go(cep, s, &[CountDuplicate, Send(Outgoing::Rtu)]),
             MraRepSent => go(cep, s, &[CountDuplicate, Send(Outgoing::MraRep)]),
             RepRcvd => go(cep, s, &[CountDuplicate]),
@@ -820,11 +823,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
         Event::SendTimeout => match s {
             ReqSent | MraReqRcvd => go(cep, Idle, &[Deliver(UserEvent::ReqError)]),
             RepSent | MraRepRcvd => go(cep, Idle, &[Deliver(UserEvent::RepError)]),
-            DreqSent => go(
-                cep,
-                Timewait,
-                &[ArmTimewait, Deliver(UserEvent::DreqError)],
-            ),
+            DreqSent => go(cep, Timewait, &[ArmTimewait, Deliver(UserEvent::DreqError)]),
             SidrReqSent => go(cep, Idle, &[Deliver(UserEvent::SidrReqError)]),
             _ => ignore(cep),
         },

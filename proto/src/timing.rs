@@ -106,7 +106,11 @@ impl RetryTimer {
     /// The active REQ (and, with the same values, DREQ): `2·ms(PLT) + ms(remote CM
     /// response timeout)`, `max_cm_retries` retries (`cm.c:1556-1560`). rdma_cm defaults on
     /// RoCE (PLT 16, timeout 20, 15 retries): 4608 ms × 16 sends ≈ 73.7 s.
-    pub const fn req(packet_life_time: u8, remote_cm_response_timeout: u8, max_cm_retries: u8) -> Self {
+    pub const fn req(
+        packet_life_time: u8,
+        remote_cm_response_timeout: u8,
+        max_cm_retries: u8,
+    ) -> Self {
         Self {
             timeout_ms: linux_ms(packet_life_time)
                 .saturating_mul(2)

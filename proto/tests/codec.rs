@@ -7,13 +7,14 @@ use cepm_proto::cm_mad::{CmMad, CmMsg};
 use cepm_proto::error::{DecodeError, EncodeError};
 use cepm_proto::mad::{AttrId, MadHeader, MAD_SIZE, METHOD_GET, METHOD_SEND};
 use cepm_proto::pdata::PrivateData;
-use cepm_proto::{apr, dreq, lap, mra, rej, rep, req, rtu, sidr_rep, sidr_req, drep};
+use cepm_proto::{apr, drep, dreq, lap, mra, rej, rep, req, rtu, sidr_rep, sidr_req};
 use gen::Rng;
 use proptest::prelude::*;
 
 fn encode(mad: &CmMad) -> [u8; MAD_SIZE] {
     let mut buf = [0xA5u8; MAD_SIZE];
-    mad.encode(&mut buf).expect("generator produces encodable messages");
+    mad.encode(&mut buf)
+        .expect("generator produces encodable messages");
     buf
 }
 
@@ -66,7 +67,10 @@ fn truncated_mads_are_errors_for_every_length() {
     for attr in AttrId::ALL {
         let bytes = valid(attr, 7);
         for len in 0..MAD_SIZE {
-            assert_eq!(CmMad::decode(&bytes[..len]), Err(DecodeError::Truncated(len)));
+            assert_eq!(
+                CmMad::decode(&bytes[..len]),
+                Err(DecodeError::Truncated(len))
+            );
             assert_eq!(
                 CmMsg::decode_as(attr, &bytes[..len]),
                 Err(DecodeError::Truncated(len))
@@ -102,8 +106,14 @@ fn header_rules() {
     // ClassPortInfo travels as Get/GetResp, not SEND.
     let mut cpi = valid(AttrId::ClassPortInfo, 1);
     cpi[3] = METHOD_SEND;
-    assert_eq!(CmMad::decode(&cpi), Err(DecodeError::BadMethod(METHOD_SEND)));
-    for attr in (0u16..=0xffff).filter(|a| AttrId::from_u16(*a).is_none()).step_by(97) {
+    assert_eq!(
+        CmMad::decode(&cpi),
+        Err(DecodeError::BadMethod(METHOD_SEND))
+    );
+    for attr in (0u16..=0xffff)
+        .filter(|a| AttrId::from_u16(*a).is_none())
+        .step_by(97)
+    {
         let mut b = base;
         b[16..18].copy_from_slice(&attr.to_be_bytes());
         assert_eq!(CmMad::decode(&b), Err(DecodeError::UnknownAttribute(attr)));
@@ -129,7 +139,13 @@ fn reserved_transport_types() {
             if ok {
                 assert!(got.is_ok(), "{transport}/{extended}");
             } else {
-                assert_eq!(got, Err(DecodeError::ReservedTransport { transport, extended }));
+                assert_eq!(
+                    got,
+                    Err(DecodeError::ReservedTransport {
+                        transport,
+                        extended
+                    })
+                );
             }
         }
     }
@@ -142,25 +158,40 @@ fn zero_qpn_where_forbidden() {
 
     let mut m = gen::req(&mut r);
     m.local_qpn = 0;
-    assert_eq!(m.encode(&mut b), Err(EncodeError::FieldOutOfRange("req.local_qpn")));
+    assert_eq!(
+        m.encode(&mut b),
+        Err(EncodeError::FieldOutOfRange("req.local_qpn"))
+    );
     let mut ok = valid(AttrId::Req, 5);
     ok[24 + 32..24 + 35].fill(0);
-    assert_eq!(req::Req::decode(&ok), Err(DecodeError::ZeroQpn(AttrId::Req)));
+    assert_eq!(
+        req::Req::decode(&ok),
+        Err(DecodeError::ZeroQpn(AttrId::Req))
+    );
 
     let mut ok = valid(AttrId::Rep, 5);
     ok[24 + 12..24 + 15].fill(0);
     let eecn_zero = u32::from_be_bytes([0, ok[24 + 16], ok[24 + 17], ok[24 + 18]]) == 0;
     assert_eq!(rep::Rep::decode(&ok).is_err(), eecn_zero);
     ok[24 + 16..24 + 19].fill(0);
-    assert_eq!(rep::Rep::decode(&ok), Err(DecodeError::ZeroQpn(AttrId::Rep)));
+    assert_eq!(
+        rep::Rep::decode(&ok),
+        Err(DecodeError::ZeroQpn(AttrId::Rep))
+    );
 
     let mut ok = valid(AttrId::Dreq, 5);
     ok[24 + 8..24 + 11].fill(0);
-    assert_eq!(dreq::Dreq::decode(&ok), Err(DecodeError::ZeroQpn(AttrId::Dreq)));
+    assert_eq!(
+        dreq::Dreq::decode(&ok),
+        Err(DecodeError::ZeroQpn(AttrId::Dreq))
+    );
 
     let mut ok = valid(AttrId::Lap, 5);
     ok[24 + 12..24 + 15].fill(0);
-    assert_eq!(lap::Lap::decode(&ok), Err(DecodeError::ZeroQpn(AttrId::Lap)));
+    assert_eq!(
+        lap::Lap::decode(&ok),
+        Err(DecodeError::ZeroQpn(AttrId::Lap))
+    );
 
     let mut m = gen::sidr_rep(&mut r);
     m.status = sidr_rep::status::SUCCESS;
@@ -170,7 +201,10 @@ fn zero_qpn_where_forbidden() {
     m.encode(&mut b).unwrap();
     assert_eq!(sidr_rep::SidrRep::decode(&b), Ok(m));
     b[24 + 4] = 0;
-    assert_eq!(sidr_rep::SidrRep::decode(&b), Err(DecodeError::ZeroQpn(AttrId::SidrRep)));
+    assert_eq!(
+        sidr_rep::SidrRep::decode(&b),
+        Err(DecodeError::ZeroQpn(AttrId::SidrRep))
+    );
 }
 
 #[test]
@@ -191,10 +225,19 @@ fn info_lengths_over_72_are_errors() {
         let mut s = valid(AttrId::SidrRep, 9);
         s[24 + 5] = len;
         if len <= 72 {
-            assert_eq!(apr::Apr::decode(&b).unwrap().additional_info.len(), usize::from(len));
-            assert_eq!(sidr_rep::SidrRep::decode(&s).unwrap().additional_info.len(), usize::from(len));
+            assert_eq!(
+                apr::Apr::decode(&b).unwrap().additional_info.len(),
+                usize::from(len)
+            );
+            assert_eq!(
+                sidr_rep::SidrRep::decode(&s).unwrap().additional_info.len(),
+                usize::from(len)
+            );
         } else {
-            assert_eq!(apr::Apr::decode(&b), Err(DecodeError::InfoTooLong(AttrId::Apr, len)));
+            assert_eq!(
+                apr::Apr::decode(&b),
+                Err(DecodeError::InfoTooLong(AttrId::Apr, len))
+            );
             assert_eq!(
                 sidr_rep::SidrRep::decode(&s),
                 Err(DecodeError::InfoTooLong(AttrId::SidrRep, len))
@@ -207,10 +250,16 @@ fn info_lengths_over_72_are_errors() {
 fn reserved_message_codes() {
     let mut b = valid(AttrId::Rej, 2);
     b[24 + 8] |= 0xc0;
-    assert_eq!(rej::Rej::decode(&b), Err(DecodeError::ReservedMessageCode(AttrId::Rej, 3)));
+    assert_eq!(
+        rej::Rej::decode(&b),
+        Err(DecodeError::ReservedMessageCode(AttrId::Rej, 3))
+    );
     let mut b = valid(AttrId::Mra, 2);
     b[24 + 8] |= 0xc0;
-    assert_eq!(mra::Mra::decode(&b), Err(DecodeError::ReservedMessageCode(AttrId::Mra, 3)));
+    assert_eq!(
+        mra::Mra::decode(&b),
+        Err(DecodeError::ReservedMessageCode(AttrId::Mra, 3))
+    );
 }
 
 #[test]
@@ -268,22 +317,67 @@ fn encode_rejects_values_wider_than_fields() {
     let mut r = Rng::new(1);
     let base = gen::req(&mut r);
     let bad: [(req::Req, &str); 6] = [
-        (req::Req { local_qpn: 1 << 24, ..base }, "req.local_qpn"),
-        (req::Req { starting_psn: 1 << 24, ..base }, "req.starting_psn"),
-        (req::Req { retry_count: 8, ..base }, "req.retry_count"),
-        (req::Req { max_cm_retries: 16, ..base }, "req.max_cm_retries"),
-        (req::Req { local_cm_response_timeout: 32, ..base }, "req.local_cm_response_timeout"),
-        (req::Req { vendor_id: 1 << 24, ..base }, "req.vendor_id"),
+        (
+            req::Req {
+                local_qpn: 1 << 24,
+                ..base
+            },
+            "req.local_qpn",
+        ),
+        (
+            req::Req {
+                starting_psn: 1 << 24,
+                ..base
+            },
+            "req.starting_psn",
+        ),
+        (
+            req::Req {
+                retry_count: 8,
+                ..base
+            },
+            "req.retry_count",
+        ),
+        (
+            req::Req {
+                max_cm_retries: 16,
+                ..base
+            },
+            "req.max_cm_retries",
+        ),
+        (
+            req::Req {
+                local_cm_response_timeout: 32,
+                ..base
+            },
+            "req.local_cm_response_timeout",
+        ),
+        (
+            req::Req {
+                vendor_id: 1 << 24,
+                ..base
+            },
+            "req.vendor_id",
+        ),
     ];
     for (m, field) in bad {
         assert_eq!(m.encode(&mut b), Err(EncodeError::FieldOutOfRange(field)));
     }
     let mut p = base;
     p.primary_path.flow_label = 1 << 20;
-    assert_eq!(p.encode(&mut b), Err(EncodeError::FieldOutOfRange("req.primary.flow_label")));
-    let m = mra::Mra { service_timeout: 32, ..gen::mra(&mut r) };
+    assert_eq!(
+        p.encode(&mut b),
+        Err(EncodeError::FieldOutOfRange("req.primary.flow_label"))
+    );
+    let m = mra::Mra {
+        service_timeout: 32,
+        ..gen::mra(&mut r)
+    };
     assert!(m.encode(&mut b).is_err());
-    let m = rep::Rep { vendor_id: 1 << 24, ..gen::rep(&mut r) };
+    let m = rep::Rep {
+        vendor_id: 1 << 24,
+        ..gen::rep(&mut r)
+    };
     assert!(m.encode(&mut b).is_err());
 }
 

@@ -26,14 +26,21 @@ fn ack_timeout_matches_linux_for_every_input() {
     for delay in 0..=u8::MAX {
         for plt in 0..=u8::MAX {
             let t = ack_timeout(delay, plt);
-            assert_eq!(t, linux_cm_ack_timeout(delay, plt), "delay {delay} plt {plt}");
+            assert_eq!(
+                t,
+                linux_cm_ack_timeout(delay, plt),
+                "delay {delay} plt {plt}"
+            );
             assert!(t <= 31);
             // It approximates 2·PLT + delay (in 4.096 µs units) within [2/3, 2]x when no
             // clamping happens.
             if delay <= 29 && plt <= 28 && t < 31 {
                 let want = 2u64 * (1 << plt) + (1u64 << delay);
                 let got = 1u64 << t;
-                assert!(3 * got >= 2 * want && got <= 2 * want, "delay {delay} plt {plt} t {t}");
+                assert!(
+                    3 * got >= 2 * want && got <= 2 * want,
+                    "delay {delay} plt {plt} t {t}"
+                );
             }
         }
     }
@@ -51,7 +58,10 @@ fn time_units_are_monotonic_and_total() {
         if (8..=31).contains(&t) {
             let real_us = iba_time_us(t);
             let approx_us = u64::from(ms) * 1000;
-            assert!(approx_us <= real_us * 11 / 10 && approx_us * 2 >= real_us, "t {t}");
+            assert!(
+                approx_us <= real_us * 11 / 10 && approx_us * 2 >= real_us,
+                "t {t}"
+            );
         }
         assert!(iba_time_ms_ceil(t) * 1_000_000 >= iba_time_ns(t));
         assert_eq!(exponent_at_least_ns(iba_time_ns(t)), t.min(31));
@@ -71,14 +81,24 @@ fn time_units_are_monotonic_and_total() {
 fn rdma_cm_defaults_on_rxe() {
     // Reference §0.5: REQ 16 × 4.608 s ≈ 74 s; REP 16 × 4.096 s ≈ 65 s; MRA ≈ 65.5 s;
     // timewait 512 ms with local ACK timeout 17.
-    let req = RetryTimer::req(CMA_IBOE_PACKET_LIFETIME, CMA_CM_RESPONSE_TIMEOUT, CMA_MAX_CM_RETRIES);
-    assert_eq!((req.timeout_ms, req.retries, req.budget_ms()), (4608, 15, 73_728));
+    let req = RetryTimer::req(
+        CMA_IBOE_PACKET_LIFETIME,
+        CMA_CM_RESPONSE_TIMEOUT,
+        CMA_MAX_CM_RETRIES,
+    );
+    assert_eq!(
+        (req.timeout_ms, req.retries, req.budget_ms()),
+        (4608, 15, 73_728)
+    );
     let rep = RetryTimer::rep(CMA_CM_RESPONSE_TIMEOUT, CMA_MAX_CM_RETRIES);
     assert_eq!(rep.budget_ms(), 65_536);
     let ack = ack_timeout(15, CMA_IBOE_PACKET_LIFETIME);
     assert_eq!(ack, 17);
     assert_eq!(timewait_ms(ack), 512);
-    assert_eq!(req.after_mra(MRA_SERVICE_TIMEOUT, ack).timeout_ms, 65_536 + 512);
+    assert_eq!(
+        req.after_mra(MRA_SERVICE_TIMEOUT, ack).timeout_ms,
+        65_536 + 512
+    );
     assert_eq!(passive_packet_life_time(17), 16);
     assert_eq!(passive_packet_life_time(0), 0);
     assert_eq!(req.destroy_wait_ms(), 15 * 4608 * 5 / 4);
@@ -97,7 +117,11 @@ fn negotiate(seed: u64, transport: Transport) -> (Negotiated, Negotiated, u32, u
     let mut passive = Negotiated::passive(&req, 0, 1);
     passive.apply_sent_rep(&rep);
     active.apply_received_rep(&rep);
-    let passive_qpn = if transport == Transport::Xrc { rep.local_eecn } else { rep.local_qpn };
+    let passive_qpn = if transport == Transport::Xrc {
+        rep.local_eecn
+    } else {
+        rep.local_qpn
+    };
     (active, passive, req.local_qpn, passive_qpn)
 }
 
@@ -124,49 +148,92 @@ fn both_sides_agree_on_psns_and_resources() {
 fn masks_per_transport_follow_linux() {
     let (a, p, ..) = negotiate(1, Transport::Rc);
     let init = derive(State::ReqSent, QpState::Init, &a).unwrap();
-    assert_eq!(init.mask, MASK_STATE | MASK_ACCESS_FLAGS | MASK_PKEY_INDEX | MASK_PORT);
+    assert_eq!(
+        init.mask,
+        MASK_STATE | MASK_ACCESS_FLAGS | MASK_PKEY_INDEX | MASK_PORT
+    );
     assert_eq!(init.qp_state, 1);
     let rtr = derive(State::RepRcvd, QpState::Rtr, &a).unwrap();
     assert_eq!(
         rtr.mask,
-        MASK_STATE | MASK_AV | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN | MASK_MAX_DEST_RD_ATOMIC | MASK_MIN_RNR_TIMER
+        MASK_STATE
+            | MASK_AV
+            | MASK_PATH_MTU
+            | MASK_DEST_QPN
+            | MASK_RQ_PSN
+            | MASK_MAX_DEST_RD_ATOMIC
+            | MASK_MIN_RNR_TIMER
     );
     let rts = derive(State::RepRcvd, QpState::Rts, &a).unwrap();
     assert_eq!(
         rts.mask,
-        MASK_STATE | MASK_SQ_PSN | MASK_RETRY_CNT | MASK_RNR_RETRY | MASK_MAX_QP_RD_ATOMIC | MASK_TIMEOUT
+        MASK_STATE
+            | MASK_SQ_PSN
+            | MASK_RETRY_CNT
+            | MASK_RNR_RETRY
+            | MASK_MAX_QP_RD_ATOMIC
+            | MASK_TIMEOUT
     );
     assert_eq!(rts.timeout, a.ack_timeout);
     // Passive RTS before the REP: allowed ("Allow transition to RTS before sending REP").
     assert!(derive(State::ReqRcvd, QpState::Rts, &p).is_ok());
 
     let (ua, ..) = negotiate(2, Transport::Uc);
-    assert_eq!(derive(State::RepRcvd, QpState::Rtr, &ua).unwrap().mask & MASK_MAX_DEST_RD_ATOMIC, 0);
-    assert_eq!(derive(State::RepRcvd, QpState::Rts, &ua).unwrap().mask, MASK_STATE | MASK_SQ_PSN);
+    assert_eq!(
+        derive(State::RepRcvd, QpState::Rtr, &ua).unwrap().mask & MASK_MAX_DEST_RD_ATOMIC,
+        0
+    );
+    assert_eq!(
+        derive(State::RepRcvd, QpState::Rts, &ua).unwrap().mask,
+        MASK_STATE | MASK_SQ_PSN
+    );
 
     let (xa, xp, _, xp_qpn) = negotiate(3, Transport::Xrc);
     assert_eq!(xa.qp_type, QpType::XrcIni);
     assert_eq!(xp.qp_type, QpType::XrcTgt);
     assert_eq!(xa.remote_qpn, Some(xp_qpn));
-    assert_eq!(derive(State::RepRcvd, QpState::Rtr, &xa).unwrap().mask & MASK_MAX_DEST_RD_ATOMIC, 0);
-    assert_eq!(derive(State::RepSent, QpState::Rts, &xp).unwrap().mask, MASK_STATE | MASK_SQ_PSN | MASK_TIMEOUT);
-    assert_ne!(derive(State::RepSent, QpState::Rtr, &xp).unwrap().mask & MASK_MAX_DEST_RD_ATOMIC, 0);
+    assert_eq!(
+        derive(State::RepRcvd, QpState::Rtr, &xa).unwrap().mask & MASK_MAX_DEST_RD_ATOMIC,
+        0
+    );
+    assert_eq!(
+        derive(State::RepSent, QpState::Rts, &xp).unwrap().mask,
+        MASK_STATE | MASK_SQ_PSN | MASK_TIMEOUT
+    );
+    assert_ne!(
+        derive(State::RepSent, QpState::Rtr, &xp).unwrap().mask & MASK_MAX_DEST_RD_ATOMIC,
+        0
+    );
 }
 
 #[test]
 fn access_flags_and_state_rules() {
     let (mut a, ..) = negotiate(4, Transport::Rc);
     a.responder_resources = 0;
-    assert_eq!(derive(State::Established, QpState::Init, &a).unwrap().access_flags, ACCESS_REMOTE_WRITE);
+    assert_eq!(
+        derive(State::Established, QpState::Init, &a)
+            .unwrap()
+            .access_flags,
+        ACCESS_REMOTE_WRITE
+    );
     a.responder_resources = 1;
     a.device_supports_flush = true;
     assert_eq!(
-        derive(State::Established, QpState::Init, &a).unwrap().access_flags,
-        ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC | ACCESS_FLUSH_GLOBAL | ACCESS_FLUSH_PERSISTENT
+        derive(State::Established, QpState::Init, &a)
+            .unwrap()
+            .access_flags,
+        ACCESS_REMOTE_WRITE
+            | ACCESS_REMOTE_READ
+            | ACCESS_REMOTE_ATOMIC
+            | ACCESS_FLUSH_GLOBAL
+            | ACCESS_FLUSH_PERSISTENT
     );
     a.has_alternate_path = true;
     let rts = derive(State::Established, QpState::Rts, &a).unwrap();
-    assert_eq!((rts.mask & MASK_PATH_MIG_STATE != 0, rts.path_mig_state), (true, MIG_REARM));
+    assert_eq!(
+        (rts.mask & MASK_PATH_MIG_STATE != 0, rts.path_mig_state),
+        (true, MIG_REARM)
+    );
     for state in State::ALL {
         for target in [QpState::Init, QpState::Rtr, QpState::Rts] {
             let ok = derive(state, target, &a).is_ok();
@@ -181,8 +248,17 @@ fn access_flags_and_state_rules() {
     let mut r = Rng::new(9);
     let req = gen::req(&mut r);
     let active = Negotiated::active(&req, 16, 0, 1);
-    assert_eq!(derive(State::Established, QpState::Rtr, &active), Err(QpAttrError::NotNegotiated));
+    assert_eq!(
+        derive(State::Established, QpState::Rtr, &active),
+        Err(QpAttrError::NotNegotiated)
+    );
     let passive = Negotiated::passive(&req, 0, 1);
-    assert_eq!(derive(State::ReqRcvd, QpState::Rtr, &passive), Err(QpAttrError::NotNegotiated));
-    assert_eq!(derive(State::Idle, QpState::Init, &passive), Err(QpAttrError::WrongState(State::Idle)));
+    assert_eq!(
+        derive(State::ReqRcvd, QpState::Rtr, &passive),
+        Err(QpAttrError::NotNegotiated)
+    );
+    assert_eq!(
+        derive(State::Idle, QpState::Init, &passive),
+        Err(QpAttrError::WrongState(State::Idle))
+    );
 }

@@ -16,7 +16,11 @@ struct Sim {
 
 impl Sim {
     fn new(cep: Cep) -> Self {
-        Self { cep, send_armed: false, timewait_armed: false }
+        Self {
+            cep,
+            send_armed: false,
+            timewait_armed: false,
+        }
     }
 
     /// Applies `event`, checks every rule, returns the actions.
@@ -43,7 +47,12 @@ impl Sim {
                             self.send_armed = true;
                         }
                         Action::CancelSend => {
-                            prop_assert!(self.send_armed, "cancel without send: {:?} {:?}", before, event);
+                            prop_assert!(
+                                self.send_armed,
+                                "cancel without send: {:?} {:?}",
+                                before,
+                                event
+                            );
                             self.send_armed = false;
                         }
                         Action::ExtendSend => prop_assert!(self.send_armed),
@@ -78,7 +87,11 @@ impl Sim {
 }
 
 fn event_strategy() -> impl Strategy<Value = Event> {
-    let code = prop_oneof![Just(MessageCode::Req), Just(MessageCode::Rep), Just(MessageCode::Other)];
+    let code = prop_oneof![
+        Just(MessageCode::Req),
+        Just(MessageCode::Rep),
+        Just(MessageCode::Other)
+    ];
     prop_oneof![
         Just(Event::Listen),
         Just(Event::SendReq),
@@ -97,7 +110,8 @@ fn event_strategy() -> impl Strategy<Value = Event> {
         Just(Event::RxReq),
         Just(Event::RxDupReq),
         code.prop_map(Event::RxMra),
-        prop_oneof![Just(10u16), Just(28u16), any::<u16>()].prop_map(|reason| Event::RxRej { reason }),
+        prop_oneof![Just(10u16), Just(28u16), any::<u16>()]
+            .prop_map(|reason| Event::RxRej { reason }),
         Just(Event::RxRep),
         Just(Event::RxRtu),
         any::<bool>().prop_map(|qpn_matches| Event::RxDreq { qpn_matches }),
@@ -164,11 +178,20 @@ struct Pair {
 
 impl Pair {
     fn new(a: Cep, b: Cep) -> Self {
-        Self { a: Sim::new(a), b: Sim::new(b), delivered: vec![], wire: vec![] }
+        Self {
+            a: Sim::new(a),
+            b: Sim::new(b),
+            delivered: vec![],
+            wire: vec![],
+        }
     }
 
     fn side(&mut self, who: char) -> &mut Sim {
-        if who == 'a' { &mut self.a } else { &mut self.b }
+        if who == 'a' {
+            &mut self.a
+        } else {
+            &mut self.b
+        }
     }
 
     /// Applies `event` on `who` and returns the messages it sent (not yet delivered).
@@ -254,7 +277,11 @@ fn happy_path_and_disconnect() {
     p.call('a', Event::TimewaitExpired);
     p.call('b', Event::TimewaitExpired);
     assert_eq!(p.states(), (State::Idle, State::Idle));
-    let exits = p.delivered.iter().filter(|(_, e)| *e == UserEvent::TimewaitExit).count();
+    let exits = p
+        .delivered
+        .iter()
+        .filter(|(_, e)| *e == UserEvent::TimewaitExit)
+        .count();
     assert_eq!(exits, 2);
 }
 
@@ -265,7 +292,12 @@ fn crossing_dreqs_reach_timewait_without_errors() {
     let a = p.call('a', Event::SendDreq);
     let b = p.call('b', Event::SendDreq);
     assert_eq!(p.states(), (State::DreqSent, State::DreqSent));
-    p.pump(a.into_iter().map(|m| ('a', m)).chain(b.into_iter().map(|m| ('b', m))).collect());
+    p.pump(
+        a.into_iter()
+            .map(|m| ('a', m))
+            .chain(b.into_iter().map(|m| ('b', m)))
+            .collect(),
+    );
     assert_eq!(p.states(), (State::DreqRcvd, State::DreqRcvd));
     for who in ['a', 'b'] {
         let drep = p.call(who, Event::SendDrep);

@@ -6,15 +6,20 @@
 
 use cepm_proto::msg_code::MessageCode;
 use cepm_proto::state::{
-    stateless_reply, transition, Action, Action::*, Cep, Event, IllegalCall, Outgoing,
-    State, State::*, StatelessReply, Unmatched, UserEvent, MAX_ACTIONS,
+    stateless_reply, transition, Action, Action::*, Cep, Event, IllegalCall, Outgoing, State,
+    State::*, StatelessReply, Unmatched, UserEvent, MAX_ACTIONS,
 };
 
 const R: u16 = 28; // consumer defined
 const STALE: u16 = 10;
 
 fn rej(reason: u16, rejected: MessageCode, zero_local_id: bool) -> Action {
-    Send(Outgoing::Rej { reason, rejected, zero_local_id, ari_ca_guid: false })
+    Send(Outgoing::Rej {
+        reason,
+        rejected,
+        zero_local_id,
+        ari_ca_guid: false,
+    })
 }
 
 const TIMEOUT_REJ: Action = Send(Outgoing::Rej {
@@ -72,7 +77,12 @@ struct Row {
 }
 
 fn row(from: &'static [State], event: Event, to: State, actions: &[Action]) -> Row {
-    Row { from, event, to, actions: actions.to_vec() }
+    Row {
+        from,
+        event,
+        to,
+        actions: actions.to_vec(),
+    }
 }
 
 fn rows() -> Vec<Row> {
@@ -83,16 +93,56 @@ fn rows() -> Vec<Row> {
     let mut rows = vec![
         // Active connect.
         row(&[Idle], Event::Listen, Listen, &[]),
-        row(&[Idle], Event::SendReq, ReqSent, &[SendRetried(Outgoing::Req)]),
-        row(&[ReqSent], Event::RxMra(MReq), MraReqRcvd, &[ExtendSend, d(UserEvent::MraReceived)]),
+        row(
+            &[Idle],
+            Event::SendReq,
+            ReqSent,
+            &[SendRetried(Outgoing::Req)],
+        ),
+        row(
+            &[ReqSent],
+            Event::RxMra(MReq),
+            MraReqRcvd,
+            &[ExtendSend, d(UserEvent::MraReceived)],
+        ),
         // "Stay" rows: target Idle with no actions is a marker expanded per state below.
-        row(&[MraReqRcvd, MraRepRcvd], Event::RxMra(MReq), State::Idle, &[]),
-        row(&[ReqSent, MraReqRcvd], Event::RxRep, RepRcvd, &[CancelSend, d(UserEvent::RepReceived)]),
-        row(&[ReqSent, MraReqRcvd], Event::SendTimeout, Idle, &[d(UserEvent::ReqError)]),
+        row(
+            &[MraReqRcvd, MraRepRcvd],
+            Event::RxMra(MReq),
+            State::Idle,
+            &[],
+        ),
+        row(
+            &[ReqSent, MraReqRcvd],
+            Event::RxRep,
+            RepRcvd,
+            &[CancelSend, d(UserEvent::RepReceived)],
+        ),
+        row(
+            &[ReqSent, MraReqRcvd],
+            Event::SendTimeout,
+            Idle,
+            &[d(UserEvent::ReqError)],
+        ),
         row(&[RepRcvd], Event::PrepareMra, MraRepSent, &[]),
-        row(&[RepRcvd, MraRepSent], Event::SendRtu, Established, &[Send(Outgoing::Rtu)]),
-        row(&[Established], Event::RxRep, Established, &[CountDuplicate, Send(Outgoing::Rtu)]),
-        row(&[MraRepSent], Event::RxRep, MraRepSent, &[CountDuplicate, Send(Outgoing::MraRep)]),
+        row(
+            &[RepRcvd, MraRepSent],
+            Event::SendRtu,
+            Established,
+            &[Send(Outgoing::Rtu)],
+        ),
+        row(
+            &[Established],
+            Event::RxRep,
+            Established,
+            &[CountDuplicate, Send(Outgoing::Rtu)],
+        ),
+        row(
+            &[MraRepSent],
+            Event::RxRep,
+            MraRepSent,
+            &[CountDuplicate, Send(Outgoing::MraRep)],
+        ),
         row(&[RepRcvd], Event::RxRep, RepRcvd, &[CountDuplicate]),
         // Passive connect.
         row(&[Listen], Event::RxReq, Listen, &[SpawnConnection]),
@@ -100,26 +150,86 @@ fn rows() -> Vec<Row> {
         row(&[ReqRcvd], Event::PrepareMra, MraReqSent, &[]),
         row(&[RepPrepared], Event::PrepareMra, RepPreparedMraSent, &[]),
         row(&[ReqRcvd, RepPrepared], Event::PrepareRep, RepPrepared, &[]),
-        row(&[MraReqSent, RepPreparedMraSent], Event::PrepareRep, RepPreparedMraSent, &[]),
+        row(
+            &[MraReqSent, RepPreparedMraSent],
+            Event::PrepareRep,
+            RepPreparedMraSent,
+            &[],
+        ),
         row(
             &[ReqRcvd, MraReqSent, RepPrepared, RepPreparedMraSent],
             Event::SendRep,
             RepSent,
             &[SendRetried(Outgoing::Rep)],
         ),
-        row(&[RepSent], Event::RxMra(MRep), MraRepRcvd, &[ExtendSend, d(UserEvent::MraReceived)]),
-        row(&[RepSent, MraRepRcvd], Event::RxRtu, Established, &[CancelSend, d(UserEvent::RtuReceived)]),
-        row(&[Established, DreqSent, DreqRcvd, Timewait], Event::RxRtu, State::Idle, &[]), // fixed below
-        row(&[RepSent, MraRepRcvd], Event::Establish, Established, &[CancelSend, d(UserEvent::UserEstablished)]),
-        row(&[RepSent, MraRepRcvd], Event::SendTimeout, Idle, &[d(UserEvent::RepError)]),
+        row(
+            &[RepSent],
+            Event::RxMra(MRep),
+            MraRepRcvd,
+            &[ExtendSend, d(UserEvent::MraReceived)],
+        ),
+        row(
+            &[RepSent, MraRepRcvd],
+            Event::RxRtu,
+            Established,
+            &[CancelSend, d(UserEvent::RtuReceived)],
+        ),
+        row(
+            &[Established, DreqSent, DreqRcvd, Timewait],
+            Event::RxRtu,
+            State::Idle,
+            &[],
+        ), // fixed below
+        row(
+            &[RepSent, MraRepRcvd],
+            Event::Establish,
+            Established,
+            &[CancelSend, d(UserEvent::UserEstablished)],
+        ),
+        row(
+            &[RepSent, MraRepRcvd],
+            Event::SendTimeout,
+            Idle,
+            &[d(UserEvent::RepError)],
+        ),
         // Duplicate REQs (cm_dup_req_handler) and OFW-style stale REJ in timewait.
-        row(&[MraReqSent, RepPreparedMraSent], Event::RxDupReq, State::Idle, &[]), // fixed below
-        row(&[Timewait], Event::RxDupReq, Timewait, &[CountDuplicate, rej(STALE, Other, false)]),
+        row(
+            &[MraReqSent, RepPreparedMraSent],
+            Event::RxDupReq,
+            State::Idle,
+            &[],
+        ), // fixed below
+        row(
+            &[Timewait],
+            Event::RxDupReq,
+            Timewait,
+            &[CountDuplicate, rej(STALE, Other, false)],
+        ),
         // Local REJ.
-        row(&[ReqSent, MraReqRcvd], Event::SendRej { reason: R }, Idle, &[CancelSend, rej(R, Other, false)]),
-        row(&[ReqRcvd, RepPrepared], Event::SendRej { reason: R }, Idle, &[rej(R, MReq, true)]),
-        row(&[MraReqSent, RepPreparedMraSent], Event::SendRej { reason: R }, Idle, &[rej(R, MReq, false)]),
-        row(&[RepRcvd, MraRepSent], Event::SendRej { reason: R }, Idle, &[rej(R, MRep, false)]),
+        row(
+            &[ReqSent, MraReqRcvd],
+            Event::SendRej { reason: R },
+            Idle,
+            &[CancelSend, rej(R, Other, false)],
+        ),
+        row(
+            &[ReqRcvd, RepPrepared],
+            Event::SendRej { reason: R },
+            Idle,
+            &[rej(R, MReq, true)],
+        ),
+        row(
+            &[MraReqSent, RepPreparedMraSent],
+            Event::SendRej { reason: R },
+            Idle,
+            &[rej(R, MReq, false)],
+        ),
+        row(
+            &[RepRcvd, MraRepSent],
+            Event::SendRej { reason: R },
+            Idle,
+            &[rej(R, MRep, false)],
+        ),
         row(
             &[RepSent, MraRepRcvd],
             Event::SendRej { reason: R },
@@ -127,14 +237,24 @@ fn rows() -> Vec<Row> {
             &[CancelSend, ArmTimewait, rej(R, Other, false)],
         ),
         // Received REJ.
-        row(&[ReqSent, MraReqRcvd, RepSent, MraRepRcvd], Event::RxRej { reason: R }, Idle, &[CancelSend, d(UserEvent::RejReceived)]),
+        row(
+            &[ReqSent, MraReqRcvd, RepSent, MraRepRcvd],
+            Event::RxRej { reason: R },
+            Idle,
+            &[CancelSend, d(UserEvent::RejReceived)],
+        ),
         row(
             &[ReqSent, MraReqRcvd, RepSent, MraRepRcvd],
             Event::RxRej { reason: STALE },
             Timewait,
             &[CancelSend, ArmTimewait, d(UserEvent::RejReceived)],
         ),
-        row(&[ReqRcvd, MraReqSent, RepPrepared, RepPreparedMraSent], Event::RxRej { reason: R }, Idle, &[d(UserEvent::RejReceived)]),
+        row(
+            &[ReqRcvd, MraReqSent, RepPrepared, RepPreparedMraSent],
+            Event::RxRej { reason: R },
+            Idle,
+            &[d(UserEvent::RejReceived)],
+        ),
         row(
             &[ReqRcvd, MraReqSent, RepPrepared, RepPreparedMraSent],
             Event::RxRej { reason: STALE },
@@ -142,22 +262,97 @@ fn rows() -> Vec<Row> {
             &[ArmTimewait, d(UserEvent::RejReceived)],
         ),
         // Disconnect.
-        row(&[Established], Event::SendDreq, DreqSent, &[SendRetried(Outgoing::Dreq)]),
-        row(&[Established], Event::StaleConnection, DreqSent, &[SendRetried(Outgoing::Dreq)]),
-        row(&[RepSent, MraRepRcvd, DreqSent], Event::RxDreq { qpn_matches: true }, DreqRcvd, &[CancelSend, d(UserEvent::DreqReceived)]),
-        row(&[Established], Event::RxDreq { qpn_matches: true }, DreqRcvd, &[d(UserEvent::DreqReceived)]),
-        row(&[Timewait], Event::RxDreq { qpn_matches: true }, Timewait, &[CountDuplicate, Send(Outgoing::Drep)]),
-        row(&[DreqRcvd], Event::RxDreq { qpn_matches: true }, DreqRcvd, &[CountDuplicate]),
-        row(&[DreqRcvd], Event::SendDrep, Timewait, &[ArmTimewait, Send(Outgoing::Drep)]),
-        row(&[DreqSent], Event::RxDrep, Timewait, &[CancelSend, ArmTimewait, d(UserEvent::DrepReceived)]),
-        row(&[DreqRcvd], Event::RxDrep, Timewait, &[ArmTimewait, d(UserEvent::DrepReceived)]),
-        row(&[DreqSent], Event::SendTimeout, Timewait, &[ArmTimewait, d(UserEvent::DreqError)]),
-        row(&[Timewait], Event::TimewaitExpired, Idle, &[d(UserEvent::TimewaitExit)]),
+        row(
+            &[Established],
+            Event::SendDreq,
+            DreqSent,
+            &[SendRetried(Outgoing::Dreq)],
+        ),
+        row(
+            &[Established],
+            Event::StaleConnection,
+            DreqSent,
+            &[SendRetried(Outgoing::Dreq)],
+        ),
+        row(
+            &[RepSent, MraRepRcvd, DreqSent],
+            Event::RxDreq { qpn_matches: true },
+            DreqRcvd,
+            &[CancelSend, d(UserEvent::DreqReceived)],
+        ),
+        row(
+            &[Established],
+            Event::RxDreq { qpn_matches: true },
+            DreqRcvd,
+            &[d(UserEvent::DreqReceived)],
+        ),
+        row(
+            &[Timewait],
+            Event::RxDreq { qpn_matches: true },
+            Timewait,
+            &[CountDuplicate, Send(Outgoing::Drep)],
+        ),
+        row(
+            &[DreqRcvd],
+            Event::RxDreq { qpn_matches: true },
+            DreqRcvd,
+            &[CountDuplicate],
+        ),
+        row(
+            &[DreqRcvd],
+            Event::SendDrep,
+            Timewait,
+            &[ArmTimewait, Send(Outgoing::Drep)],
+        ),
+        row(
+            &[DreqSent],
+            Event::RxDrep,
+            Timewait,
+            &[CancelSend, ArmTimewait, d(UserEvent::DrepReceived)],
+        ),
+        row(
+            &[DreqRcvd],
+            Event::RxDrep,
+            Timewait,
+            &[ArmTimewait, d(UserEvent::DrepReceived)],
+        ),
+        row(
+            &[DreqSent],
+            Event::SendTimeout,
+            Timewait,
+            &[ArmTimewait, d(UserEvent::DreqError)],
+        ),
+        row(
+            &[Timewait],
+            Event::TimewaitExpired,
+            Idle,
+            &[d(UserEvent::TimewaitExit)],
+        ),
         // SIDR.
-        row(&[Idle], Event::SendSidrReq, SidrReqSent, &[SendRetried(Outgoing::SidrReq)]),
-        row(&[SidrReqSent], Event::RxSidrRep, Idle, &[CancelSend, d(UserEvent::SidrRepReceived)]),
-        row(&[SidrReqSent], Event::SendTimeout, Idle, &[d(UserEvent::SidrReqError)]),
-        row(&[SidrReqRcvd], Event::SendSidrRep { status: 0 }, Idle, &[Send(Outgoing::SidrRep { status: 0 })]),
+        row(
+            &[Idle],
+            Event::SendSidrReq,
+            SidrReqSent,
+            &[SendRetried(Outgoing::SidrReq)],
+        ),
+        row(
+            &[SidrReqSent],
+            Event::RxSidrRep,
+            Idle,
+            &[CancelSend, d(UserEvent::SidrRepReceived)],
+        ),
+        row(
+            &[SidrReqSent],
+            Event::SendTimeout,
+            Idle,
+            &[d(UserEvent::SidrReqError)],
+        ),
+        row(
+            &[SidrReqRcvd],
+            Event::SendSidrRep { status: 0 },
+            Idle,
+            &[Send(Outgoing::SidrRep { status: 0 })],
+        ),
         // Destroy, by state (cm_destroy_id).
         row(&[Idle], destroy, Destroyed, &[]),
         row(&[Idle], destroy_retry, Destroyed, &[]),
@@ -165,24 +360,89 @@ fn rows() -> Vec<Row> {
         row(&[Listen], destroy_retry, Destroyed, &[StopListening]),
         row(&[SidrReqSent], destroy, Destroyed, &[CancelSend]),
         row(&[SidrReqSent], destroy_retry, Destroyed, &[CancelSend]),
-        row(&[SidrReqRcvd], destroy, Destroyed, &[Send(Outgoing::SidrRep { status: 2 })]),
-        row(&[SidrReqRcvd], destroy_retry, Destroyed, &[Send(Outgoing::SidrRep { status: 2 })]),
-        row(&[ReqSent, MraReqRcvd], destroy, Destroyed, &[CancelSend, TIMEOUT_REJ]),
-        row(&[ReqSent, MraReqRcvd], destroy_retry, Destroyed, &[CancelSend, TIMEOUT_REJ]),
-        row(&[ReqRcvd, RepPrepared], destroy, Destroyed, &[rej(R, MReq, true)]),
+        row(
+            &[SidrReqRcvd],
+            destroy,
+            Destroyed,
+            &[Send(Outgoing::SidrRep { status: 2 })],
+        ),
+        row(
+            &[SidrReqRcvd],
+            destroy_retry,
+            Destroyed,
+            &[Send(Outgoing::SidrRep { status: 2 })],
+        ),
+        row(
+            &[ReqSent, MraReqRcvd],
+            destroy,
+            Destroyed,
+            &[CancelSend, TIMEOUT_REJ],
+        ),
+        row(
+            &[ReqSent, MraReqRcvd],
+            destroy_retry,
+            Destroyed,
+            &[CancelSend, TIMEOUT_REJ],
+        ),
+        row(
+            &[ReqRcvd, RepPrepared],
+            destroy,
+            Destroyed,
+            &[rej(R, MReq, true)],
+        ),
         row(&[ReqRcvd, RepPrepared], destroy_retry, Destroyed, &[]),
-        row(&[MraReqSent, RepPreparedMraSent], destroy, Destroyed, &[rej(R, MReq, false)]),
-        row(&[MraReqSent, RepPreparedMraSent], destroy_retry, Destroyed, &[rej(R, MReq, false)]),
-        row(&[RepRcvd, MraRepSent], destroy, Destroyed, &[rej(R, MRep, false)]),
-        row(&[RepRcvd, MraRepSent], destroy_retry, Destroyed, &[rej(R, MRep, false)]),
-        row(&[RepSent, MraRepRcvd], destroy, Destroyed, &[CancelSend, rej(R, Other, false)]),
-        row(&[RepSent, MraRepRcvd], destroy_retry, Destroyed, &[CancelSend, rej(R, Other, false)]),
+        row(
+            &[MraReqSent, RepPreparedMraSent],
+            destroy,
+            Destroyed,
+            &[rej(R, MReq, false)],
+        ),
+        row(
+            &[MraReqSent, RepPreparedMraSent],
+            destroy_retry,
+            Destroyed,
+            &[rej(R, MReq, false)],
+        ),
+        row(
+            &[RepRcvd, MraRepSent],
+            destroy,
+            Destroyed,
+            &[rej(R, MRep, false)],
+        ),
+        row(
+            &[RepRcvd, MraRepSent],
+            destroy_retry,
+            Destroyed,
+            &[rej(R, MRep, false)],
+        ),
+        row(
+            &[RepSent, MraRepRcvd],
+            destroy,
+            Destroyed,
+            &[CancelSend, rej(R, Other, false)],
+        ),
+        row(
+            &[RepSent, MraRepRcvd],
+            destroy_retry,
+            Destroyed,
+            &[CancelSend, rej(R, Other, false)],
+        ),
         row(&[Established], destroy, Destroyed, &[Send(Outgoing::Dreq)]),
-        row(&[Established], destroy_retry, Destroyed, &[Send(Outgoing::Dreq)]),
+        row(
+            &[Established],
+            destroy_retry,
+            Destroyed,
+            &[Send(Outgoing::Dreq)],
+        ),
         row(&[DreqSent], destroy, Destroyed, &[CancelSend]),
         row(&[DreqSent], destroy_retry, Destroyed, &[CancelSend]),
         row(&[DreqRcvd], destroy, Destroyed, &[Send(Outgoing::Drep)]),
-        row(&[DreqRcvd], destroy_retry, Destroyed, &[Send(Outgoing::Drep)]),
+        row(
+            &[DreqRcvd],
+            destroy_retry,
+            Destroyed,
+            &[Send(Outgoing::Drep)],
+        ),
         row(&[Timewait], destroy, Destroyed, &[CancelTimewait]),
         row(&[Timewait], destroy_retry, Destroyed, &[CancelTimewait]),
     ];
@@ -199,24 +459,49 @@ fn rows() -> Vec<Row> {
                 Event::RxDupReq => vec![CountDuplicate, Send(Outgoing::MraReq)],
                 _ => vec![CountDuplicate],
             };
-            out.push(Row { from: std::slice::from_ref(leak(*s)), event: r.event, to: *s, actions });
+            out.push(Row {
+                from: std::slice::from_ref(leak(*s)),
+                event: r.event,
+                to: *s,
+                actions,
+            });
         }
     }
     // Duplicate REQs count everywhere else; duplicate MRAs count in MRA_*_RCVD.
     for s in State::ALL {
         if !matches!(s, MraReqSent | RepPreparedMraSent | Timewait | Destroyed) {
-            out.push(Row { from: std::slice::from_ref(leak(s)), event: Event::RxDupReq, to: s, actions: vec![CountDuplicate] });
+            out.push(Row {
+                from: std::slice::from_ref(leak(s)),
+                event: Event::RxDupReq,
+                to: s,
+                actions: vec![CountDuplicate],
+            });
         }
     }
     for code in [MessageCode::Rep, MessageCode::Other] {
         for s in [MraReqRcvd, MraRepRcvd] {
-            out.push(Row { from: std::slice::from_ref(leak(s)), event: Event::RxMra(code), to: s, actions: vec![CountDuplicate] });
+            out.push(Row {
+                from: std::slice::from_ref(leak(s)),
+                event: Event::RxMra(code),
+                to: s,
+                actions: vec![CountDuplicate],
+            });
         }
     }
     // REJ in DREQ_SENT / REP_RCVD / ESTABLISHED: timewait whatever the reason.
     for reason in [R, STALE] {
-        out.push(row(&[DreqSent], Event::RxRej { reason }, Timewait, &[CancelSend, ArmTimewait, d(UserEvent::RejReceived)]));
-        out.push(row(&[RepRcvd, MraRepSent, Established], Event::RxRej { reason }, Timewait, &[ArmTimewait, d(UserEvent::RejReceived)]));
+        out.push(row(
+            &[DreqSent],
+            Event::RxRej { reason },
+            Timewait,
+            &[CancelSend, ArmTimewait, d(UserEvent::RejReceived)],
+        ));
+        out.push(row(
+            &[RepRcvd, MraRepSent, Established],
+            Event::RxRej { reason },
+            Timewait,
+            &[ArmTimewait, d(UserEvent::RejReceived)],
+        ));
     }
     out
 }
@@ -226,7 +511,10 @@ fn leak(s: State) -> &'static State {
 }
 
 fn claimed(state: State) -> Cep {
-    Cep { state, claimed: true }
+    Cep {
+        state,
+        claimed: true,
+    }
 }
 
 #[test]
@@ -236,9 +524,15 @@ fn every_state_event_pair_matches_the_table() {
     let mut by_table = 0;
     for state in State::ALL {
         for event in events() {
-            let matching: Vec<&Row> =
-                rows.iter().filter(|r| r.event == event && r.from.contains(&state)).collect();
-            assert!(matching.len() <= 1, "{state:?} {event:?}: {} rows", matching.len());
+            let matching: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.event == event && r.from.contains(&state))
+                .collect();
+            assert!(
+                matching.len() <= 1,
+                "{state:?} {event:?}: {} rows",
+                matching.len()
+            );
             let got = transition(claimed(state), event);
             checked += 1;
             if state == Destroyed {
@@ -258,11 +552,19 @@ fn every_state_event_pair_matches_the_table() {
                     assert_eq!(t.actions.as_slice(), &r.actions[..], "{state:?} {event:?}");
                 }
                 None if event.is_local_call() && event != Event::Claim => {
-                    assert_eq!(got, Err(IllegalCall { state, event }), "{state:?} {event:?}");
+                    assert_eq!(
+                        got,
+                        Err(IllegalCall { state, event }),
+                        "{state:?} {event:?}"
+                    );
                 }
                 None => {
                     let t = got.unwrap_or_else(|e| panic!("{state:?} {event:?}: {e:?}"));
-                    assert_eq!(t.next, claimed(state), "{state:?} {event:?} must be ignored");
+                    assert_eq!(
+                        t.next,
+                        claimed(state),
+                        "{state:?} {event:?} must be ignored"
+                    );
                     assert!(t.actions.is_empty(), "{state:?} {event:?}: {:?}", t.actions);
                 }
             }
@@ -274,14 +576,20 @@ fn every_state_event_pair_matches_the_table() {
             assert!(State::ALL.contains(s));
         }
     }
-    println!("state table: {checked} (state, event) pairs checked, {by_table} by explicit rows, {} rows", rows.len());
+    println!(
+        "state table: {checked} (state, event) pairs checked, {by_table} by explicit rows, {} rows",
+        rows.len()
+    );
     assert_eq!(checked, State::ALL.len() * events().len());
 }
 
 #[test]
 fn unclaimed_ceps_allow_only_claim_and_destroy() {
     for state in State::ALL {
-        let cep = Cep { state, claimed: false };
+        let cep = Cep {
+            state,
+            claimed: false,
+        };
         for event in events() {
             let got = transition(cep, event);
             if state == Destroyed {
@@ -290,21 +598,33 @@ fn unclaimed_ceps_allow_only_claim_and_destroy() {
             match event {
                 Event::Claim => {
                     let t = got.unwrap();
-                    assert_eq!(t.next, Cep { state, claimed: true });
+                    assert_eq!(
+                        t.next,
+                        Cep {
+                            state,
+                            claimed: true
+                        }
+                    );
                     assert!(t.actions.is_empty());
                 }
                 Event::Destroy { .. } => assert_eq!(got.unwrap().next.state, Destroyed),
                 e if e.is_local_call() => assert_eq!(got, Err(IllegalCall { state, event })),
                 // The network still drives an unclaimed CEP; its events are queued.
-                _ => assert_eq!(got, transition(claimed(state), event).map(|mut t| {
-                    t.next.claimed = false;
-                    t
-                })),
+                _ => assert_eq!(
+                    got,
+                    transition(claimed(state), event).map(|mut t| {
+                        t.next.claimed = false;
+                        t
+                    })
+                ),
             }
         }
         assert_eq!(
             transition(claimed(state), Event::Claim),
-            Err(IllegalCall { state, event: Event::Claim })
+            Err(IllegalCall {
+                state,
+                event: Event::Claim
+            })
         );
     }
 }
@@ -312,13 +632,29 @@ fn unclaimed_ceps_allow_only_claim_and_destroy() {
 #[test]
 fn spawned_ceps_start_unclaimed_with_their_event() {
     let (cep, actions) = Cep::spawned_from_req();
-    assert_eq!(cep, Cep { state: ReqRcvd, claimed: false });
+    assert_eq!(
+        cep,
+        Cep {
+            state: ReqRcvd,
+            claimed: false
+        }
+    );
     assert_eq!(actions.as_slice(), &[Deliver(UserEvent::ReqReceived)]);
     let (cep, actions) = Cep::spawned_from_sidr_req();
-    assert_eq!(cep, Cep { state: SidrReqRcvd, claimed: false });
+    assert_eq!(
+        cep,
+        Cep {
+            state: SidrReqRcvd,
+            claimed: false
+        }
+    );
     assert_eq!(actions.as_slice(), &[Deliver(UserEvent::SidrReqReceived)]);
     // Listener closes with an unclaimed CEP: REJ 28 (reference §6.14).
-    let t = transition(cep_req_rcvd_unclaimed(), Event::Destroy { retry_later: false }).unwrap();
+    let t = transition(
+        cep_req_rcvd_unclaimed(),
+        Event::Destroy { retry_later: false },
+    )
+    .unwrap();
     assert_eq!(t.actions.as_slice(), &[rej(R, MessageCode::Req, true)]);
 }
 
@@ -343,10 +679,22 @@ fn rej_reason_passes_through_and_action_lists_fit() {
 
 #[test]
 fn stateless_replies() {
-    assert_eq!(stateless_reply(Unmatched::ReqNoListener), StatelessReply::RejReq(8));
-    assert_eq!(stateless_reply(Unmatched::ReqStale), StatelessReply::RejReq(10));
-    assert_eq!(stateless_reply(Unmatched::RepStale), StatelessReply::RejRep(10));
+    assert_eq!(
+        stateless_reply(Unmatched::ReqNoListener),
+        StatelessReply::RejReq(8)
+    );
+    assert_eq!(
+        stateless_reply(Unmatched::ReqStale),
+        StatelessReply::RejReq(10)
+    );
+    assert_eq!(
+        stateless_reply(Unmatched::RepStale),
+        StatelessReply::RejRep(10)
+    );
     assert_eq!(stateless_reply(Unmatched::Dreq), StatelessReply::Drep);
-    assert_eq!(stateless_reply(Unmatched::SidrReqNoListener), StatelessReply::SidrRep(1));
+    assert_eq!(
+        stateless_reply(Unmatched::SidrReqNoListener),
+        StatelessReply::SidrRep(1)
+    );
     assert_eq!(stateless_reply(Unmatched::Other), StatelessReply::Drop);
 }

@@ -8,8 +8,8 @@
 use std::{io, thread, time::Duration};
 
 use super::{
-    AccessFlags, AhAttr, CompletionError, CompletionQueue, Device, Mtu, PingPong, PingPongConfig, ProtectionDomain,
-    QpCaps, QpState, RcQp, Role, RtrAttr, RtsAttr, Stats,
+    AccessFlags, AhAttr, CompletionError, CompletionQueue, Device, Mtu, PingPong, PingPongConfig,
+    ProtectionDomain, QpCaps, QpState, RcQp, Role, RtrAttr, RtsAttr, Stats,
 };
 use crate::umad::{self, Gid};
 
@@ -70,7 +70,13 @@ fn rtr(peer_qpn: u32, peer_sq_psn: u32, mtu: Mtu, gid: &Gid, port: u8) -> RtrAtt
 /// The RTS attributes for a QP sending from `sq_psn`: 67 ms ACK timeout, 7 retries, infinite
 /// RNR retries.
 fn rts(sq_psn: u32) -> RtsAttr {
-    RtsAttr { sq_psn, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 }
+    RtsAttr {
+        sq_psn,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+    }
 }
 
 /// `result` with `who: ` in front of its error message.
@@ -103,14 +109,23 @@ pub fn run(config: &Config) -> io::Result<Report> {
     // Both first receives are posted before either QP can send.
     let client_pp = context("client", PingPong::new(&client, config.size))?;
     let server_pp = context("server", PingPong::new(&server, config.size))?;
-    context("client", client.to_rtr(&rtr(server.qp_num(), SERVER_SQ_PSN, mtu, &gid, config.port)))?;
-    context("server", server.to_rtr(&rtr(client.qp_num(), CLIENT_SQ_PSN, mtu, &gid, config.port)))?;
+    context(
+        "client",
+        client.to_rtr(&rtr(server.qp_num(), SERVER_SQ_PSN, mtu, &gid, config.port)),
+    )?;
+    context(
+        "server",
+        server.to_rtr(&rtr(client.qp_num(), CLIENT_SQ_PSN, mtu, &gid, config.port)),
+    )?;
     context("client", client.to_rts(&rts(CLIENT_SQ_PSN)))?;
     context("server", server.to_rts(&rts(SERVER_SQ_PSN)))?;
     for (who, qp) in [("client", &client), ("server", &server)] {
         let state = qp.state()?;
         if state != QpState::Rts {
-            return Err(io::Error::other(format!("{who}: QP {} is in {state:?} after to_rts", qp.qp_num())));
+            return Err(io::Error::other(format!(
+                "{who}: QP {} is in {state:?} after to_rts",
+                qp.qp_num()
+            )));
         }
     }
 
@@ -133,7 +148,9 @@ pub fn run(config: &Config) -> io::Result<Report> {
         if c.is_err() {
             let _ = server.to_error();
         }
-        let s = server_thread.join().unwrap_or_else(|_| Err(io::Error::other("server thread panicked")));
+        let s = server_thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("server thread panicked")));
         (c, s)
     });
     // Report the failure that came first: the other end's error is usually its flush.
@@ -146,8 +163,14 @@ pub fn run(config: &Config) -> io::Result<Report> {
             client: client_stats,
             server: server_stats,
         }),
-        (Err(c), Err(s)) if is_flush(&c) => Err(io::Error::new(s.kind(), format!("server: {s} (client: {c})"))),
-        (Err(c), Err(s)) => Err(io::Error::new(c.kind(), format!("client: {c} (server: {s})"))),
+        (Err(c), Err(s)) if is_flush(&c) => Err(io::Error::new(
+            s.kind(),
+            format!("server: {s} (client: {c})"),
+        )),
+        (Err(c), Err(s)) => Err(io::Error::new(
+            c.kind(),
+            format!("client: {c} (server: {s})"),
+        )),
         (Err(c), Ok(_)) => Err(io::Error::new(c.kind(), format!("client: {c}"))),
         (Ok(_), Err(s)) => Err(io::Error::new(s.kind(), format!("server: {s}"))),
     }
@@ -160,7 +183,10 @@ fn is_flush(e: &io::Error) -> bool {
 
 /// A GID as `ipv6` notation would print it, groups of four hex digits.
 pub fn format_gid(raw: &[u8; 16]) -> String {
-    raw.chunks_exact(2).map(|p| format!("{:02x}{:02x}", p[0], p[1])).collect::<Vec<_>>().join(":")
+    raw.chunks_exact(2)
+        .map(|p| format!("{:02x}{:02x}", p[0], p[1]))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 #[cfg(test)]
@@ -169,7 +195,10 @@ mod tests {
 
     #[test]
     fn each_end_expects_the_psn_the_other_sends_from() {
-        let gid = Gid { index: 1, raw: [0; 16] };
+        let gid = Gid {
+            index: 1,
+            raw: [0; 16],
+        };
         let client_rtr = rtr(18, SERVER_SQ_PSN, Mtu::Mtu1024, &gid, 1);
         let server_rtr = rtr(17, CLIENT_SQ_PSN, Mtu::Mtu1024, &gid, 1);
         assert_eq!(client_rtr.rq_psn, rts(SERVER_SQ_PSN).sq_psn);

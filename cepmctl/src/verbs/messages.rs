@@ -54,14 +54,29 @@ impl<'q> Messages<'q> {
             unsafe { qp.post_recv(&mr, u64::from(i)) }?;
             recvs.push(mr);
         }
-        Ok(Self { qp, size, count, _recvs: recvs, send, received: 0, sent: 0 })
+        Ok(Self {
+            qp,
+            size,
+            count,
+            _recvs: recvs,
+            send,
+            received: 0,
+            sent: 0,
+        })
     }
 
     /// Takes one completion and counts it; returns the bytes of a receive.
     fn account(&mut self, timeout: Duration) -> io::Result<u64> {
-        let wc = self.qp.cq().wait(timeout).map_err(|e| self.with_progress(e))?.check()?;
+        let wc = self
+            .qp
+            .cq()
+            .wait(timeout)
+            .map_err(|e| self.with_progress(e))?
+            .check()?;
         match wc.opcode {
-            WcOpcode::Recv if wc.wr_id == u64::from(self.received) && self.received < self.count => {
+            WcOpcode::Recv
+                if wc.wr_id == u64::from(self.received) && self.received < self.count =>
+            {
                 self.received += 1;
                 Ok(u64::from(wc.byte_len))
             }
@@ -79,10 +94,16 @@ impl<'q> Messages<'q> {
     /// `e` with how far the exchange got and the QP's state, so that a stall can be told
     /// apart from a QP the device moved to the error state.
     fn with_progress(&self, e: io::Error) -> io::Error {
-        let state = self.qp.state().map_or_else(|q| format!("unknown ({q})"), |s| format!("{s:?}"));
+        let state = self
+            .qp
+            .state()
+            .map_or_else(|q| format!("unknown ({q})"), |s| format!("{s:?}"));
         io::Error::new(
             e.kind(),
-            format!("{e} ({} of {} received, {} sends completed, QP in {state})", self.received, self.count, self.sent),
+            format!(
+                "{e} ({} of {} received, {} sends completed, QP in {state})",
+                self.received, self.count, self.sent
+            ),
         )
     }
 
@@ -104,7 +125,10 @@ impl<'q> Messages<'q> {
         for i in 0..self.count {
             // SAFETY: the send buffer is never written after `new`, so the device may read it
             // for as many sends as are outstanding.
-            unsafe { self.qp.post_send(&self.send, self.size, SEND_WR | u64::from(i), true) }?;
+            unsafe {
+                self.qp
+                    .post_send(&self.send, self.size, SEND_WR | u64::from(i), true)
+            }?;
         }
         let posted = self.count;
         if send_first {
@@ -116,6 +140,11 @@ impl<'q> Messages<'q> {
             bytes += self.account(timeout)?;
         }
         self.sent = posted;
-        Ok(Exchanged { received: self.received, sent: self.sent, bytes_received: bytes, elapsed: start.elapsed() })
+        Ok(Exchanged {
+            received: self.received,
+            sent: self.sent,
+            bytes_received: bytes,
+            elapsed: start.elapsed(),
+        })
     }
 }

@@ -30,7 +30,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{AccessFlags, CompletionError, MemoryRegion, RcQp, RdmaOp, RemoteBuf, Role, WcOpcode, WorkCompletion};
+use super::{
+    AccessFlags, CompletionError, MemoryRegion, RcQp, RdmaOp, RemoteBuf, Role, WcOpcode,
+    WorkCompletion,
+};
 
 /// Length of every rping message: `sizeof(struct rping_rdma_info)`.
 pub const INFO_LEN: usize = 16;
@@ -82,7 +85,10 @@ impl RdmaInfo {
 
     /// The buffer as a target of RDMA requests.
     pub fn remote(&self) -> RemoteBuf {
-        RemoteBuf { addr: self.buf, rkey: self.rkey }
+        RemoteBuf {
+            addr: self.buf,
+            rkey: self.rkey,
+        }
     }
 }
 
@@ -112,14 +118,19 @@ pub fn fill_ping(buf: &mut [u8], ping: u64) {
 /// The length of the NUL-terminated string at the start of `data`, NUL included
 /// (`strlen(data) + 1`), or all of `data` if it holds no NUL.
 pub fn c_string_len(data: &[u8]) -> usize {
-    data.iter().position(|&b| b == 0).map_or(data.len(), |n| n + 1)
+    data.iter()
+        .position(|&b| b == 0)
+        .map_or(data.len(), |n| n + 1)
 }
 
 /// The first offset where `got` differs from `expected`, if any (lengths are compared too: a
 /// length difference is reported at the shorter length).
 fn first_difference(got: &[u8], expected: &[u8]) -> Option<usize> {
     let shorter = got.len().min(expected.len());
-    got.iter().zip(expected).position(|(a, b)| a != b).or((got.len() != expected.len()).then_some(shorter))
+    got.iter()
+        .zip(expected)
+        .position(|(a, b)| a != b)
+        .or((got.len() != expected.len()).then_some(shorter))
 }
 
 /// What one end of an rping session did.
@@ -263,7 +274,10 @@ impl<'q> Rping<'q> {
     /// on `qp`, which must be in INIT or later, and posts its first receive.
     pub fn new(qp: &'q RcQp, size: usize) -> io::Result<Self> {
         if qp.port().is_none() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "move the QP to INIT first"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "move the QP to INIT first",
+            ));
         }
         if !(MIN_SIZE..=MAX_SIZE).contains(&size) {
             return Err(io::Error::new(
@@ -271,7 +285,8 @@ impl<'q> Rping<'q> {
                 format!("rping size {size} is outside rping's range {MIN_SIZE}..={MAX_SIZE}"),
             ));
         }
-        let remote = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE;
+        let remote =
+            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE;
         let mut rping = Self {
             qp,
             size,
@@ -324,7 +339,10 @@ impl<'q> Rping<'q> {
         let seq = self.counts.posted[Kind::Send as usize];
         // SAFETY: the client writes `send` only with no SEND outstanding (it waits for each
         // SEND's completion, `send_info`); the server never writes it.
-        unsafe { self.qp.post_send(&self.send, INFO_LEN, Kind::Send.wr_id(seq), true) }?;
+        unsafe {
+            self.qp
+                .post_send(&self.send, INFO_LEN, Kind::Send.wr_id(seq), true)
+        }?;
         self.counts.posted[Kind::Send as usize] += 1;
         Ok(())
     }
@@ -338,14 +356,18 @@ impl<'q> Rping<'q> {
         let seq = self.counts.posted[kind as usize];
         // SAFETY: only the server posts these, one at a time, and it waits for each one's
         // completion before touching `rdma` again (`serve_one`).
-        unsafe { self.qp.post_rdma(op, &self.rdma, len, remote, kind.wr_id(seq), true) }?;
+        unsafe {
+            self.qp
+                .post_rdma(op, &self.rdma, len, remote, kind.wr_id(seq), true)
+        }?;
         self.counts.posted[kind as usize] += 1;
         Ok(())
     }
 
     /// Accounts for one completion of this QP.
     fn take(&mut self, wc: WorkCompletion) -> io::Result<Step> {
-        let unexpected = |why: &str| io::Error::other(format!("rping: unexpected completion {wc:?}: {why}"));
+        let unexpected =
+            |why: &str| io::Error::other(format!("rping: unexpected completion {wc:?}: {why}"));
         if wc.qp_num != self.qp.qp_num() {
             return Err(unexpected(&format!("not QP {}'s", self.qp.qp_num())));
         }
@@ -368,7 +390,10 @@ impl<'q> Rping<'q> {
             if wc.byte_len as usize != INFO_LEN {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("rping: received {} bytes, every rping message is {INFO_LEN}", wc.byte_len),
+                    format!(
+                        "rping: received {} bytes, every rping message is {INFO_LEN}",
+                        wc.byte_len
+                    ),
                 ));
             }
             self.last_info = RdmaInfo::decode(&self.recv.as_slice()[..INFO_LEN]);
@@ -396,10 +421,18 @@ impl<'q> Rping<'q> {
             if left.is_zero() {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
-                    format!("rping: no completion within {} ms ({:?})", timeout.as_millis(), self.counts),
+                    format!(
+                        "rping: no completion within {} ms ({:?})",
+                        timeout.as_millis(),
+                        self.counts
+                    ),
                 ));
             }
-            let slice = if stop.is_some() { left.min(STOP_POLL) } else { left };
+            let slice = if stop.is_some() {
+                left.min(STOP_POLL)
+            } else {
+                left
+            };
             match cq.wait(slice) {
                 Ok(wc) => return self.take(wc),
                 Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
@@ -425,7 +458,10 @@ impl<'q> Rping<'q> {
             if self.counts.done(Kind::Recv) > recvs {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("rping: message {} arrived before its turn", self.counts.done(Kind::Recv)),
+                    format!(
+                        "rping: message {} arrived before its turn",
+                        self.counts.done(Kind::Recv)
+                    ),
                 ));
             }
         }
@@ -434,7 +470,9 @@ impl<'q> Rping<'q> {
 
     /// The message just received.
     fn received(&mut self) -> io::Result<RdmaInfo> {
-        self.last_info.take().ok_or_else(|| io::Error::other("rping: no message received"))
+        self.last_info
+            .take()
+            .ok_or_else(|| io::Error::other("rping: no message received"))
     }
 
     /// Client: SENDs `info` and waits for its completion and for the server's answer (the
@@ -444,7 +482,9 @@ impl<'q> Rping<'q> {
         self.send.as_mut_slice()[..INFO_LEN].copy_from_slice(&info.encode());
         self.post_send()?;
         let sends = self.counts.posted[Kind::Send as usize];
-        match self.wait(timeout, recvs, &mut None, |c| c.done(Kind::Send) == sends && c.done(Kind::Recv) == recvs)? {
+        match self.wait(timeout, recvs, &mut None, |c| {
+            c.done(Kind::Send) == sends && c.done(Kind::Recv) == recvs
+        })? {
             None => {
                 self.received()?;
                 Ok(())
@@ -469,15 +509,26 @@ impl<'q> Rping<'q> {
         for ping in 0..count {
             // The server's READ of the previous ping completed before its first "go ahead".
             fill_ping(&mut self.start.as_mut_slice()[..size], ping);
-            let start = RdmaInfo { buf: self.start.addr(), rkey: self.start.rkey(), size: wire_size };
+            let start = RdmaInfo {
+                buf: self.start.addr(),
+                rkey: self.start.rkey(),
+                size: wire_size,
+            };
             self.send_info(start, 2 * ping + 1, timeout)?;
             // Nothing writes rdma_buf before it is advertised: clear it, so that an echo that
             // never arrives cannot pass for one.
             self.rdma.as_mut_slice().fill(0);
-            let sink = RdmaInfo { buf: self.rdma.addr(), rkey: self.rdma.rkey(), size: wire_size };
+            let sink = RdmaInfo {
+                buf: self.rdma.addr(),
+                rkey: self.rdma.rkey(),
+                size: wire_size,
+            };
             self.send_info(sink, 2 * ping + 2, timeout)?;
             // The server's WRITE completed before its second "go ahead", which we have.
-            let (sent, echoed) = (&self.start.as_slice()[..size], &self.rdma.as_slice()[..size]);
+            let (sent, echoed) = (
+                &self.start.as_slice()[..size],
+                &self.rdma.as_slice()[..size],
+            );
             if let Some(at) = first_difference(echoed, sent) {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -532,7 +583,11 @@ impl<'q> Rping<'q> {
         self.serve(timeout, Some(&mut stop))
     }
 
-    fn serve(mut self, timeout: Duration, mut stop: Option<&mut StopFn<'_>>) -> io::Result<RpingStats> {
+    fn serve(
+        mut self,
+        timeout: Duration,
+        mut stop: Option<&mut StopFn<'_>>,
+    ) -> io::Result<RpingStats> {
         let start_time = Instant::now();
         let mut stats = RpingStats {
             role: Role::Server,
@@ -547,7 +602,10 @@ impl<'q> Rping<'q> {
             let ping = stats.pings;
             // Between pings: the client's next start_buf advertisement, or the end.
             let want = 2 * ping + 1;
-            if self.wait(timeout, want, &mut stop, |c| c.done(Kind::Recv) == want)?.is_some() {
+            if self
+                .wait(timeout, want, &mut stop, |c| c.done(Kind::Recv) == want)?
+                .is_some()
+            {
                 stats.elapsed = start_time.elapsed();
                 return Ok(stats);
             }
@@ -567,7 +625,10 @@ impl<'q> Rping<'q> {
         let mid_ping = |step: Step| match step {
             Step::Flushed(wc) => io::Error::new(
                 io::ErrorKind::ConnectionAborted,
-                format!("rping ping {ping}: the QP was flushed in the middle of the ping ({})", wc.status_str()),
+                format!(
+                    "rping ping {ping}: the QP was flushed in the middle of the ping ({})",
+                    wc.status_str()
+                ),
             ),
             _ => io::Error::new(
                 io::ErrorKind::ConnectionAborted,
@@ -611,7 +672,10 @@ impl<'q> Rping<'q> {
         // rping writes back strlen(rdma_buf) + 1 bytes; bounded here by what was read.
         let echo_len = c_string_len(data);
         if let Some(f) = self.observer.as_mut() {
-            f(ping, &data[..echo_len - usize::from(data[echo_len - 1] == 0)]);
+            f(
+                ping,
+                &data[..echo_len - usize::from(data[echo_len - 1] == 0)],
+            );
         }
         // "Go ahead": 16 zero bytes, never written on this side.
         self.post_send()?;
@@ -623,7 +687,10 @@ impl<'q> Rping<'q> {
         if (sink.size as usize) < echo_len {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("rping ping {ping}: the client's echo buffer is {} bytes, the echo {echo_len}", sink.size),
+                format!(
+                    "rping ping {ping}: the client's echo buffer is {} bytes, the echo {echo_len}",
+                    sink.size
+                ),
             ));
         }
         self.post_rdma(RdmaOp::Write, echo_len, sink.remote())?;
@@ -643,12 +710,29 @@ mod tests {
 
     #[test]
     fn info_is_sixteen_big_endian_bytes() {
-        let info = RdmaInfo { buf: 0x0102_0304_0506_0708, rkey: 0x0a0b_0c0d, size: 64 };
+        let info = RdmaInfo {
+            buf: 0x0102_0304_0506_0708,
+            rkey: 0x0a0b_0c0d,
+            size: 64,
+        };
         let wire = info.encode();
-        assert_eq!(wire, [1, 2, 3, 4, 5, 6, 7, 8, 0x0a, 0x0b, 0x0c, 0x0d, 0, 0, 0, 64]);
+        assert_eq!(
+            wire,
+            [1, 2, 3, 4, 5, 6, 7, 8, 0x0a, 0x0b, 0x0c, 0x0d, 0, 0, 0, 64]
+        );
         assert_eq!(RdmaInfo::decode(&wire), Some(info));
-        assert_eq!(info.remote(), RemoteBuf { addr: 0x0102_0304_0506_0708, rkey: 0x0a0b_0c0d });
-        let max = RdmaInfo { buf: u64::MAX, rkey: u32::MAX, size: u32::MAX };
+        assert_eq!(
+            info.remote(),
+            RemoteBuf {
+                addr: 0x0102_0304_0506_0708,
+                rkey: 0x0a0b_0c0d
+            }
+        );
+        let max = RdmaInfo {
+            buf: u64::MAX,
+            rkey: u32::MAX,
+            size: u32::MAX,
+        };
         assert_eq!(RdmaInfo::decode(&max.encode()), Some(max));
         // The stock server's "go ahead" is all zeros.
         assert_eq!(RdmaInfo::decode(&[0; 16]), Some(RdmaInfo::default()));
@@ -700,7 +784,10 @@ mod tests {
     fn a_prefix_longer_than_the_buffer_is_truncated_like_snprintf() {
         // Only with pings beyond C's INT_MAX, which rping itself never reaches.
         let buf = ping(MIN_SIZE, u64::MAX);
-        assert_eq!(&buf[..MIN_SIZE - 1], &b"rdma-ping-18446744073709551615: "[..MIN_SIZE - 1]);
+        assert_eq!(
+            &buf[..MIN_SIZE - 1],
+            &b"rdma-ping-18446744073709551615: "[..MIN_SIZE - 1]
+        );
         assert_eq!(buf[MIN_SIZE - 1], 0);
         assert_eq!(ping(1, 0), [0]);
         fill_ping(&mut [], 0);
@@ -726,7 +813,10 @@ mod tests {
     fn wr_ids_carry_kind_and_sequence() {
         for kind in Kind::ALL {
             assert_eq!(Kind::of(kind.wr_id(0)), Some((kind, 0)));
-            assert_eq!(Kind::of(kind.wr_id((1 << 60) - 1)), Some((kind, (1 << 60) - 1)));
+            assert_eq!(
+                Kind::of(kind.wr_id((1 << 60) - 1)),
+                Some((kind, (1 << 60) - 1))
+            );
         }
         assert_eq!(Kind::of(4 << 60), None);
         assert_eq!(Kind::Read.opcode(), WcOpcode::RdmaRead);
@@ -736,7 +826,10 @@ mod tests {
     #[test]
     fn sizes_are_rpings() {
         // sizeof("2147483647") + sizeof("rdma-ping-%d: ")
-        assert_eq!(MIN_SIZE, "2147483647".len() + 1 + "rdma-ping-%d: ".len() + 1);
+        assert_eq!(
+            MIN_SIZE,
+            "2147483647".len() + 1 + "rdma-ping-%d: ".len() + 1
+        );
         assert_eq!(MAX_SIZE, 65535);
     }
 }

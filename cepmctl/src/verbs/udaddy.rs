@@ -34,8 +34,8 @@ use std::{
 };
 
 use super::{
-    fill_payload, AccessFlags, AddressHandle, InvalidAttr, MemoryRegion, Mtu, QpCaps, Role, UdDest, UdQp, WcOpcode,
-    WorkCompletion, GRH_LEN, MAX_QPN,
+    fill_payload, AccessFlags, AddressHandle, InvalidAttr, MemoryRegion, Mtu, QpCaps, Role, UdDest,
+    UdQp, WcOpcode, WorkCompletion, GRH_LEN, MAX_QPN,
 };
 
 /// The Q_Key rdma_cm gives UD QPs of the `RDMA_PS_UDP` port space (`RDMA_UDP_QKEY`,
@@ -73,7 +73,12 @@ pub fn datagram_len(byte_len: u32, size: usize) -> Result<usize, InvalidAttr> {
 /// Checks an exchange of `count` datagrams of `size` bytes on a QP with capacities `caps`
 /// whose port runs at `active_mtu` (a UD message is one packet: udaddy's
 /// `verify_test_params()` requires `size` <= the active MTU).
-pub fn check_params(count: u32, size: usize, caps: &QpCaps, active_mtu: Option<Mtu>) -> Result<(), InvalidAttr> {
+pub fn check_params(
+    count: u32,
+    size: usize,
+    caps: &QpCaps,
+    active_mtu: Option<Mtu>,
+) -> Result<(), InvalidAttr> {
     if count == 0 {
         return Err(InvalidAttr::new("count", "at least one message is needed"));
     }
@@ -82,11 +87,17 @@ pub fn check_params(count: u32, size: usize, caps: &QpCaps, active_mtu: Option<M
     }
     if let Some(mtu) = active_mtu {
         if size > mtu.bytes() as usize {
-            return Err(InvalidAttr::new("size", format!("{size} bytes is above the port's active MTU {mtu}")));
+            return Err(InvalidAttr::new(
+                "size",
+                format!("{size} bytes is above the port's active MTU {mtu}"),
+            ));
         }
     }
     if u32::try_from(recv_len(size)).is_err() {
-        return Err(InvalidAttr::new("size", format!("{size} bytes is too large")));
+        return Err(InvalidAttr::new(
+            "size",
+            format!("{size} bytes is too large"),
+        ));
     }
     if count > caps.max_recv_wr || count > caps.max_send_wr {
         return Err(InvalidAttr::new(
@@ -103,7 +114,10 @@ pub fn check_params(count: u32, size: usize, caps: &QpCaps, active_mtu: Option<M
 /// Checks a remote QP number for use as a UD destination (24 bits; not the SMI/GSI QPs 0 and 1).
 fn check_remote_qpn(qpn: u32, what: &'static str) -> Result<(), InvalidAttr> {
     if !(2..=MAX_QPN).contains(&qpn) {
-        return Err(InvalidAttr::new(what, format!("{qpn:#x} is not a UD QP number (2..={MAX_QPN:#x})")));
+        return Err(InvalidAttr::new(
+            what,
+            format!("{qpn:#x} is not a UD QP number (2..={MAX_QPN:#x})"),
+        ));
     }
     Ok(())
 }
@@ -190,8 +204,9 @@ impl<'q> UdExchange<'q> {
     /// Prepares an exchange of `count` datagrams of `size` bytes each way on `qp` (in RTS) and
     /// posts its `count` receives of `size` + [`GRH_LEN`] bytes.
     pub fn new(qp: &'q UdQp, count: u32, size: usize) -> io::Result<Self> {
-        let port =
-            qp.port().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "move the UD QP to RTS first"))?;
+        let port = qp.port().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "move the UD QP to RTS first")
+        })?;
         let port_attr = qp.device().query_port(port)?;
         check_params(count, size, &qp.caps(), port_attr.active_mtu)?;
         let mut send = MemoryRegion::new(qp.pd(), size, AccessFlags::NONE)?;
@@ -230,7 +245,10 @@ impl<'q> UdExchange<'q> {
 
     fn start(&mut self) -> io::Result<()> {
         if std::mem::replace(&mut self.started, true) {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a udaddy exchange runs once"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a udaddy exchange runs once",
+            ));
         }
         Ok(())
     }
@@ -247,7 +265,9 @@ impl<'q> UdExchange<'q> {
         }
         let wc = wc.check()?;
         match wc.opcode {
-            WcOpcode::Recv if self.received < self.count && wc.wr_id == u64::from(self.received) => {
+            WcOpcode::Recv
+                if self.received < self.count && wc.wr_id == u64::from(self.received) =>
+            {
                 let len = datagram_len(wc.byte_len, self.size).map_err(|e| {
                     io::Error::new(
                         io::ErrorKind::InvalidData,
@@ -257,14 +277,19 @@ impl<'q> UdExchange<'q> {
                 if let Some(src) = self.expect_src.filter(|&src| src != wc.src_qp) {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
-                        format!("datagram {} came from QP {}, expected QP {src}", self.received, wc.src_qp),
+                        format!(
+                            "datagram {} came from QP {}, expected QP {src}",
+                            self.received, wc.src_qp
+                        ),
                     ));
                 }
                 self.received += 1;
                 self.bytes_received += len as u64;
                 self.first.get_or_insert(wc);
             }
-            WcOpcode::Send if self.sent < self.posted && wc.wr_id == SEND_WR | u64::from(self.sent) => {
+            WcOpcode::Send
+                if self.sent < self.posted && wc.wr_id == SEND_WR | u64::from(self.sent) =>
+            {
                 self.sent += 1;
             }
             _ => {
@@ -286,7 +311,14 @@ impl<'q> UdExchange<'q> {
             // long as `self`, which the caller keeps while sends may be outstanding (see the
             // type's documentation), and a successful run waits for every send's completion.
             unsafe {
-                self.qp.post_send_ud(&self.send, self.size, dest, Some(self.qp.qp_num()), SEND_WR | u64::from(i), true)
+                self.qp.post_send_ud(
+                    &self.send,
+                    self.size,
+                    dest,
+                    Some(self.qp.qp_num()),
+                    SEND_WR | u64::from(i),
+                    true,
+                )
             }?;
             self.posted += 1;
         }
@@ -325,7 +357,11 @@ impl<'q> UdExchange<'q> {
         self.start()?;
         let start = Instant::now();
         self.expect_src = Some(remote_qpn);
-        self.post_sends(UdDest { ah: ah.clone(), remote_qpn, remote_qkey })?;
+        self.post_sends(UdDest {
+            ah: ah.clone(),
+            remote_qpn,
+            remote_qkey,
+        })?;
         while self.sent < self.count || self.received < self.count {
             self.account(timeout)?;
         }
@@ -372,12 +408,22 @@ impl<'q> UdExchange<'q> {
             ));
         }
         check_remote_qpn(remote_qpn, "imm_data")?;
-        let remote_qkey =
-            self.qp.qkey().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the UD QP has no Q_Key"))?;
-        let index = usize::try_from(first.wr_id).ok().filter(|&i| i < self.recvs.len());
-        let grh = index.map(|i| &self.recvs[i].as_slice()[..GRH_LEN]).ok_or_else(|| io::Error::other("bad wr_id"))?;
+        let remote_qkey = self
+            .qp
+            .qkey()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the UD QP has no Q_Key"))?;
+        let index = usize::try_from(first.wr_id)
+            .ok()
+            .filter(|&i| i < self.recvs.len());
+        let grh = index
+            .map(|i| &self.recvs[i].as_slice()[..GRH_LEN])
+            .ok_or_else(|| io::Error::other("bad wr_id"))?;
         let ah = AddressHandle::from_completion(self.qp.pd(), self.port, &first, grh)?;
-        self.post_sends(UdDest { ah, remote_qpn, remote_qkey })?;
+        self.post_sends(UdDest {
+            ah,
+            remote_qpn,
+            remote_qkey,
+        })?;
         while self.sent < self.count {
             self.account(timeout)?;
         }
@@ -416,7 +462,10 @@ mod tests {
         // udaddy posts htobe32(qp_num): the bits in memory are the QPN's big-endian bytes.
         let qpn = 0x0012_3456;
         assert_eq!(imm_to_ibv(qpn).to_ne_bytes(), [0x00, 0x12, 0x34, 0x56]);
-        assert_eq!(imm_from_ibv(u32::from_ne_bytes([0x00, 0x12, 0x34, 0x56])), qpn);
+        assert_eq!(
+            imm_from_ibv(u32::from_ne_bytes([0x00, 0x12, 0x34, 0x56])),
+            qpn
+        );
         assert_eq!(imm_from_ibv(imm_to_ibv(0xdead_beef)), 0xdead_beef);
         // The shim hands over ibv_wc.imm_data bit for bit; the completion reports the value.
         let raw = ffi::cepm_verbs_wc {
@@ -431,11 +480,17 @@ mod tests {
         assert_eq!((wc.imm_data, wc.src_qp), (Some(qpn), qpn));
         assert!(wc.has_grh());
         // Without IBV_WC_WITH_IMM there is no immediate, whatever the field holds.
-        let plain = WorkCompletion::from_raw(&ffi::cepm_verbs_wc { wc_flags: ffi::CEPM_VERBS_WC_GRH, ..raw });
+        let plain = WorkCompletion::from_raw(&ffi::cepm_verbs_wc {
+            wc_flags: ffi::CEPM_VERBS_WC_GRH,
+            ..raw
+        });
         assert_eq!(plain.imm_data, None);
         // Back to struct ibv_wc (for ibv_create_ah_from_wc) unchanged.
         let back = wc.to_raw();
-        assert_eq!((back.imm_data, back.wc_flags, back.opcode, back.src_qp), (raw.imm_data, raw.wc_flags, 128, qpn));
+        assert_eq!(
+            (back.imm_data, back.wc_flags, back.opcode, back.src_qp),
+            (raw.imm_data, raw.wc_flags, 128, qpn)
+        );
         assert_eq!(plain.to_raw().wc_flags, ffi::CEPM_VERBS_WC_GRH);
     }
 
@@ -452,26 +507,54 @@ mod tests {
 
     #[test]
     fn parameters_are_checked() {
-        let caps = QpCaps { max_send_wr: 10, max_recv_wr: 10, ..QpCaps::default() };
+        let caps = QpCaps {
+            max_send_wr: 10,
+            max_recv_wr: 10,
+            ..QpCaps::default()
+        };
         let mtu = Some(Mtu::Mtu1024);
-        assert_eq!(check_params(DEFAULT_COUNT, DEFAULT_SIZE, &caps, mtu), Ok(()));
+        assert_eq!(
+            check_params(DEFAULT_COUNT, DEFAULT_SIZE, &caps, mtu),
+            Ok(())
+        );
         assert_eq!(check_params(10, 1024, &caps, mtu), Ok(()));
-        assert_eq!(check_params(10, 1025, &caps, mtu).unwrap_err().field, "size");
+        assert_eq!(
+            check_params(10, 1025, &caps, mtu).unwrap_err().field,
+            "size"
+        );
         assert_eq!(check_params(10, 4096, &caps, None), Ok(()));
         assert_eq!(check_params(10, 0, &caps, mtu).unwrap_err().field, "size");
-        assert_eq!(check_params(10, usize::MAX, &caps, None).unwrap_err().field, "size");
+        assert_eq!(
+            check_params(10, usize::MAX, &caps, None).unwrap_err().field,
+            "size"
+        );
         assert_eq!(check_params(0, 100, &caps, mtu).unwrap_err().field, "count");
-        assert_eq!(check_params(11, 100, &caps, mtu).unwrap_err().field, "count");
-        let few_sends = QpCaps { max_send_wr: 5, ..caps };
-        assert_eq!(check_params(10, 100, &few_sends, mtu).unwrap_err().field, "count");
+        assert_eq!(
+            check_params(11, 100, &caps, mtu).unwrap_err().field,
+            "count"
+        );
+        let few_sends = QpCaps {
+            max_send_wr: 5,
+            ..caps
+        };
+        assert_eq!(
+            check_params(10, 100, &few_sends, mtu).unwrap_err().field,
+            "count"
+        );
     }
 
     #[test]
     fn remote_qpns_are_checked() {
         assert_eq!(check_remote_qpn(2, "remote_qpn"), Ok(()));
         assert_eq!(check_remote_qpn(MAX_QPN, "remote_qpn"), Ok(()));
-        assert_eq!(check_remote_qpn(1, "remote_qpn").unwrap_err().field, "remote_qpn");
-        assert_eq!(check_remote_qpn(MAX_QPN + 1, "imm_data").unwrap_err().field, "imm_data");
+        assert_eq!(
+            check_remote_qpn(1, "remote_qpn").unwrap_err().field,
+            "remote_qpn"
+        );
+        assert_eq!(
+            check_remote_qpn(MAX_QPN + 1, "imm_data").unwrap_err().field,
+            "imm_data"
+        );
     }
 
     #[test]
@@ -487,6 +570,9 @@ mod tests {
             elapsed: Duration::from_millis(5),
         };
         let text = s.to_string();
-        assert!(text.contains("server") && text.contains("QP 17") && text.contains("0x1234567"), "{text}");
+        assert!(
+            text.contains("server") && text.contains("QP 17") && text.contains("0x1234567"),
+            "{text}"
+        );
     }
 }

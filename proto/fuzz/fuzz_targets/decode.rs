@@ -17,8 +17,13 @@ fuzz_target!(|data: &[u8]| {
     let _ = CmaHdr::decode(data);
     if let Ok(mad) = CmMad::decode(data) {
         let mut buf = [0u8; MAD_SIZE];
-        mad.encode(&mut buf).expect("a decoded MAD always re-encodes");
-        assert_eq!(CmMad::decode(&buf), Ok(mad), "decode(encode(decode(x))) != decode(x)");
+        mad.encode(&mut buf)
+            .expect("a decoded MAD always re-encodes");
+        assert_eq!(
+            CmMad::decode(&buf),
+            Ok(mad),
+            "decode(encode(decode(x))) != decode(x)"
+        );
         // Only reserved bits may differ from the input.
         if let CmMsg::Req(req) = mad.msg {
             let _ = CmaHdr::decode(req.private_data.as_bytes());

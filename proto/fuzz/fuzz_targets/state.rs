@@ -23,21 +23,29 @@ fn event(b: u8, p: u8) -> Event {
         3 => Event::PrepareRep,
         4 => Event::SendRep,
         5 => Event::SendRtu,
-        6 => Event::SendRej { reason: u16::from(p) },
+        6 => Event::SendRej {
+            reason: u16::from(p),
+        },
         7 => Event::SendDreq,
         8 => Event::SendDrep,
         9 => Event::Establish,
         10 => Event::SendSidrReq,
         11 => Event::SendSidrRep { status: p },
         12 => Event::Claim,
-        13 => Event::Destroy { retry_later: p & 1 == 1 },
+        13 => Event::Destroy {
+            retry_later: p & 1 == 1,
+        },
         14 => Event::RxReq,
         15 => Event::RxDupReq,
         16 => Event::RxMra(code),
-        17 => Event::RxRej { reason: if p & 1 == 1 { 10 } else { u16::from(p) } },
+        17 => Event::RxRej {
+            reason: if p & 1 == 1 { 10 } else { u16::from(p) },
+        },
         18 => Event::RxRep,
         19 => Event::RxRtu,
-        20 => Event::RxDreq { qpn_matches: p & 1 == 1 },
+        20 => Event::RxDreq {
+            qpn_matches: p & 1 == 1,
+        },
         21 => Event::RxDrep,
         22 => Event::RxLap,
         23 => Event::RxApr,
@@ -96,14 +104,26 @@ fn step(sim: &mut Sim, ev: Event, spawned: &mut Vec<Sim>) {
                 }
             }
             sim.cep = t.next;
-            assert_eq!(sim.send, sim.cep.state.has_send_timer(), "{before:?} {ev:?}");
-            assert_eq!(sim.timewait, sim.cep.state.has_timewait_timer(), "{before:?} {ev:?}");
+            assert_eq!(
+                sim.send,
+                sim.cep.state.has_send_timer(),
+                "{before:?} {ev:?}"
+            );
+            assert_eq!(
+                sim.timewait,
+                sim.cep.state.has_timewait_timer(),
+                "{before:?} {ev:?}"
+            );
         }
     }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let mut ceps = vec![Sim { cep: Cep::new(), send: false, timewait: false }];
+    let mut ceps = vec![Sim {
+        cep: Cep::new(),
+        send: false,
+        timewait: false,
+    }];
     for chunk in data.chunks(3) {
         let [target, b, p] = [0, 1, 2].map(|i| chunk.get(i).copied().unwrap_or(0));
         let i = usize::from(target) % ceps.len();

@@ -9,8 +9,8 @@ use cepm_proto::drep::Drep;
 use cepm_proto::dreq::Dreq;
 use cepm_proto::lap::Lap;
 use cepm_proto::mad::{AttrId, METHOD_GET, METHOD_GET_RESP};
-use cepm_proto::msg_code::MessageCode;
 use cepm_proto::mra::Mra;
+use cepm_proto::msg_code::MessageCode;
 use cepm_proto::path::CmPath;
 use cepm_proto::pdata::PrivateData;
 use cepm_proto::rej::Rej;
@@ -297,7 +297,11 @@ pub(crate) fn msg(r: &mut Rng, attr: AttrId) -> CmMsg {
 pub(crate) fn cm_mad_of(r: &mut Rng, attr: AttrId) -> CmMad {
     let mut mad = CmMad::new(r.next_u64(), r.w(32), msg(r, attr));
     if attr == AttrId::ClassPortInfo {
-        mad.header.method = if r.flag() { METHOD_GET } else { METHOD_GET_RESP };
+        mad.header.method = if r.flag() {
+            METHOD_GET
+        } else {
+            METHOD_GET_RESP
+        };
     }
     mad.header.status = r.h();
     mad.header.class_specific = r.h();
