@@ -521,7 +521,7 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
 
 /// An `rdma_cm` peer's REQ starts with a `cma_hdr`; without a valid one it is rejected with
 /// reason 28 (Consumer Reject), as the passive `rdma_cm` does (`cma_ib_req_handler` fails,
-/// `drivers/infiniband/core/cm.c:1103-1111`).
+/// `cm_destroy_id` in `drivers/infiniband/core/cm.c`).
 fn check_cma_hdr(cepm: &Cepm, handle: u32, pdata: &[u8], trace: &mut Trace) -> io::Result<()> {
     if read_cma_hdr(pdata, trace) {
         return Ok(());

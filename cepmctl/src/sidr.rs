@@ -181,7 +181,7 @@ pub fn udaddy_server(config: &Config, count: u32) -> io::Result<Stats> {
     let (handle, req) = cepm.get_request(listener, 0)?;
     let mut status = sys::CEPM_SIDR_SUCCESS as u8;
     // A bad cma_hdr gets what the passive rdma_cm answers when its handler fails
-    // (`drivers/infiniband/core/cm.c:1088-1094`).
+    // (`cm_destroy_id` in `drivers/infiniband/core/cm.c`).
     if config.rdma_cm && !read_cma_hdr(&req.private_data, &mut trace) {
         status = sys::CEPM_SIDR_REJECT as u8;
     }

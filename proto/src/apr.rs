@@ -1,6 +1,6 @@
 //! AlternatePathResponse (APR, attribute 0x001A): IBTA vol. 1 table 116.
 //!
-//! Like LAP, ignored on RoCE by Linux (`drivers/infiniband/core/cm.c:3393-3395`).
+//! Like LAP, ignored on RoCE by Linux (`cm_apr_handler` in `drivers/infiniband/core/cm.c`).
 
 use super::error::{DecodeError, EncodeError};
 use super::mad::AttrId;

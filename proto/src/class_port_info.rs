@@ -1,8 +1,9 @@
 //! ClassPortInfo (attribute 0x0001) of the CM class: IBTA vol. 1 table 126,
-//! `struct ib_class_port_info` (`include/rdma/ib_mad.h:219-237`).
+//! `struct ib_class_port_info` (`include/rdma/ib_mad.h`).
 //!
 //! Linux has no CM handler for it: a Get is answered by the MAD layer with status
-//! "unsupported" (`drivers/infiniband/core/mad.c:2196-2225`). cepm can decode and build one.
+//! "unsupported" (`generate_unmatched_resp` in `drivers/infiniband/core/mad.c`). cepm can
+//! decode and build one.
 
 use super::error::{DecodeError, EncodeError};
 use super::path::Gid;

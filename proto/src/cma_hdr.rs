@@ -1,6 +1,5 @@
 //! The 36-byte `cma_hdr` that RDMA CM puts at the start of REQ and SIDR_REQ private data
-//! (`drivers/infiniband/core/cma.c:365-381`, written by `cma_format_hdr`,
-//! `drivers/infiniband/core/cma.c:4222-4249`).
+//! (`struct cma_hdr` in `drivers/infiniband/core/cma.c`, written by `cma_format_hdr`).
 //!
 //! Layout: `cma_version` (0), `ip_version` (high nibble 4 or 6), source port (be16), then
 //! 16-byte source and destination addresses. IPv4 addresses sit in the last 4 bytes of
@@ -65,7 +64,8 @@ impl CmaHdr {
 
     /// Parses the header at the start of `pdata` as the passive `rdma_cm` does
     /// (`cma_get_ip_ver` uses only the high nibble; IPv4 takes the last 4 bytes of each slot
-    /// without checking the padding, `drivers/infiniband/core/cma.c:1456-1551`).
+    /// without checking the padding, `cma_save_ip_info` and
+    /// `cma_save_ip4_info` in `drivers/infiniband/core/cma.c`).
     ///
     /// # Errors
     ///

@@ -30,7 +30,7 @@ pub struct Dreq {
     /// Receiver's communication ID.
     pub remote_comm_id: u32,
     /// The receiver's QPN (checked against the local QPN,
-    /// `drivers/infiniband/core/cm.c:2868-2870`), 24 bits, never 0.
+    /// `cm_dreq_handler` in `drivers/infiniband/core/cm.c`), 24 bits, never 0.
     pub remote_qpn: u32,
     /// Private data.
     pub private_data: PrivateData<DREQ_PRIVATE_DATA_SIZE>,

@@ -1,7 +1,7 @@
 //! LoadAlternatePath (LAP, attribute 0x0019): IBTA vol. 1 table 115.
 //!
-//! Linux stopped sending LAP in v5.6 and ignores it on RoCE
-//! (`drivers/infiniband/core/cm.c:3300-3302`); cepm decodes it so it can count and drop it.
+//! Linux stopped sending LAP in v5.6 and ignores it on RoCE (`cm_lap_handler` in
+//! `drivers/infiniband/core/cm.c`); cepm decodes it so it can count and drop it.
 
 use super::error::{DecodeError, EncodeError};
 use super::mad::AttrId;

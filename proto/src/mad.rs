@@ -1,7 +1,7 @@
 //! The 24-byte MAD common header and the CM attribute IDs.
 //!
 //! Every CM message is a 256-byte MAD on QP1: this header, then 232 bytes of message data
-//! (`include/rdma/ib_mad.h:138`, `struct ib_mad_hdr`). The module counts received CM MADs
+//! (`include/rdma/ib_mad.h`, `struct ib_mad_hdr`). The module counts received CM MADs
 //! per attribute with [`MadHeader::decode`] + [`AttrId::index`] before any further parsing.
 
 use super::error::DecodeError;
@@ -17,7 +17,7 @@ pub const CM_DATA_SIZE: usize = MAD_SIZE - MAD_HEADER_SIZE;
 pub const BASE_VERSION: u8 = 1;
 /// Management class of the Communication Manager (`IB_MGMT_CLASS_CM`).
 pub const CM_MGMT_CLASS: u8 = 0x07;
-/// CM class version (`IB_CM_CLASS_VERSION`, `drivers/infiniband/core/cm_msgs.h:20`).
+/// CM class version (`IB_CM_CLASS_VERSION`, `drivers/infiniband/core/cm_msgs.h`).
 pub const CM_CLASS_VERSION: u8 = 2;
 /// Method Get, used only with ClassPortInfo.
 pub const METHOD_GET: u8 = 0x01;
@@ -28,7 +28,7 @@ pub const METHOD_SEND: u8 = 0x03;
 /// Method GetResp, used only with ClassPortInfo.
 pub const METHOD_GET_RESP: u8 = 0x81;
 
-/// The CM attributes (IBTA vol. 1 table 104; `include/rdma/ib_cm.h:261-271`).
+/// The CM attributes (IBTA vol. 1 table 104; `CM_*_ATTR_ID` in `include/rdma/ib_cm.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AttrId {
     /// ClassPortInfo (0x0001).
@@ -172,7 +172,8 @@ pub struct MadHeader {
     /// Class-specific field (0 for the CM).
     pub class_specific: u16,
     /// Transaction ID. Linux puts `(agent hi_tid << 32) | local comm ID` in requests and
-    /// copies the request's TID into responses (`drivers/infiniband/core/cm.c:1305-1338`).
+    /// copies the request's TID into responses (`cm_form_tid`, `cm_format_mad_hdr` in
+    /// `drivers/infiniband/core/cm.c`).
     pub tid: u64,
     /// Attribute ID, raw; see [`AttrId::from_u16`].
     pub attr_id: u16,
@@ -247,7 +248,7 @@ impl MadHeader {
     ///
     /// Rules: base version 1, class 0x07, class version 2, a known attribute, method SEND
     /// for CM messages and Get/GetResp for ClassPortInfo (the MAD layer drops other CM
-    /// methods, `drivers/infiniband/core/mad.c:1838-1842`). Status is not checked: Linux
+    /// methods, `validate_mad` in `drivers/infiniband/core/mad.c`). Status is not checked: Linux
     /// ignores it on CM messages.
     ///
     /// # Errors

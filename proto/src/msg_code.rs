@@ -4,7 +4,7 @@ use super::error::DecodeError;
 use super::mad::AttrId;
 
 /// Which message a REJ rejects or an MRA acknowledges (`enum cm_msg_response`,
-/// `drivers/infiniband/core/cm_msgs.h:49-53`).
+/// `drivers/infiniband/core/cm_msgs.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MessageCode {
     /// The REQ (0).

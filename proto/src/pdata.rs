@@ -3,7 +3,7 @@
 //! The wire carries no private-data length: a received message always yields the full
 //! field (REQ 92, REP 196, ...), zero-padded by the sender. Outgoing data shorter than the
 //! field is zero-padded; longer data is an error (Linux returns `-EINVAL`, e.g.
-//! `drivers/infiniband/core/cm.c:2302-2304`).
+//! `ib_send_cm_rep` in `drivers/infiniband/core/cm.c`).
 
 use super::error::EncodeError;
 

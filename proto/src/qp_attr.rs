@@ -1,15 +1,16 @@
 //! QP attributes derived from the CM exchange, for INIT, RTR and RTS on both sides
-//! (`ib_cm_init_qp_attr`, `drivers/infiniband/core/cm.c:4081-4267`).
+//! (`ib_cm_init_qp_attr`, `drivers/infiniband/core/cm.c`).
 //!
 //! PSN convention (what interoperates with Linux): a message's StartingPSN is the PSN the
 //! *sender's receive queue* expects. So the active side has `rq_psn = REQ.StartingPSN` and
-//! `sq_psn = REP.StartingPSN`, and the passive side the reverse (`cm.c:1589,2126,2332,2577`).
-//! Each side's responder resources are the peer's initiator depth and vice versa
-//! (`cm.c:1845-1846,2120-2123,2573-2576`).
+//! `sq_psn = REP.StartingPSN`, and the passive side the reverse (`ib_send_cm_req`,
+//! `cm_req_handler`, `ib_send_cm_rep`, `cm_rep_handler` in `cm.c`). Each side's responder
+//! resources are the peer's initiator depth and vice versa (`cm_format_req_event`,
+//! `cm_req_handler`, `cm_rep_handler` in `cm.c`).
 //!
 //! The address vector itself (GIDs, DMAC, hop limit) is the module's business; this file
 //! produces the scalar attributes and the mask bits, with the values of
-//! `enum ib_qp_attr_mask` (`include/rdma/ib_verbs.h:1273-1295`).
+//! `enum ib_qp_attr_mask` (`include/rdma/ib_verbs.h`).
 
 use super::rep::Rep;
 use super::req::{Req, Transport};
@@ -145,7 +146,7 @@ pub struct Negotiated {
 
 impl Negotiated {
     /// The active side after sending `req` on a path with `packet_life_time`
-    /// (`ib_send_cm_req`, `cm.c:1556-1589`).
+    /// (`ib_send_cm_req`, `cm.c`).
     pub fn active(req: &Req, packet_life_time: u8, pkey_index: u16, port_num: u8) -> Self {
         Self {
             qp_type: match req.transport {
@@ -169,7 +170,7 @@ impl Negotiated {
         }
     }
 
-    /// The active side after receiving `rep` (`cm_rep_handler`, `cm.c:2566-2586`).
+    /// The active side after receiving `rep` (`cm_rep_handler`, `cm.c`).
     pub fn apply_received_rep(&mut self, rep: &Rep) {
         self.remote_qpn = Some(match self.qp_type {
             QpType::XrcIni => rep.local_eecn,
@@ -183,8 +184,8 @@ impl Negotiated {
             timing::active_ack_timeout_after_rep(rep.target_ack_delay, self.ack_timeout);
     }
 
-    /// The passive side after receiving `req` (`cm_req_handler`, `cm.c:2105-2128`); the AV
-    /// timeout is `PLT + 1` with `PLT = LocalAckTimeout − 1` (`cm.c:1731-1733`).
+    /// The passive side after receiving `req` (`cm_req_handler`, `cm.c`); the AV
+    /// timeout is `PLT + 1` with `PLT = LocalAckTimeout − 1` (`cm_format_paths_from_req`).
     pub fn passive(req: &Req, pkey_index: u16, port_num: u8) -> Self {
         let plt = timing::passive_packet_life_time(req.primary_path.local_ack_timeout);
         Self {
@@ -210,7 +211,7 @@ impl Negotiated {
     }
 
     /// The passive side once its REP is prepared or sent (`ib_send_cm_rep`,
-    /// `cm.c:2330-2332`): our RQ PSN and the resources we settled on.
+    /// `cm.c`): our RQ PSN and the resources we settled on.
     pub fn apply_sent_rep(&mut self, rep: &Rep) {
         self.rq_psn = Some(rep.starting_psn);
         self.initiator_depth = rep.initiator_depth;
@@ -274,7 +275,7 @@ pub fn derive(state: State, target: QpState, n: &Negotiated) -> Result<QpAttr, Q
         ..QpAttr::default()
     };
     match target {
-        // cm.c:4099-4115.
+        // cm_init_qp_init_attr in cm.c.
         QpState::Init => {
             a.mask = MASK_STATE | MASK_ACCESS_FLAGS | MASK_PKEY_INDEX | MASK_PORT;
             a.access_flags = ACCESS_REMOTE_WRITE;
@@ -287,7 +288,7 @@ pub fn derive(state: State, target: QpState, n: &Negotiated) -> Result<QpAttr, Q
             a.pkey_index = n.pkey_index;
             a.port_num = n.port_num;
         }
-        // cm.c:4144-4168.
+        // cm_init_qp_rtr_attr in cm.c.
         QpState::Rtr => {
             let (Some(dest), Some(rq_psn)) = (n.remote_qpn, n.rq_psn) else {
                 return Err(QpAttrError::NotNegotiated);
@@ -305,7 +306,7 @@ pub fn derive(state: State, target: QpState, n: &Negotiated) -> Result<QpAttr, Q
                 a.mask |= MASK_ALT_PATH;
             }
         }
-        // cm.c:4199-4219.
+        // cm_init_qp_rts_attr in cm.c.
         QpState::Rts => {
             let Some(sq_psn) = n.sq_psn else {
                 return Err(QpAttrError::NotNegotiated);

@@ -9,7 +9,7 @@ use super::wire::{self, Bytes, Field, Mad};
 /// REJ private data capacity (`IB_CM_REJ_PRIVATE_DATA_SIZE`).
 pub const REJ_PRIVATE_DATA_SIZE: usize = 148;
 
-/// REJ reasons cepm generates or matches on (`include/rdma/ib_cm.h:135-170`).
+/// REJ reasons cepm generates or matches on (`enum ib_cm_rej_reason` in `include/rdma/ib_cm.h`).
 pub mod reason {
     /// No QP available.
     pub const NO_QP: u16 = 1;
@@ -77,7 +77,7 @@ impl Rej {
     ///
     /// [`DecodeError::Truncated`], [`DecodeError::ReservedMessageCode`], or
     /// [`DecodeError::InfoTooLong`] if RejectedInfoLength exceeds 72 (Linux passes it on
-    /// unclamped, `drivers/infiniband/core/cm.c:3028`; cepm refuses it).
+    /// unclamped, `cm_format_rej_event` in `drivers/infiniband/core/cm.c`; cepm refuses it).
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         use fields::*;
         let mad = wire::as_mad(bytes)?;

@@ -24,7 +24,7 @@ pub enum Transport {
 
 impl Transport {
     /// (TransportServiceType, ExtendedTransportType) as Linux writes them
-    /// (`cm_req_set_qp_type`, `drivers/infiniband/core/cm_msgs.h:39-52`).
+    /// (`cm_req_set_qp_type`, `drivers/infiniband/core/cm_msgs.h`).
     pub const fn to_wire(self) -> (u8, u8) {
         match self {
             Self::Rc => (0, 0),
@@ -33,7 +33,7 @@ impl Transport {
         }
     }
 
-    /// Parses the pair as Linux does (`cm_req_get_qp_type`, `cm_msgs.h:22-36`): the
+    /// Parses the pair as Linux does (`cm_req_get_qp_type`, `cm_msgs.h`): the
     /// extended type only matters for type 3.
     ///
     /// # Errors

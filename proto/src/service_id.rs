@@ -1,7 +1,7 @@
-//! RDMA CM service IDs: `(port space << 16) | port` (`include/rdma/rdma_cm.h:45-48`,
-//! `drivers/infiniband/core/cma.c:2486-2492`).
+//! RDMA CM service IDs: `(port space << 16) | port` (`RDMA_IB_IP_PS_*` in
+//! `include/rdma/rdma_cm.h`, `rdma_get_service_id` in `drivers/infiniband/core/cma.c`).
 
-/// RDMA CM port spaces (`include/uapi/rdma/rdma_user_cm.h:76-80`).
+/// RDMA CM port spaces (`enum rdma_ucm_port_space` in `include/uapi/rdma/rdma_user_cm.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PortSpace {
     /// `RDMA_PS_IPOIB` (0x0002).
@@ -72,7 +72,7 @@ pub const fn is_cma_service_id(sid: u64) -> bool {
 
 /// Whether a listen on `sid` is acceptable: any ID except the CM-assigned range, where
 /// only [`ASSIGN_SERVICE_ID`] itself is allowed (Linux returns `-EINVAL` otherwise,
-/// `drivers/infiniband/core/cm.c:1193-1197`).
+/// `cm_init_listen` in `drivers/infiniband/core/cm.c`).
 pub const fn listen_sid_valid(sid: u64) -> bool {
     sid & ASSIGN_SERVICE_ID_MASK != ASSIGN_SERVICE_ID || sid == ASSIGN_SERVICE_ID
 }

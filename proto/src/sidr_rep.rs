@@ -8,7 +8,7 @@ use super::wire::{self, Bytes, Field, Mad};
 /// SIDR_REP private data capacity (`IB_CM_SIDR_REP_PRIVATE_DATA_SIZE`).
 pub const SIDR_REP_PRIVATE_DATA_SIZE: usize = 136;
 
-/// SIDR_REP status values (`enum ib_cm_sidr_status`, `include/rdma/ib_cm.h:224-231`).
+/// SIDR_REP status values (`enum ib_cm_sidr_status`, `include/rdma/ib_cm.h`).
 pub mod status {
     /// The QP information is valid.
     pub const SUCCESS: u8 = 0;
@@ -59,7 +59,7 @@ pub struct SidrRep {
     /// Status (see [`status`]).
     pub status: u8,
     /// ECE vendor ID, 24 bits: 16 bits at byte 6 and 8 bits at byte 11. (Linux masks the
-    /// high part to 8 bits when sending, `drivers/infiniband/core/cm.c:3637-3640`.)
+    /// high part to 8 bits when sending, `cm_format_sidr_rep` in `drivers/infiniband/core/cm.c`.)
     pub vendor_id: u32,
     /// The service's UD QPN, 24 bits; never 0 when `status` is success.
     pub qpn: u32,

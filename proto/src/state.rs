@@ -19,15 +19,16 @@
 //!
 //! Where cepm deliberately differs from Linux:
 //! - `SendRej` in a state with a retried MAD outstanding (REQ or REP) also cancels it;
-//!   `cm_send_rej_locked` (`drivers/infiniband/core/cm.c:2947-2995`) leaves it to time out.
+//!   `cm_send_rej_locked` (`drivers/infiniband/core/cm.c`) leaves it to time out.
 //! - Destroying a CEP that Linux would put in timewait first ends it at once: the timewait
-//!   work of a destroyed Linux id finds nothing (`cm.c:3441-3443`), so no timer is kept.
+//!   work of a destroyed Linux id finds nothing (`cm_timewait_handler` in `cm.c`), so no
+//!   timer is kept.
 
 use super::msg_code::MessageCode;
 use super::rej::reason;
 use super::sidr_rep::status;
 
-/// Connection states: Linux's `enum ib_cm_state` (`include/rdma/ib_cm.h:17-34`) plus cepm's.
+/// Connection states: Linux's `enum ib_cm_state` (`include/rdma/ib_cm.h`) plus cepm's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum State {
     /// Not connected; a fresh or finished CEP.
@@ -139,7 +140,7 @@ impl State {
     }
 
     /// Whether the CEP has a peer and a QP, so `init_qp_attr(INIT)` is allowed
-    /// (`drivers/infiniband/core/cm.c:4089-4098`).
+    /// (`cm_init_qp_init_attr` in `drivers/infiniband/core/cm.c`).
     pub const fn allows_qp_init(self) -> bool {
         matches!(
             self,
@@ -158,7 +159,7 @@ impl State {
     }
 
     /// Whether RTR and RTS attributes are available: the peer's QPN and PSN are known
-    /// (`drivers/infiniband/core/cm.c:4136-4143,4189-4198`).
+    /// (`cm_init_qp_rtr_attr`, `cm_init_qp_rts_attr` in `drivers/infiniband/core/cm.c`).
     pub const fn allows_qp_rtr_rts(self) -> bool {
         self.allows_qp_init() && !matches!(self, Self::ReqSent | Self::MraReqRcvd)
     }
@@ -225,7 +226,7 @@ pub enum Event {
     /// Local: send a REQ.
     SendReq,
     /// Local: arm an MRA for the received REQ or REP (`ib_prepare_cm_mra`; nothing is sent
-    /// until a duplicate arrives, `drivers/infiniband/core/cm.c:3114-3155`).
+    /// until a duplicate arrives, `drivers/infiniband/core/cm.c`).
     PrepareMra,
     /// Local: format the REP and fix its PSN and resources, without sending.
     PrepareRep,
@@ -256,7 +257,7 @@ pub enum Event {
     /// Local: destroy the CEP.
     Destroy {
         /// Linux `-ENOMEM` semantics in REQ_RCVD: drop silently so the peer retries
-        /// (`drivers/infiniband/core/cm.c:1101-1104`).
+        /// (`cm_destroy_id` in `drivers/infiniband/core/cm.c`).
         retry_later: bool,
     },
     /// Received a REQ (routed to a listener).
@@ -276,7 +277,7 @@ pub enum Event {
     RxRtu,
     /// Received a DREQ for this CEP's comm IDs.
     RxDreq {
-        /// Whether DREQ.RemoteQPN equals our local QPN (`cm.c:2868-2870`).
+        /// Whether DREQ.RemoteQPN equals our local QPN (`cm_dreq_handler` in `cm.c`).
         qpn_matches: bool,
     },
     /// Received a DREP.
@@ -290,7 +291,7 @@ pub enum Event {
     /// Received a SIDR_REP.
     RxSidrRep,
     /// The module saw a new REQ or REP reuse this connection's remote QPN + CA GUID
-    /// (`drivers/infiniband/core/cm.c:2032-2047,2540-2556`): disconnect it.
+    /// (`cm_match_req`, `cm_rep_handler` in `drivers/infiniband/core/cm.c`): disconnect it.
     StaleConnection,
     /// The outstanding retried MAD ran out of retries, or the device failed to send it.
     SendTimeout,
@@ -349,11 +350,11 @@ pub enum Outgoing {
     Rej {
         /// Reason code.
         reason: u16,
-        /// MsgRejected, derived from the state like `cm_format_rej` (`cm.c:1918-1940`).
+        /// MsgRejected, derived from the state like `cm_format_rej` (`cm.c`).
         rejected: MessageCode,
-        /// Put 0 in LocalCommID (REJ of a REQ before any reply, `cm.c:1919-1921`).
+        /// Put 0 in LocalCommID (REJ of a REQ before any reply, `cm_format_rej` in `cm.c`).
         zero_local_id: bool,
-        /// Put the local CA GUID in the ARI (reason TIMEOUT on destroy, `cm.c:1095-1099`).
+        /// Put the local CA GUID in the ARI (reason TIMEOUT on destroy, `cm_destroy_id` in `cm.c`).
         ari_ca_guid: bool,
     },
 }
@@ -403,7 +404,7 @@ pub enum Action {
     /// Cancel the outstanding retried MAD (`ib_cancel_mad`); disarms the send timer.
     CancelSend,
     /// Stretch the outstanding MAD's timeout after an MRA (`ib_modify_mad`,
-    /// `drivers/infiniband/core/cm.c:3188-3205`).
+    /// called from `cm_mra_handler` in `drivers/infiniband/core/cm.c`).
     ExtendSend,
     /// Enter timewait: arm the timewait timer.
     ArmTimewait,
@@ -510,7 +511,7 @@ fn ignore(cep: Cep) -> Transition {
     go(cep, cep.state, &[])
 }
 
-/// A REJ as Linux formats it in `state` (`cm_format_rej`, `cm.c:1918-1940`).
+/// A REJ as Linux formats it in `state` (`cm_format_rej` in `cm.c`).
 fn rej_from(state: State, reason: u16) -> Outgoing {
     let (rejected, zero_local_id) = match state {
         State::ReqRcvd | State::RepPrepared => (MessageCode::Req, true),
@@ -582,7 +583,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             Idle => go(cep, SidrReqSent, &[SendRetried(Outgoing::SidrReq)]),
             _ => return illegal,
         },
-        // cm.c:3114-3155: only arms the MRA; no MAD leaves now.
+        // ib_prepare_cm_mra in cm.c: only arms the MRA; no MAD leaves now.
         Event::PrepareMra => match s {
             ReqRcvd => go(cep, MraReqSent, &[]),
             RepPrepared => go(cep, RepPreparedMraSent, &[]),
@@ -594,19 +595,19 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             MraReqSent | RepPreparedMraSent => go(cep, RepPreparedMraSent, &[]),
             _ => return illegal,
         },
-        // cm.c:2309-2312: REP only from REQ_RCVD / MRA_REQ_SENT (+ prepared forms).
+        // ib_send_cm_rep in cm.c: REP only from REQ_RCVD / MRA_REQ_SENT (+ prepared forms).
         Event::SendRep => match s {
             ReqRcvd | MraReqSent | RepPrepared | RepPreparedMraSent => {
                 go(cep, RepSent, &[SendRetried(Outgoing::Rep)])
             }
             _ => return illegal,
         },
-        // cm.c:2380-2385.
+        // ib_send_cm_rtu in cm.c.
         Event::SendRtu => match s {
             RepRcvd | MraRepSent => go(cep, Established, &[Send(Outgoing::Rtu)]),
             _ => return illegal,
         },
-        // cm.c:2964-2992.
+        // cm_send_rej_locked in cm.c.
         Event::SendRej { reason } => match s {
             ReqSent | MraReqRcvd => go(cep, Idle, &[CancelSend, Send(rej_from(s, reason))]),
             ReqRcvd | MraReqSent | RepPrepared | RepPreparedMraSent | RepRcvd | MraRepSent => {
@@ -619,17 +620,17 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             ),
             _ => return illegal,
         },
-        // cm.c:2703-2734.
+        // ib_send_cm_dreq in cm.c.
         Event::SendDreq => match s {
             Established => go(cep, DreqSent, &[SendRetried(Outgoing::Dreq)]),
             _ => return illegal,
         },
-        // cm.c:2796-2803: timewait first, then the DREP.
+        // ib_send_cm_drep → cm_send_drep_locked in cm.c: timewait first, then the DREP.
         Event::SendDrep => match s {
             DreqRcvd => go(cep, Timewait, &[ArmTimewait, Send(Outgoing::Drep)]),
             _ => return illegal,
         },
-        // cm_establish, cm.c:3911-3923, then cm_establish_handler cancels the REP.
+        // cm_establish in cm.c, then cm_establish_handler cancels the REP.
         Event::Establish => match s {
             RepSent | MraRepRcvd => go(
                 cep,
@@ -638,12 +639,12 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             ),
             _ => return illegal,
         },
-        // cm.c:3660-3684.
+        // cm_send_sidr_rep_locked in cm.c.
         Event::SendSidrRep { status } => match s {
             SidrReqRcvd => go(cep, Idle, &[Send(Outgoing::SidrRep { status })]),
             _ => return illegal,
         },
-        // cm_destroy_id, cm.c:1068-1152.
+        // cm_destroy_id in cm.c.
         Event::Destroy { retry_later } => match s {
             Idle => go(cep, Destroyed, &[]),
             Listen => go(cep, Destroyed, &[StopListening]),
@@ -679,7 +680,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
                 Destroyed,
                 &[CancelSend, Send(rej_from(s, reason::CONSUMER_DEFINED))],
             ),
-            // cm_issue_dreq: one unretried DREQ (cm.c:2673-2689).
+            // cm_issue_dreq: one unretried DREQ (cm.c).
             Established => go(cep, Destroyed, &[Send(Outgoing::Dreq)]),
             DreqSent => go(cep, Destroyed, &[CancelSend]),
             DreqRcvd => go(cep, Destroyed, &[Send(Outgoing::Drep)]),
@@ -694,7 +695,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             Listen => go(cep, Listen, &[SpawnSidr]),
             _ => ignore(cep),
         },
-        // cm_dup_req_handler, cm.c:1953-2000. TIMEWAIT is reachable in cepm because CEPs
+        // cm_dup_req_handler in cm.c. TIMEWAIT is reachable in cepm because CEPs
         // stay findable during timewait (OFW behaviour): answer REJ STALE_CONN.
         Event::RxDupReq => match s {
             MraReqSent | RepPreparedMraSent => {
@@ -707,7 +708,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             ),
             _ => go(cep, s, &[CountDuplicate]),
         },
-        // cm_mra_handler, cm.c:3195-3232.
+        // cm_mra_handler in cm.c.
         Event::RxMra(code) => match (s, code) {
             (ReqSent, MessageCode::Req) => go(
                 cep,
@@ -722,7 +723,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             (MraReqRcvd | MraRepRcvd, _) => go(cep, s, &[CountDuplicate]),
             _ => ignore(cep),
         },
-        // cm_rej_handler, cm.c:3066-3104: STALE_CONN sends the rejected side to timewait.
+        // cm_rej_handler in cm.c: STALE_CONN sends the rejected side to timewait.
         Event::RxRej { reason } => {
             let after = if reason == reason::STALE_CONN {
                 Timewait
@@ -755,7 +756,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
                 _ => ignore(cep),
             }
         }
-        // cm_rep_handler (cm.c:2509-2520) and cm_dup_rep_handler (cm.c:2453-2463).
+        // cm_rep_handler and cm_dup_rep_handler in cm.c.
         Event::RxRep => match s {
             ReqSent | MraReqRcvd => {
                 go(cep, RepRcvd, &[CancelSend, Deliver(UserEvent::RepReceived)])
@@ -765,7 +766,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             RepRcvd => go(cep, s, &[CountDuplicate]),
             _ => ignore(cep),
         },
-        // cm_rtu_handler, cm.c:2633-2645.
+        // cm_rtu_handler in cm.c.
         Event::RxRtu => match s {
             RepSent | MraRepRcvd => go(
                 cep,
@@ -775,7 +776,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             Established | DreqSent | DreqRcvd | Timewait => go(cep, s, &[CountDuplicate]),
             _ => ignore(cep),
         },
-        // cm_dreq_handler, cm.c:2868-2909: crossing DREQs end in DREQ_RCVD on both sides.
+        // cm_dreq_handler in cm.c: crossing DREQs end in DREQ_RCVD on both sides.
         Event::RxDreq { qpn_matches } => match s {
             _ if !qpn_matches => ignore(cep),
             RepSent | MraRepRcvd | DreqSent => go(
@@ -788,7 +789,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             DreqRcvd => go(cep, s, &[CountDuplicate]),
             _ => ignore(cep),
         },
-        // cm_drep_handler, cm.c:2927-2936.
+        // cm_drep_handler in cm.c.
         Event::RxDrep => match s {
             DreqSent => go(
                 cep,
@@ -802,7 +803,8 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             ),
             _ => ignore(cep),
         },
-        // Alternate paths are not used on RoCE; Linux returns early (cm.c:3300-3302,3393-3395).
+        // Alternate paths are not used on RoCE; Linux returns early (cm_lap_handler and
+        // cm_apr_handler in cm.c).
         Event::RxLap | Event::RxApr => ignore(cep),
         // cm_sidr_rep_handler.
         Event::RxSidrRep => match s {
@@ -819,7 +821,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             Established => go(cep, DreqSent, &[SendRetried(Outgoing::Dreq)]),
             _ => ignore(cep),
         },
-        // cm_process_send_error, cm.c:3772-3795. The send is already gone: no cancel.
+        // cm_process_send_error in cm.c. The send is already gone: no cancel.
         Event::SendTimeout => match s {
             ReqSent | MraReqRcvd => go(cep, Idle, &[Deliver(UserEvent::ReqError)]),
             RepSent | MraRepRcvd => go(cep, Idle, &[Deliver(UserEvent::RepError)]),
@@ -827,7 +829,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             SidrReqSent => go(cep, Idle, &[Deliver(UserEvent::SidrReqError)]),
             _ => ignore(cep),
         },
-        // cm_timewait_handler, cm.c:3441-3452.
+        // cm_timewait_handler in cm.c.
         Event::TimewaitExpired => match s {
             Timewait => go(cep, Idle, &[Deliver(UserEvent::TimewaitExit)]),
             _ => ignore(cep),
@@ -842,12 +844,12 @@ pub enum StatelessReply {
     /// Drop it.
     Drop,
     /// REJ with this reason, MsgRejected = REQ, RemoteCommID = the REQ's LocalCommID and
-    /// LocalCommID 0 (`cm_issue_rej`, `cm.c:1607-1645`, copies REQ bytes 4..8 there, which
+    /// LocalCommID 0 (`cm_issue_rej` in `cm.c`, copies REQ bytes 4..8 there, which
     /// are 0 unless ECE is used).
     RejReq(u16),
     /// REJ with this reason, MsgRejected = REP, the REP's comm IDs swapped.
     RejRep(u16),
-    /// DREP with the DREQ's comm IDs swapped (`cm_issue_drep`, cm.c:2811-2840).
+    /// DREP with the DREQ's comm IDs swapped (`cm_issue_drep` in cm.c).
     Drep,
     /// SIDR_REP with this status.
     SidrRep(u8),
@@ -856,14 +858,14 @@ pub enum StatelessReply {
 /// Why a received message found no CEP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Unmatched {
-    /// REQ for a service ID nobody listens on (`cm.c:2050-2057`: REJ 8).
+    /// REQ for a service ID nobody listens on (`cm_match_req` in `cm.c`: REJ 8).
     ReqNoListener,
-    /// REQ reusing the remote QPN + CA GUID of a live connection (`cm.c:2032-2047`: REJ 10;
+    /// REQ reusing the remote QPN + CA GUID of a live connection (`cm_match_req` in `cm.c`: REJ 10;
     /// the old connection gets [`Event::StaleConnection`]).
     ReqStale,
-    /// REP reusing a live connection's remote QPN + CA GUID (`cm.c:2540-2556`: REJ 10 with
-    /// MsgRejected = REP; the old connection gets [`Event::StaleConnection`], the CEP that
-    /// sent the REQ stays as it is).
+    /// REP reusing a live connection's remote QPN + CA GUID (`cm_rep_handler` in `cm.c`:
+    /// REJ 10 with MsgRejected = REP; the old connection gets [`Event::StaleConnection`], the
+    /// CEP that sent the REQ stays as it is).
     RepStale,
     /// DREQ for unknown comm IDs.
     Dreq,

@@ -2,20 +2,20 @@
 //!
 //! IBTA expresses times as 5-bit exponents `t` meaning 4.096 µs·2^t. Linux approximates
 //! that in milliseconds as `1 << max(t - 8, 0)` (`cm_convert_to_ms`,
-//! `drivers/infiniband/core/cm.c:936-940`); cepm uses the same approximation for the
+//! `drivers/infiniband/core/cm.c`); cepm uses the same approximation for the
 //! protocol timers so both sides of a connection agree on retry spacing, and offers the
 //! exact value in nanoseconds for reporting. Every function here is total: exponents are
 //! clamped to 31 and products saturate, so no input can overflow.
 
 /// Largest exponent a 5-bit field holds.
 pub const MAX_EXPONENT: u8 = 31;
-/// Service timeout Linux advertises in every MRA (`CM_MRA_SETTING`, `cm.c:38`): ~68.7 s.
+/// Service timeout Linux advertises in every MRA (`CM_MRA_SETTING`, `cm.c`): ~68.7 s.
 pub const MRA_SERVICE_TIMEOUT: u8 = 24;
-/// `rdma_cm`'s CM response timeout exponent (`CMA_CM_RESPONSE_TIMEOUT`, `cma.c:47`).
+/// `rdma_cm`'s CM response timeout exponent (`CMA_CM_RESPONSE_TIMEOUT`, `cma.c`).
 pub const CMA_CM_RESPONSE_TIMEOUT: u8 = 20;
-/// `rdma_cm`'s maximum CM retries (`CMA_MAX_CM_RETRIES`, `cma.c:48`).
+/// `rdma_cm`'s maximum CM retries (`CMA_MAX_CM_RETRIES`, `cma.c`).
 pub const CMA_MAX_CM_RETRIES: u8 = 15;
-/// `rdma_cm`'s RoCE packet lifetime exponent (`CMA_IBOE_PACKET_LIFETIME`, `cma.c:49`).
+/// `rdma_cm`'s RoCE packet lifetime exponent (`CMA_IBOE_PACKET_LIFETIME`, `cma.c`).
 pub const CMA_IBOE_PACKET_LIFETIME: u8 = 16;
 
 /// Clamps an exponent to the 5-bit range.
@@ -42,7 +42,7 @@ pub const fn iba_time_ms_ceil(t: u8) -> u64 {
     iba_time_ns(t).div_ceil(1_000_000)
 }
 
-/// Linux's millisecond approximation `1 << max(t - 8, 0)` (`cm.c:936-940`): t=16 → 256,
+/// Linux's millisecond approximation `1 << max(t - 8, 0)` (`cm_convert_to_ms`): t=16 → 256,
 /// t=17 → 512, t=20 → 4096, t=24 → 65536.
 pub const fn linux_ms(t: u8) -> u32 {
     1u32 << clamp_exponent(t).saturating_sub(8)
@@ -58,7 +58,7 @@ pub const fn exponent_at_least_ns(ns: u64) -> u8 {
 }
 
 /// Local ACK timeout exponent for `2·PLT + ack_delay`, Linux's approximation
-/// (`cm_ack_timeout`, `cm.c:942-959`): take `max(PLT + 1, ack_delay)` and add one when
+/// (`cm_ack_timeout`, `cm.c`): take `max(PLT + 1, ack_delay)` and add one when
 /// the other term is within 50% of it; at most 31. rxe (`ack_delay` 15) with PLT 16 → 17.
 pub const fn ack_timeout(ca_ack_delay: u8, packet_life_time: u8) -> u8 {
     let ack = packet_life_time as u16 + 1;
@@ -76,19 +76,19 @@ pub const fn ack_timeout(ca_ack_delay: u8, packet_life_time: u8) -> u8 {
 }
 
 /// The address vector's timeout from a path's packet lifetime: `PLT + 1`
-/// (`cm_init_av_by_path`, `cm.c:562`), clamped to 31 (Linux does not clamp).
+/// (`cm_init_av_by_path`, `cm.c`), clamped to 31 (Linux does not clamp).
 pub const fn av_timeout_from_packet_life_time(packet_life_time: u8) -> u8 {
     clamp_exponent(packet_life_time.saturating_add(1))
 }
 
 /// The passive side's packet lifetime: REQ LocalAckTimeout − 1, not below 0
-/// (`cm.c:1731-1733`).
+/// (`cm_format_paths_from_req`, `cm.c`).
 pub const fn passive_packet_life_time(req_local_ack_timeout: u8) -> u8 {
     req_local_ack_timeout.saturating_sub(1)
 }
 
 /// The active side's QP timeout once the REP arrives: recomputed from the REP's
-/// TargetACKDelay (`cm.c:2581-2583`).
+/// TargetACKDelay (`cm_rep_handler`, `cm.c`).
 pub const fn active_ack_timeout_after_rep(target_ack_delay: u8, av_timeout: u8) -> u8 {
     ack_timeout(target_ack_delay, av_timeout.saturating_sub(1))
 }
@@ -104,8 +104,8 @@ pub struct RetryTimer {
 
 impl RetryTimer {
     /// The active REQ (and, with the same values, DREQ): `2·ms(PLT) + ms(remote CM
-    /// response timeout)`, `max_cm_retries` retries (`cm.c:1556-1560`). rdma_cm defaults on
-    /// RoCE (PLT 16, timeout 20, 15 retries): 4608 ms × 16 sends ≈ 73.7 s.
+    /// response timeout)`, `max_cm_retries` retries (`ib_send_cm_req`, `cm.c`).
+    /// rdma_cm defaults on RoCE (PLT 16, timeout 20, 15 retries): 4608 ms × 16 sends ≈ 73.7 s.
     pub const fn req(
         packet_life_time: u8,
         remote_cm_response_timeout: u8,
@@ -120,7 +120,7 @@ impl RetryTimer {
     }
 
     /// The passive REP: `ms(REQ.LocalCMResponseTimeout)`, REQ.MaxCMRetries retries
-    /// (`cm.c:2115-2117`). Defaults: 4096 ms × 16 ≈ 65.5 s.
+    /// (`cm_req_handler`, `cm.c`). Defaults: 4096 ms × 16 ≈ 65.5 s.
     pub const fn rep(req_local_cm_response_timeout: u8, req_max_cm_retries: u8) -> Self {
         Self {
             timeout_ms: linux_ms(req_local_cm_response_timeout),
@@ -128,8 +128,8 @@ impl RetryTimer {
         }
     }
 
-    /// The timeout after an MRA: `ms(service timeout) + ms(av timeout)` (`cm.c:3187-3190`);
-    /// retries are unchanged. Linux's MRA (24) with timeout 17 gives 66 048 ms.
+    /// The timeout after an MRA: `ms(service timeout) + ms(av timeout)` (`cm_mra_handler`,
+    /// `cm.c`); retries are unchanged. Linux's MRA (24) with timeout 17 gives 66 048 ms.
     pub const fn after_mra(self, service_timeout: u8, av_timeout: u8) -> Self {
         Self {
             timeout_ms: linux_ms(service_timeout).saturating_add(linux_ms(av_timeout)),
@@ -143,7 +143,7 @@ impl RetryTimer {
     }
 
     /// How long Linux's destroy waits per round before warning:
-    /// `retries · timeout_ms · 5 / 4` (`cm.c:1171`).
+    /// `retries · timeout_ms · 5 / 4` (`cm_destroy_id`, `cm.c`).
     pub const fn destroy_wait_ms(self) -> u64 {
         (self.retries as u64)
             .saturating_mul(self.timeout_ms as u64)
@@ -153,7 +153,7 @@ impl RetryTimer {
 }
 
 /// Timewait duration: `ms(av.timeout)`, the QP's local ACK timeout (`cm_enter_timewait`,
-/// `cm.c:1013`). 512 ms with rxe defaults (timeout 17).
+/// `cm.c`). 512 ms with rxe defaults (timeout 17).
 pub const fn timewait_ms(av_timeout: u8) -> u32 {
     linux_ms(av_timeout)
 }

@@ -1,7 +1,7 @@
 //! Bit-exact field access inside a CM MAD, in IBTA `Byte[Bit]` notation.
 //!
 //! A [`Field`] is placed like the IBTA tables and Linux's `CM_FIELD*_LOC` macros
-//! (`include/rdma/ibta_vol1_c12.h:13-31`): the byte offset is relative to the start of the
+//! (`include/rdma/ibta_vol1_c12.h`): the byte offset is relative to the start of the
 //! message data (after the 24-byte MAD header), bit 0 is the most significant bit of that
 //! byte, and the field runs over `width` bits towards less significant bits, big-endian.
 //!

@@ -264,7 +264,7 @@ fn reserved_message_codes() {
 
 #[test]
 fn private_data_capacities_match_linux() {
-    // include/rdma/ib_cm.h:64-79.
+    // enum ib_cm_data_size in include/rdma/ib_cm.h.
     assert_eq!(req::REQ_PRIVATE_DATA_SIZE, 92);
     assert_eq!(mra::MRA_PRIVATE_DATA_SIZE, 222);
     assert_eq!(rej::REJ_PRIVATE_DATA_SIZE, 148);

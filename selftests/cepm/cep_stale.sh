@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Stale connections: a new REQ from a QP that is already connected gets REJ 10 (Stale
 # Connection), and the old connection is disconnected (DREQ), as Linux does
-# (drivers/infiniband/core/cm.c:2032-2047).  Both connections are CM-only from this host
+# (cm_match_req in drivers/infiniband/core/cm.c).  Both connections are CM-only from this host
 # and announce the same QPN.  Loopback, or with the passive side in another namespace.
 . "$(dirname "$0")/lib.sh"
 need_root
