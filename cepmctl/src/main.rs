@@ -3,14 +3,9 @@
 use std::process::ExitCode;
 
 use cepm::{cep, umad, AttrId, Cepm, PortInfo};
-use cepm_proto::{
-    cm_mad::{CmMad, CmMsg},
-    dreq::Dreq,
-    mad::{MadHeader, MAD_SIZE},
-    pdata::PrivateData,
-    req::Req,
-};
 use clap::{Parser, Subcommand};
+
+mod forge;
 
 /// Inspect and drive cepm, the InfiniBand/RoCE connection manager (/dev/cepm).
 #[derive(Parser)]
@@ -129,7 +124,10 @@ enum Command {
         attr: AttrId,
     },
     /// Send CM MADs to a port's own RoCE v2 GID through ib_umad, so that they reach cepm's
-    /// agent as if a peer had sent them. The body is all zero unless --valid is given.
+    /// agent as if a peer had sent them. The body is all zero unless --valid (or any field
+    /// option, which implies it) is given; then it is a well-formed message of the attribute
+    /// with the fields chosen, or a hostile one where a field gets a value cepm must refuse.
+    /// ClassPortInfo goes as a Get, every other attribute as a Send.
     SendMad {
         /// RDMA device, e.g. rxe0.
         device: String,
@@ -141,15 +139,11 @@ enum Command {
         /// How many to send.
         #[arg(long, default_value_t = 1)]
         count: u32,
-        /// Send a well-formed message (REQ and DREQ only) for this service ID / comm ID.
+        /// Print each MAD sent, in hex, with what cepm's decoder makes of it.
         #[arg(long)]
-        valid: bool,
-        /// Service ID of a --valid REQ.
-        #[arg(long, value_parser = parse_u64, default_value = "0x0000000001064e20")]
-        service_id: u64,
-        /// Sender's comm ID in a --valid message.
-        #[arg(long, value_parser = parse_u32, default_value = "0x12345678")]
-        comm_id: u32,
+        verbose: bool,
+        #[command(flatten)]
+        forge: forge::Fields,
     },
     /// Verbs self-test (for tests): two RC QPs on one port, connected to each other by hand,
     /// run a ping-pong whose every message is verified. Exits non-zero on any mismatch.
@@ -488,36 +482,6 @@ fn find_port(device: &str, port: u32) -> std::io::Result<PortInfo> {
         })
 }
 
-/// A minimal well-formed message: what a peer with comm ID `comm_id` could send.
-fn valid_message(attr: AttrId, service_id: u64, comm_id: u32) -> std::io::Result<CmMsg> {
-    match attr {
-        AttrId::Req => Ok(CmMsg::Req(Req {
-            local_comm_id: comm_id,
-            service_id,
-            local_qpn: 0x00_1234,
-            starting_psn: 0x00_5678,
-            remote_cm_response_timeout: 20,
-            local_cm_response_timeout: 20,
-            retry_count: 7,
-            rnr_retry_count: 7,
-            max_cm_retries: 15,
-            pkey: 0xffff,
-            path_mtu: 3,
-            ..Default::default()
-        })),
-        AttrId::Dreq => Ok(CmMsg::Dreq(Dreq {
-            local_comm_id: comm_id,
-            remote_comm_id: comm_id ^ 0xffff_ffff,
-            remote_qpn: 0x00_1234,
-            private_data: PrivateData::empty(),
-        })),
-        _ => Err(invalid_input(format!(
-            "--valid supports REQ and DREQ, not {}",
-            attr.name()
-        ))),
-    }
-}
-
 fn run(cli: Cli) -> std::io::Result<()> {
     match cli.command {
         Command::Abi => println!("{}", Cepm::open()?.query()?.abi_version),
@@ -686,24 +650,24 @@ fn run(cli: Cli) -> std::io::Result<()> {
             port,
             attr,
             count,
-            valid,
-            service_id,
-            comm_id,
+            verbose,
+            forge,
         } => {
+            // Refuse bad options before touching the device.
+            forge.mad(attr, 0).map_err(invalid_input)?;
             let gid = umad::roce_v2_ipv4_gid(&device, port)?;
             let mut agent = umad::SendAgent::open(&device, port)?;
             for i in 0..count {
-                let mut mad = [0u8; MAD_SIZE];
-                let tid = u64::from(i);
-                if valid {
-                    let msg = valid_message(attr, service_id, comm_id.wrapping_add(i))?;
-                    CmMad::new(tid, 0, msg)
-                        .encode(&mut mad)
-                        .map_err(|e| invalid_input(format!("encode: {e:?}")))?;
-                } else {
-                    MadHeader::cm(attr, tid, 0).encode(&mut mad);
-                }
+                let mad = forge.mad(attr, i).map_err(invalid_input)?;
                 agent.send(gid.index, gid.raw, &mad)?;
+                if verbose {
+                    println!(
+                        "send-mad: sent {} {}/{count} to {device} port {port}, {}",
+                        attr.name(),
+                        i + 1,
+                        forge::describe(&mad)
+                    );
+                }
             }
         }
         Command::VerbsSelftest {

@@ -975,10 +975,8 @@ impl CompletionQueue {
                 return Ok(wc);
             }
             // SAFETY: the CQ is alive (we hold it).
-            errno_result(
-                unsafe { ffi::cepm_verbs_req_notify_cq(self.inner.cq.as_ptr()) },
-                "ibv_req_notify_cq",
-            )?;
+            let rc = unsafe { ffi::cepm_verbs_req_notify_cq(self.inner.cq.as_ptr()) };
+            errno_result(rc, "ibv_req_notify_cq")?;
             // A completion that arrived before the CQ was armed raises no event: poll again.
             if let Some(wc) = self.poll()? {
                 return Ok(wc);
