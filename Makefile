@@ -50,7 +50,8 @@ lint: need-kdir fmt-check
 RUST_SOURCES = $(shell find rust proto cepmctl -name '*.rs' -not -path '*/target/*' -not -name '*_bindings.rs')
 
 fmt-check:
-	rustfmt --edition 2021 --check $(RUST_SOURCES)
+	@echo "rustfmt --check: $(words $(RUST_SOURCES)) files"
+	@rustfmt --edition 2021 --check $(RUST_SOURCES)
 
 fmt:
 	rustfmt --edition 2021 $(RUST_SOURCES)

@@ -1,25 +1,41 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Runs every cepm selftest in this one boot (inside scripts/vm) and prints KTAP.
-# Usage: selftests/run.sh [TEST[@TOPOLOGY]...]   (default: all, in the order below; dmesg_clean.sh
-# always last)
+# Usage: selftests/run.sh [TEST[@TOPOLOGY][:LIMIT]...]   (default: all, in the order below;
+# dmesg_clean.sh always last)
+#   TEST      a script or program in selftests/cepm/ (or out/selftests/), or a path
+#   TOPOLOGY  loopback or two-hosts (CEPM_TOPOLOGY, see cepm/lib.sh)
+#   LIMIT     seconds before the test is stopped, instead of its entry in cepm/limits
+# Each test is independent of the one before it: whatever its result, the runner puts the
+# guest back to its baseline afterwards (baseline.sh) and says so in a '#' line if it had to.
+# CEPM_RUN_NESTED=1 (a test of this runner running it) leaves kmemleak alone and skips
+# dmesg_clean.sh: the outer run judges those.
 # Exit status: 0 when every test passed or skipped.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${CEPM_ROOT:?}/out/selftests
+. "$here/baseline.sh"
 
 # TEST@TOPOLOGY runs TEST with CEPM_TOPOLOGY=TOPOLOGY (see topology_up in cepm/lib.sh).
 both() { local t; for t; do echo "$t@loopback" "$t@two-hosts"; done; }
-all=(module_ports.sh ioctl_abi mad_counted.sh stateless_replies.sh cep_listen.sh
+all=(runner_isolation.sh module_ports.sh ioctl_abi mad_counted.sh stateless_replies.sh cep_listen.sh
 	$(both cep_connect.sh cep_failures.sh cep_mra.sh cep_races.sh cep_stale.sh cep_scale.sh)
 	cep_sidr.sh cep_lossy.sh verbs_pingpong.sh $(both device_removal.sh) interop_stock.sh interop_rping.sh interop_scale.sh
 	coexist_ib_cm.sh rmmod.sh)
 tests=("${@:-${all[@]}}")
-tests+=(dmesg_clean.sh)
+nested=${CEPM_RUN_NESTED:-0}
+[ "$nested" = 1 ] || tests+=(dmesg_clean.sh)
+
+# Time limits: cepm/limits, one "TEST SECONDS" a line; DEFAULT for the others.
+declare -A limit_of
+while read -r name secs _; do
+	case $name in '' | '#'*) continue ;; esac
+	limit_of[$name]=$secs
+done <"$here/cepm/limits"
 
 # Leak suspects from boot and setup are not ours to judge: scan once, then forget them.
 kmemleak=/sys/kernel/debug/kmemleak
-if [ -w $kmemleak ]; then
+if [ "$nested" != 1 ] && [ -w $kmemleak ]; then
 	echo scan >$kmemleak
 	echo clear >$kmemleak
 fi
@@ -28,31 +44,50 @@ qp1_state() { rdma res show qp link rxe0/1 lqpn 1 2>/dev/null | grep -o 'state [
 qp1_ready() { [ ! -e /sys/class/infiniband/rxe0 ] || [ "$(qp1_state)" = "state RTS" ]; }
 
 echo "TAP version 13"
+# The first tshark or dumpcap of a boot reads Wireshark's libraries over 9p: minutes on a
+# cold host page cache.  Once here, outside any test's limit.
+if [ "$nested" != 1 ] && command -v tshark >/dev/null; then
+	start=$SECONDS
+	tshark -G protocols >/dev/null 2>&1
+	dumpcap -D >/dev/null 2>&1
+	echo "# warm-up: tshark and dumpcap loaded in $((SECONDS - start))s"
+fi
+BASELINE_EXPECTED=$(baseline_snapshot)
 echo "1..${#tests[@]}"
-n=0 failed=0 qp1_lost=0
+n=0 failed=0
 for t in "${tests[@]}"; do
 	n=$((n + 1))
+	limit=
+	case $t in *:*) limit=${t##*:} t=${t%:*} ;; esac
 	name=${t%@*} topology=
 	[ "$name" = "$t" ] || topology=${t#*@}
-	if [ -x "$here/cepm/$name" ]; then prog=$here/cepm/$name; else prog=$out/$name; fi
+	case $name in
+	*/*) prog=$name ;;
+	*) if [ -x "$here/cepm/$name" ]; then prog=$here/cepm/$name; else prog=$out/$name; fi ;;
+	esac
+	limit=${limit:-${limit_of[${name##*/}]:-${limit_of[DEFAULT]}}}
 	echo "# selftests: cepm: $t"
 	start=$SECONDS
-	(cd "$here/cepm" && CEPM_TOPOLOGY=${topology:-loopback} timeout 120 "$prog") 2>&1 | sed 's/^/# /'
+	tag=$$.$n
+	# timeout signals the test's whole process group; -k: KILL if TERM is not enough.
+	(cd "$here/cepm" && CEPM_TEST_TAG=$tag CEPM_TOPOLOGY=${topology:-loopback} \
+		timeout -k 10 "$limit" "$prog") 2>&1 | sed 's/^/# /'
 	rc=${PIPESTATUS[0]}
+	took="$((SECONDS - start))s"
 	# rxe leaves a QP in the error state for good when a send meets a transmit error (a
 	# qdisc drop, e.g. with veth0's carrier gone): for rxe0's QP1 every later CM exchange
-	# would then time out.  The test that left it so is told and fails here, once.
-	if [ "$qp1_lost" = 0 ] && ! qp1_ready; then
+	# would then time out.  The test that left it so fails; rxe0 is made anew for the next.
+	if ! qp1_ready; then
 		echo "# rxe0's QP1 is no longer in RTS ($(qp1_state)): a MAD send failed in rxe"
-		qp1_lost=1
 		[ "$rc" = 0 ] && rc=1
+		rdma link delete rxe0
 	fi
-	took="$((SECONDS - start))s"
+	baseline_restore "$tag" || [ "$rc" != 0 ] || rc=1
 	case $rc in
 	0) echo "ok $n selftests: cepm: $t # $took" ;;
 	4) echo "ok $n selftests: cepm: $t # SKIP" ;;
-	124) echo "not ok $n selftests: cepm: $t # TIMEOUT 120s"; failed=$((failed + 1)) ;;
-	*) echo "not ok $n selftests: cepm: $t # exit=$rc"; failed=$((failed + 1)) ;;
+	124 | 137) echo "not ok $n selftests: cepm: $t # TIMEOUT ${limit}s"; failed=$((failed + 1)) ;;
+	*) echo "not ok $n selftests: cepm: $t # exit=$rc, $took"; failed=$((failed + 1)) ;;
 	esac
 done
 echo "# cepm selftests: $((n - failed)) passed, $failed failed"

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: GPL-2.0
+# The guest's baseline between two selftests, and its repair.  Sourced by run.sh.
+#
+# The baseline is what scripts/vm-guest.sh sets up: cepm.ko loaded with default parameters,
+# the stock CM modules (ib_cm, iw_cm, rdma_cm, rdma_ucm) unloaded, no network namespace
+# cepm_peer, veth0 (10.77.0.1/24) <-> veth1 both up in this namespace with no qdisc or fixed
+# neighbour on veth0, rxe0 on veth0 as the only rxe device, no fault injection armed, and no
+# process left from a test.  A test that fails half way, or that the runner stops at its time
+# limit, may leave any of this behind; baseline_restore puts it back so that the next test
+# starts from the same guest whatever happened before (a failure counts once).
+
+BASELINE_STOCK_MODULES=(rdma_ucm rdma_cm iw_cm ib_cm)
+BASELINE_PEER_NS=cepm_peer
+BASELINE_TOOLS=(cepmctl rping ucmatose rdma_server rdma_client cmtime udaddy dumpcap tshark
+	rdma_reject_server ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat)
+
+# What the guest looks like, one fact a line; two snapshots compare with diff.
+baseline_snapshot() {
+	local m p
+	for m in cepm "${BASELINE_STOCK_MODULES[@]}"; do
+		[ -d "/sys/module/$m" ] && [ -e "/sys/module/$m/initstate" ] && echo "module $m loaded"
+	done
+	for p in /sys/module/cepm/parameters/*; do
+		[ -r "$p" ] && echo "cepm parameter ${p##*/}=$(cat "$p")"
+	done
+	ip netns list 2>/dev/null | awk '{ print "netns " $1 }'
+	ip -br link show type veth 2>/dev/null | awk '{ sub(/@.*/, "", $1); print "link " $1 " " $2 }'
+	ip -br -4 addr show dev veth0 2>/dev/null | awk '{ $2 = ""; print "addr " $0 }'
+	rdma link show 2>/dev/null | awk '{ print "rdma " $2 " " $NF }'
+	tc qdisc show dev veth0 2>/dev/null | grep -v 'noqueue' | sed 's/^/qdisc /'
+	ip neigh show dev veth0 nud permanent 2>/dev/null | sed 's/^/neighbour /'
+	[ -r /sys/kernel/debug/cepm/drop_rx_count ] && echo "drop_rx_count $(cat /sys/kernel/debug/cepm/drop_rx_count)"
+	for p in "${BASELINE_TOOLS[@]}"; do
+		pgrep -x "$p" >/dev/null && echo "process $p"
+	done
+}
+
+# Processes started under the tag CEPM_TEST_TAG=$1 (run.sh exports it for each test): the
+# tag survives `ip netns exec`, setsid and double forks, which process groups do not.
+baseline_tagged_pids() {
+	local env pid
+	for env in /proc/[0-9]*/environ; do
+		pid=${env#/proc/}
+		pid=${pid%/environ}
+		[ "$pid" = $$ ] && continue
+		grep -qsz "^CEPM_TEST_TAG=$1\$" "$env" && echo "$pid"
+	done
+}
+
+# Says what it repairs, one "# baseline: ..." line each.
+baseline_note() { echo "# baseline: $*"; }
+
+# baseline_restore TAG: kill what the test TAG left running, then put the guest back as
+# baseline_snapshot's $BASELINE_EXPECTED describes it.
+baseline_restore() {
+	local tag=$1 pids m
+	pids=$(baseline_tagged_pids "$tag" | tr '\n' ' ')
+	if [ -n "${pids// /}" ]; then
+		baseline_note "killed processes the test left running: $(for p in $pids; do cat /proc/$p/comm 2>/dev/null; done | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')"
+		kill -KILL $pids 2>/dev/null
+		# Reaped by init; wait until they are gone so they release /dev/cepm and uverbs.
+		for _ in $(seq 100); do
+			[ -z "$(baseline_tagged_pids "$tag")" ] && break
+			sleep 0.05
+		done
+	fi
+	local now
+	now=$(baseline_snapshot)
+	[ "$now" = "$BASELINE_EXPECTED" ] && return 0
+	baseline_note "the guest differs from the baseline after the test:"
+	diff <(echo "$BASELINE_EXPECTED") <(echo "$now") | grep '^[<>]' | sed 's/^</#   missing:/; s/^>/#   extra:  /'
+
+	if tc qdisc show dev veth0 2>/dev/null | grep -qv noqueue; then
+		tc qdisc del dev veth0 root 2>/dev/null
+	fi
+	ip neigh show dev veth0 nud permanent 2>/dev/null | awk '{ print $1 }' | while read -r ip; do
+		ip neigh del "$ip" dev veth0
+	done
+	# Every rxe device but rxe0 goes; veth1 comes home before its namespace is deleted (deleting
+	# it there would delete veth0 too).
+	rdma link show 2>/dev/null | awk '{ print $2 }' | cut -d/ -f1 | grep -vx rxe0 | while read -r dev; do
+		rdma link delete "$dev" 2>/dev/null
+	done
+	if ip netns list 2>/dev/null | grep -q "^$BASELINE_PEER_NS\\b"; then
+		ip -n $BASELINE_PEER_NS link set veth1 netns 1 2>/dev/null
+		ip netns del $BASELINE_PEER_NS 2>/dev/null
+	fi
+	# Any other tool still running (not tagged: started by a leftover we did not see).
+	for m in "${BASELINE_TOOLS[@]}"; do pkill -KILL -x "$m" 2>/dev/null; done
+	local loaded=()
+	for m in "${BASELINE_STOCK_MODULES[@]}"; do [ -d "/sys/module/$m" ] && loaded+=("$m"); done
+	if [ ${#loaded[@]} -gt 0 ]; then
+		# A tool that just died may hold rdma_ucm for a moment.
+		for _ in $(seq 100); do modprobe -r "${loaded[@]}" 2>/dev/null && break; sleep 0.1; done
+	fi
+	if ! ip link show veth0 >/dev/null 2>&1 || ! ip link show veth1 >/dev/null 2>&1; then
+		rdma link delete rxe0 2>/dev/null
+		ip link del veth0 2>/dev/null
+		ip link del veth1 2>/dev/null
+		ip link add veth0 type veth peer name veth1
+	fi
+	ip -br -4 addr show dev veth0 | grep -q '10\.77\.0\.1/24' || ip addr replace 10.77.0.1/24 dev veth0
+	ip link set veth0 up
+	ip link set veth1 up
+	rdma link show rxe0/1 >/dev/null 2>&1 || rdma link add rxe0 type rxe netdev veth0
+	# cepm with default parameters: what vm-guest.sh loaded.
+	local cepm_now cepm_base
+	cepm_now=$(baseline_snapshot | grep '^module cepm\|^cepm parameter')
+	cepm_base=$(echo "$BASELINE_EXPECTED" | grep '^module cepm\|^cepm parameter')
+	if [ "$cepm_now" != "$cepm_base" ]; then
+		[ -d /sys/module/cepm ] && rmmod cepm
+		insmod "$CEPM_ROOT/cepm.ko"
+	fi
+	[ -w /sys/kernel/debug/cepm/drop_rx_count ] && echo 0 >/sys/kernel/debug/cepm/drop_rx_count
+	# rxe0 must be back in cepm's port list before the next test uses it.
+	for _ in $(seq 200); do
+		"$CEPM_ROOT/target/release/cepmctl" ports 2>/dev/null | grep -q '^rxe0 port 1 ' && break
+		sleep 0.05
+	done
+
+	now=$(baseline_snapshot)
+	if [ "$now" = "$BASELINE_EXPECTED" ]; then
+		baseline_note "restored"
+		return 0
+	fi
+	baseline_note "could not restore it; still different:"
+	diff <(echo "$BASELINE_EXPECTED") <(echo "$now") | grep '^[<>]' | sed 's/^</#   missing:/; s/^>/#   extra:  /'
+	return 1
+}

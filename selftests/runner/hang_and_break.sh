@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Not a test: a fixture for runner_isolation.sh.  It breaks the guest every way a failing
+# test has been seen to (cepm reloaded with other parameters, the stock CM loaded, the peer
+# namespace and rxe1 left behind, a lossy qdisc, a fixed neighbour, fault injection armed,
+# stray processes, one of them in its own session), then hangs and ignores SIGTERM, so that
+# only the runner's time limit and its KILL end it.
+. "$CEPM_ROOT/selftests/cepm/lib.sh"
+rmmod cepm && insmod "$CEPM_KO" devices="$RXE_DEV"
+modprobe rdma_ucm
+peer_ns_create
+peer_neighbours_fixed
+tc qdisc add dev veth0 root netem loss 50%
+echo 0x14 >$CEPM_DEBUGFS/drop_rx_attr && echo 3 >$CEPM_DEBUGFS/drop_rx_count
+sleep 1000 &
+setsid sleep 1000 &
+"${PEER[@]}" sleep 1000 &
+echo "hang_and_break: guest broken, now hanging"
+trap '' TERM
+while :; do sleep 1; done
