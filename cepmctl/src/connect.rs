@@ -490,10 +490,15 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         rtr.dest_qp_num, rts.sq_psn, rtr.rq_psn, rts.timeout, rts.retry_cnt, rts.rnr_retry
     ));
     cepm.send_rtu(handle, b"")?;
+    let info = cepm.query_cep(handle)?;
     trace.push(format!(
         "RTU sent; CEP {} in {}",
         handle,
-        state_name(cepm.query_cep(handle)?.state)
+        state_name(info.state)
+    ));
+    trace.push(format!(
+        "comm IDs: ours {:#x}, the peer's {:#x}",
+        info.local_comm_id, info.remote_comm_id
     ));
     let mut traffic = pp;
     let stats = match (&qp, traffic.as_mut()) {

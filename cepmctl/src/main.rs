@@ -85,6 +85,9 @@ enum Command {
         /// reject it.
         #[arg(long)]
         leave_unclaimed: bool,
+        /// Keep each rejected CEP (in IDLE) until exit instead of destroying it at once.
+        #[arg(long, conflicts_with = "leave_unclaimed")]
+        keep_rejected: bool,
         /// Give up after this many milliseconds without an event.
         #[arg(long, default_value_t = 30_000)]
         timeout_ms: u64,
@@ -414,6 +417,7 @@ fn serve(
     reason: u16,
     reject_data: &[u8],
     leave_unclaimed: bool,
+    keep_rejected: bool,
     timeout_ms: u64,
 ) -> std::io::Result<()> {
     let cepm = Cepm::open()?;
@@ -458,7 +462,14 @@ fn serve(
             "serve: rejected with reason {reason} and {} bytes of private data",
             reject_data.len()
         );
-        cepm.destroy(handle)?;
+        if keep_rejected {
+            println!(
+                "serve: keeping CEP {handle} in {}",
+                cep::state_name(cepm.query_cep(handle)?.state)
+            );
+        } else {
+            cepm.destroy(handle)?;
+        }
         served += 1;
     }
     cepm.destroy(listener)?;
@@ -620,6 +631,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
             reason,
             reject_data,
             leave_unclaimed,
+            keep_rejected,
             timeout_ms,
         } => serve(
             service_id,
@@ -627,6 +639,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
             reason,
             reject_data.as_bytes(),
             leave_unclaimed,
+            keep_rejected,
             timeout_ms,
         )?,
         Command::Ports => {

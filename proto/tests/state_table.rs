@@ -118,11 +118,13 @@ fn rows() -> Vec<Row> {
             RepRcvd,
             &[CancelSend, d(UserEvent::RepReceived)],
         ),
+        // Retries exhausted: REJ 4 with our CA GUID, so that the peer can find and end its
+        // side at once (`cm_acquire_rejected_id`), then the error to the owner.
         row(
             &[ReqSent, MraReqRcvd],
             Event::SendTimeout,
             Idle,
-            &[d(UserEvent::ReqError)],
+            &[TIMEOUT_REJ, d(UserEvent::ReqError)],
         ),
         row(&[RepRcvd], Event::PrepareMra, MraRepSent, &[]),
         row(
@@ -190,7 +192,7 @@ fn rows() -> Vec<Row> {
             &[RepSent, MraRepRcvd],
             Event::SendTimeout,
             Idle,
-            &[d(UserEvent::RepError)],
+            &[TIMEOUT_REJ, d(UserEvent::RepError)],
         ),
         // Duplicate REQs (cm_dup_req_handler) and OFW-style stale REJ in timewait.
         row(

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The remote-ID and remote-QPN tables follow the connection, not the CEP (Linux:
+# cm_reset_to_idle, cm_enter_timewait, and cm_rep_handler's cm_insert_remote_id):
+#  1. a passive CEP rejected by its owner and kept open (IDLE) no longer holds its peer's QPN:
+#     a new REQ from that QP is rejected by the server (REJ 28), not as stale (REJ 10);
+#  2. the active side is findable by its peer's (comm ID, CA GUID) once the REP arrives: a
+#     timeout REJ (reason 4, the CA GUID in its ARI) from the passive side reaches it;
+#  3. a REP that claims a (comm ID, CA GUID) another connection already has is a duplicate
+#     and is dropped: the CEP that sent the REQ stays in REQ_SENT.
+# A hostile peer is cepmctl send-mad (ib_umad).  Loopback on rxe0.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 7
+
+SID=0x0000000001064e74
+SID2=0x0000000001064e75
+out=$CEPM_ROOT/out/cep_peer_tables.$$
+trap 'kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
+node_guid=0x$(tr -d ':' </sys/class/infiniband/$RXE_DEV/node_guid)
+rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 "$1"; }
+# Waits until cepm has handled everything sent before: MADs are handled in order, so once a
+# marker (a DREP nobody answers) is counted, the MADs before it are done with.
+barrier() {
+	local n
+	n=$(rx DREP)
+	"$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57
+	wait_until 10 test "$(rx DREP)" -gt "$n"
+}
+
+# 1. serve rejects both REQs and keeps the rejected CEPs; both connects come from the same
+#    (made-up, CM-only) QPN.
+"$CEPMCTL" serve --service-id $SID --count 2 --keep-rejected --reason 28 --timeout-ms 30000 >"$out.serve" 2>&1 &
+spid=$!
+wait_until 10 grep -q '^serve: listening' "$out.serve"
+"$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 20000 >"$out.c1" 2>&1
+kept() { grep -q 'serve: keeping CEP [0-9]* in IDLE' "$out.serve"; }
+wait_until 10 kept
+ktap_check "the first REQ is rejected with 28 and its CEP kept in IDLE" \
+	sh -c "grep -q 'got REJ_RECEIVED (status 28)' '$out.c1' && grep -q 'keeping CEP [0-9]* in IDLE' '$out.serve'"
+"$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 20000 >"$out.c2" 2>&1
+sed 's/^/# /' "$out.c1" "$out.c2"
+ktap_check "a second REQ from the same QP is rejected by the server (28), not as stale (10)" \
+	grep -q 'got REJ_RECEIVED (status 28)' "$out.c2"
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+sed 's/^/# /' "$out.serve"
+
+# 2. An established connection; the passive side's "timeout REJ" to the active side.
+"$CEPMCTL" accept --service-id $SID2 --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
+wait_until 10 grep -q '^accept: listening' "$out.accept"
+"$CEPMCTL" connect --service-id $SID2 --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
+ids() { grep -q 'comm IDs: ours' "$out.connect" && grep -q 'in ESTABLISHED' "$out.accept"; }
+wait_until 20 ids
+ours=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\1/p' "$out.connect")
+theirs=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\2/p' "$out.connect")
+ktap_check "a connection is established (active comm ID $ours, passive $theirs)" \
+	sh -c "test -n '$ours' && test -n '$theirs'"
+
+# 3 first, while the connection is up: a REQ to nowhere, then a REP for it that claims the
+#    passive side's IDs.
+nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+"$CEPMCTL" connect --service-id 0x0000000001064e76 --cm-only --timeout-ms 60000 "${nowhere[@]}" >"$out.req" 2>&1 &
+req_sent() { "$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1 }' | grep -q .; }
+wait_until 20 req_sent
+c3=$("$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1; exit }')
+rep0=$(rx REP)
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REP --local-comm-id "$theirs" --remote-comm-id "$c3" --ca-guid "$node_guid" --qpn 0x4321
+barrier
+state_of() { "$CEPMCTL" list | awk -v id="$1" '$1 == id { print $2 }'; }
+ktap_check "cepm received the duplicate REP" test "$(rx REP)" -gt "$rep0"
+ktap_check "... and dropped it: CEP $c3 is still in REQ_SENT" test "$(state_of "$c3")" = REQ_SENT
+
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REJ --local-comm-id "$theirs" --remote-comm-id 0 --msg-rejected OTHER \
+	--reason 4 --ari "${node_guid#0x}"
+timeout_rej() { grep -q 'event REJ_RECEIVED on CEP [0-9]* (status 4)' "$out.connect"; }
+wait_until 10 timeout_rej
+sed 's/^/# /' "$out.accept" "$out.connect"
+ktap_check "the timeout REJ, matched by the passive side's comm ID and CA GUID, reached the active side" timeout_rej
+ktap_check "... and not the passive side" sh -c "! grep -q 'REJ_RECEIVED' '$out.accept'"
+kill $(jobs -p) 2>/dev/null
+wait
+ktap_finished

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# A REJ is taken only by the CEP it is for (proto/src/rej_match.rs, as Linux's
+# cm_acquire_rejected_id matches it).  A hostile peer on the fabric (cepmctl send-mad, through
+# ib_umad) sends REJs at a live connection:
+#  1. spoofs that name one end's comm ID but not its peer's: LocalCommID 0 with MessageRejected
+#     REQ, REP or OTHER, and a wrong LocalCommID.  None may touch the connection;
+#  2. then a REJ with the right IDs, which must: it also shows that the spoofs before it (sent
+#     earlier on the same port, handled in order) reached cepm and were refused;
+#  3. a timeout REJ (reason 4) from a client that gave up in REQ_SENT, matched by the CA GUID in
+#     its ARI and its LocalCommID (its RemoteCommID is 0): the passive CEP, resending its REP,
+#     stops at once with REJ_RECEIVED instead of retrying for a minute.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 7
+
+SID=0x0000000001064e72
+SID_T=0x0000000001064e73
+out=$CEPM_ROOT/out/cep_rej_match.$$
+trap 'kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
+listening() { grep -q '^accept: listening' "$out.accept"; }
+held() { grep -q 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.connect" && grep -q 'in ESTABLISHED' "$out.accept"; }
+rej_rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 REJ; }
+spoof() { "$CEPMCTL" send-mad "$RXE_DEV" 1 REJ "$@"; }
+# The established CEP with local comm ID $1: its peer's comm ID.
+peer_of() { "$CEPMCTL" list | awk -v id="$1" '$1 == id && $2 == "ESTABLISHED" { print $4 }'; }
+established_ceps() { "$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l; }
+anyone_saw() { grep -qh "$1" "$out.accept" "$out.connect"; }
+
+# 1 and 2: a CM-only connection on rxe0, both ends holding it until their next event.
+"$CEPMCTL" accept --service-id $SID --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
+wait_until 10 listening
+"$CEPMCTL" connect --service-id $SID --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
+wait_until 20 held
+victim=$("$CEPMCTL" list | awk '$2 == "ESTABLISHED" { print $1; exit }')
+peer=$(peer_of "$victim")
+ktap_print_msg "victim CEP $victim, its peer $peer"
+ktap_check "a connection is established (victim $victim, peer $peer)" \
+	sh -c "test -n '$victim' && test -n '$peer' && test $(established_ceps) = 2"
+
+rx0=$(rej_rx)
+spoof --local-comm-id 0 --remote-comm-id "$victim" --msg-rejected REQ --reason 1
+spoof --local-comm-id 0 --remote-comm-id "$victim" --msg-rejected REP --reason 2
+spoof --local-comm-id 0 --remote-comm-id "$victim" --msg-rejected OTHER --reason 3
+spoof --local-comm-id $((peer ^ 1)) --remote-comm-id "$victim" --msg-rejected OTHER --reason 5
+wait_until 10 test "$(rej_rx)" -ge $((rx0 + 4))
+ktap_check "cepm received the four spoofed REJs" test "$(rej_rx)" = $((rx0 + 4))
+ktap_check "... and both ends are still ESTABLISHED" test "$(established_ceps)" = 2
+
+spoof --local-comm-id "$peer" --remote-comm-id "$victim" --msg-rejected OTHER --reason 28
+wait_until 10 anyone_saw 'event REJ_RECEIVED'
+sed 's/^/# /' "$out.accept" "$out.connect"
+ktap_check "the genuine REJ (reason 28) reached the victim's owner" anyone_saw 'event REJ_RECEIVED on CEP [0-9]* (status 28)'
+ktap_check "... and no spoofed one did (reasons 1, 2, 3, 5)" \
+	sh -c "! grep -hq 'event REJ_RECEIVED on CEP [0-9]* (status [1235])' '$out.accept' '$out.connect'"
+kill $(jobs -p) 2>/dev/null
+wait
+
+# 3: a REQ from a "client" that then gives up and sends REJ 4 with its CA GUID.
+guid=0x0002c90300aabbcc
+client_id=0xabc10001
+"$CEPMCTL" accept --service-id $SID_T --cm-only --timeout-ms 60000 >"$out.accept" 2>&1 &
+apid=$!
+wait_until 10 listening
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_T --comm-id $client_id --ca-guid $guid
+rep_sent() { "$CEPMCTL" list | grep -q ' REP_SENT '; }
+wait_until 20 rep_sent
+ktap_check "the passive CEP answered the REQ and resends its REP" rep_sent
+spoof --local-comm-id $client_id --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
+timeout_rej_seen() { grep -q 'event REJ_RECEIVED on CEP [0-9]* (status 4)' "$out.accept"; }
+wait_until 10 timeout_rej_seen
+sed 's/^/# /' "$out.accept"
+ktap_check "the timeout REJ, matched by CA GUID and comm ID, ended the passive side at once" timeout_rej_seen
+kill $apid 2>/dev/null
+wait
+ktap_finished
