@@ -47,9 +47,10 @@ pub struct Config {
     pub cm_response_timeout: u8,
     /// Active side: the path's packet lifetime (IBTA exponent).
     pub packet_life_time: u8,
-    /// Passive side: arm an MRA for the REQ before answering.
+    /// Arm an MRA for the message to answer (passive: the REQ; active: the REP).
     pub mra: bool,
-    /// Passive side: wait this long before answering the REQ (a slow server).
+    /// Wait this long before answering (passive: the REQ, a slow server; active: the REP,
+    /// a slow client).
     pub answer_delay: Duration,
     /// Passive side: send the DREQ once established instead of waiting for the active side's
     /// (which always sends one: both at once make the DREQs cross).
@@ -480,6 +481,18 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         pdata.len(),
         String::from_utf8_lossy(&pdata).trim_end_matches('\0')
     ));
+    // A slow client, as rdma_cm is under load: the server's REP retries meet the MRA.
+    if config.mra {
+        cepm.prepare_mra(handle)?;
+        trace.push("MRA armed for the REP".to_string());
+    }
+    if !config.answer_delay.is_zero() {
+        trace.push(format!(
+            "sending the RTU in {} ms",
+            config.answer_delay.as_millis()
+        ));
+        std::thread::sleep(config.answer_delay);
+    }
     let (pp, rtr) = to_rtr(&cepm, handle, qp.as_ref(), config)?;
     let rts = cepm.qp_attr(handle, sys::CEPM_QPS_RTS)?;
     if let Some(qp) = &qp {

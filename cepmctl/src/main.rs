@@ -229,10 +229,11 @@ struct ConnectArgs {
     /// connect: the path's packet lifetime, IBTA exponent.
     #[arg(long, default_value_t = 16)]
     packet_life_time: u8,
-    /// accept: arm an MRA for the REQ before answering it.
+    /// Arm an MRA for the message to answer: accept, the REQ; connect, the REP.
     #[arg(long)]
     mra: bool,
-    /// accept: wait this many milliseconds before answering the REQ (a slow server).
+    /// Wait this many milliseconds before answering: accept, the REQ (a slow server);
+    /// connect, the REP (a slow client, as rdma_cm under load).
     #[arg(long, default_value_t = 0)]
     answer_delay_ms: u64,
     /// accept: once established, send the DREQ instead of waiting for the client's (whose

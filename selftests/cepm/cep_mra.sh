@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # MRA: a server slower than the client's REQ timeout.  Without an MRA the client gives up
 # (REQ_ERROR); with one armed, the client's REQ retry is answered by an MRA, its timeout is
-# extended, and the connection completes.  Loopback, or with the server in another namespace.
+# extended, and the connection completes.  And the other way: a client slower than the server's
+# REP timeout, which has armed an MRA for the REP (as Linux's rdma_cm does for every REP it
+# receives), answers the REP's retries with MRAs; a server answering many connections
+# (accept --count) takes them in its stride.  Loopback, or with the server in another namespace.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 6
+ktap_set_plan 8
 
 out=$CEPM_ROOT/out/cep_mra.$$
 trap 'topology_down; rm -f "$out".*' EXIT
@@ -43,5 +46,23 @@ ktap_check "the client saw MRA_RECEIVED with Linux's service timeout 24" \
 	grep -q 'event MRA_RECEIVED on CEP [0-9]* (service timeout 24)' "$out.c2"
 ktap_check "the server sent the MRA (on the client's REQ retry)" \
 	test "$("$CEPMCTL" tx-count "$SERVER_DEV" 1 MRA)" -gt "$mra_tx0"
+
+# A slow client: REP retries every ~70 ms (the client's CM response timeout, exponent 14),
+# the RTU after 3 s, an MRA armed for the REP.  Three connections, one after the other.
+on_server "$CEPMCTL" accept --service-id 0x0000000001064e42 --device "$SERVER_DEV" --cm-only --count 3 \
+	--timeout-ms 30000 >"$out.a3" 2>&1 &
+apid=$!
+wait_until 10 listening "$out.a3"
+slow_client=(--cm-only --max-cm-retries 7 --cm-response-timeout 14 --packet-life-time 8 --mra --answer-delay-ms 3000 --timeout-ms 30000)
+crc=0
+for i in 1 2 3; do
+	"$CEPMCTL" connect --service-id 0x0000000001064e42 "${slow_client[@]}" "${TO_SERVER[@]}" >>"$out.c3" 2>&1 || crc=1
+done
+wait $apid
+arc=$?
+sed 's/^/# /' "$out.a3" "$out.c3"
+ktap_check "a slow client with an MRA armed for the REP connects 3 times" test $crc = 0
+ktap_check "... and accept --count 3 serves all three through the MRAs" \
+	sh -c "test $arc = 0 && grep -q '^accept: 3 connected and disconnected, 0 failed' '$out.a3'"
 ktap_check "no CEP is left in the module" wait_until 10 ceps_are 0
 ktap_finished
