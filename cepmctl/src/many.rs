@@ -49,6 +49,19 @@ fn report_failure(who: &str, cepm: &Cepm, ev: &crate::cep::Event) {
     );
 }
 
+/// The next event that moves a connection on. An MRA only says that the peer needs longer
+/// (the kernel has already extended the retry timer by its service timeout): rdma_cm arms
+/// one for every REQ and REP it receives and sends it when that message is retried, so a
+/// loaded peer sends them routinely. They are skipped.
+fn next_event(cepm: &Cepm, timeout: Duration) -> io::Result<crate::cep::Event> {
+    loop {
+        let ev = cepm.expect_event(timeout)?;
+        if ev.kind != sys::CEPM_EVENT_MRA_RECEIVED {
+            return Ok(ev);
+        }
+    }
+}
+
 /// The error for an event neither side of a run expects.
 fn unexpected(ev: &crate::cep::Event) -> io::Error {
     io::Error::other(format!(
@@ -79,7 +92,7 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
             in_flight.insert(handle);
             started += 1;
         }
-        let ev = cepm.expect_event(config.timeout)?;
+        let ev = next_event(&cepm, config.timeout)?;
         match ev.kind {
             sys::CEPM_EVENT_REP_RECEIVED => {
                 cepm.send_rtu(ev.handle, b"")?;
@@ -119,7 +132,7 @@ pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
     let start = Instant::now();
     let (mut completed, mut failed, mut accepted) = (0u64, 0u64, 0u64);
     while completed + failed < count {
-        let ev = cepm.expect_event(config.timeout)?;
+        let ev = next_event(&cepm, config.timeout)?;
         match ev.kind {
             sys::CEPM_EVENT_REQ_RECEIVED => {
                 let (handle, _) = cepm.get_request(listener, 0)?;
@@ -208,7 +221,7 @@ pub fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<P
             sent_at.insert(handle, Instant::now());
             started += 1;
         }
-        let ev = cepm.expect_event(config.timeout)?;
+        let ev = next_event(&cepm, config.timeout)?;
         let Some(t0) = sent_at.remove(&ev.handle) else {
             return Err(unexpected(&ev));
         };
@@ -257,7 +270,7 @@ fn await_disconnects(cepm: &Cepm, handles: &[u32], config: &Config) -> io::Resul
     let mut open: HashSet<u32> = handles.iter().copied().collect();
     let (mut completed, mut failed) = (0, 0);
     while !open.is_empty() {
-        let ev = cepm.expect_event(config.timeout)?;
+        let ev = next_event(cepm, config.timeout)?;
         if !open.remove(&ev.handle) {
             return Err(unexpected(&ev));
         }
@@ -290,7 +303,7 @@ pub fn passive_phased(config: &Config, count: u64) -> io::Result<Phases> {
     let mut failed = 0u64;
     let mut start = None;
     while (established.len() as u64) + failed < count {
-        let ev = cepm.expect_event(config.timeout)?;
+        let ev = next_event(&cepm, config.timeout)?;
         match ev.kind {
             sys::CEPM_EVENT_REQ_RECEIVED => {
                 let t0 = Instant::now();
