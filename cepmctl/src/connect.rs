@@ -52,6 +52,8 @@ pub struct Config {
     /// Wait this long before answering (passive: the REQ, a slow server; active: the REP,
     /// a slow client).
     pub answer_delay: Duration,
+    /// Active side: the RTU's private data.
+    pub rtu_data: Vec<u8>,
     /// Passive side: send the DREQ once established instead of waiting for the active side's
     /// (which always sends one: both at once make the DREQs cross).
     pub disconnect: bool,
@@ -502,7 +504,7 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
         "QP {qpn:#x} in RTS, connected to QP {:#x} (send PSN {:#x}, receive PSN {:#x}, ACK timeout {}, retries {}, RNR retries {})",
         rtr.dest_qp_num, rts.sq_psn, rtr.rq_psn, rts.timeout, rts.retry_cnt, rts.rnr_retry
     ));
-    cepm.send_rtu(handle, b"")?;
+    cepm.send_rtu(handle, &config.rtu_data)?;
     let info = cepm.query_cep(handle)?;
     trace.push(format!(
         "RTU sent; CEP {} in {}",

@@ -236,6 +236,9 @@ struct ConnectArgs {
     /// connect, the REP (a slow client, as rdma_cm under load).
     #[arg(long, default_value_t = 0)]
     answer_delay_ms: u64,
+    /// connect: the RTU's private data, as text.
+    #[arg(long, default_value = "")]
+    rtu_data: String,
     /// accept: once established, send the DREQ instead of waiting for the client's (whose
     /// own DREQ then crosses it).
     #[arg(long, conflicts_with = "hold")]
@@ -313,6 +316,7 @@ impl ConnectArgs {
             packet_life_time: self.packet_life_time,
             mra: self.mra,
             answer_delay: std::time::Duration::from_millis(self.answer_delay_ms),
+            rtu_data: self.rtu_data.into_bytes(),
             disconnect: self.disconnect,
             establish_early: self.establish_early,
             rdma_cm: self.rdma_cm,
