@@ -1311,6 +1311,7 @@ impl Cep {
                 (inner.req_msg.take(), inner.rep_msg.take()),
             )
         };
+        crate::shim::fault_destroy_delay();
         drop((peer, messages));
         tables::remove_local(self.local_id);
         if let Some(key) = remote_key {

@@ -8,6 +8,7 @@
  */
 #include <linux/atomic.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -102,8 +103,14 @@ bool cepm_shim_port_is_roce(struct ib_device *device, u32 port)
  * before cepm sees them, as if the wire had lost them.  rx_dropped counts
  * them.  This is how the selftests lose exactly one RTU or one DREQ on
  * loopback, where no qdisc sits between the two ends.
+ *
+ * destroy_delay_ms makes every CEP destroy sleep that long after it has let
+ * go of the CEP's lock and before it frees what it took out (the peer and its
+ * address handle among them): it holds that window open so that a test can
+ * remove the device in it.
  */
 static struct dentry *cepm_debugfs;
+static u32 cepm_destroy_delay_ms;
 static u16 cepm_drop_rx_attr;
 static atomic_t cepm_drop_rx_count = ATOMIC_INIT(0);
 static atomic_t cepm_rx_dropped = ATOMIC_INIT(0);
@@ -129,6 +136,15 @@ void cepm_shim_debugfs_create(void)
 	debugfs_create_x16("drop_rx_attr", 0600, cepm_debugfs, &cepm_drop_rx_attr);
 	debugfs_create_atomic_t("drop_rx_count", 0600, cepm_debugfs, &cepm_drop_rx_count);
 	debugfs_create_atomic_t("rx_dropped", 0400, cepm_debugfs, &cepm_rx_dropped);
+	debugfs_create_u32("destroy_delay_ms", 0600, cepm_debugfs, &cepm_destroy_delay_ms);
+}
+
+void cepm_shim_fault_destroy_delay(void)
+{
+	u32 ms = READ_ONCE(cepm_destroy_delay_ms);
+
+	if (ms)
+		msleep(ms);
 }
 
 void cepm_shim_debugfs_remove(void)

@@ -130,6 +130,13 @@ impl Drop for FaultInjection {
     }
 }
 
+/// Fault injection: sleeps for debugfs's `destroy_delay_ms` (0, no sleep, unless a test set
+/// it). Process context only.
+pub(crate) fn fault_destroy_delay() {
+    // SAFETY: No preconditions beyond process context, which the caller guarantees.
+    unsafe { shim::cepm_shim_fault_destroy_delay() };
+}
+
 /// The `devices` module parameter: the RDMA devices to manage, comma-separated (empty: all).
 pub(crate) fn devices_param() -> &'static CStr {
     // SAFETY: The shim returns a static NUL-terminated buffer that is read-only once the

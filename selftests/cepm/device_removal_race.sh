@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Device removal racing a destroy: no address handle may outlive its device.  A CEP in
+# REQ_SENT holds an AH on rxe0; its owner is killed, and the destroy that closing the file
+# runs is held open (debugfs destroy_delay_ms) after it let go of the CEP's lock; rxe0 is
+# deleted in that window.  If the AH is not accounted to the port when the device goes, it
+# outlives the device: the MAD layer frees the PD under it (WARNING in ib_dealloc_pd) and
+# the late destroy touches a freed device.  Loopback; rxe0 is added back at the end.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 5
+
+out=$CEPM_ROOT/out/device_removal_race.$$
+trap 'echo 0 >$CEPM_DEBUGFS/destroy_delay_ms; kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
+nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+state_listed() { "$CEPMCTL" list | awk '{ print $2 }' | grep -qx "$1"; }
+
+"$CEPMCTL" connect --service-id 0x0000000001064e79 --cm-only --timeout-ms 60000 "${nowhere[@]}" >"$out.req" 2>&1 &
+cpid=$!
+ktap_check "a CEP waits in REQ_SENT with an address handle on $RXE_DEV" wait_until 20 state_listed REQ_SENT
+
+mark_dmesg
+echo 4000 >$CEPM_DEBUGFS/destroy_delay_ms
+kill -KILL $cpid
+# The destroy has run its transition and now sleeps with the CEP's lock released.
+ktap_check "its owner is killed and the destroy is held open" wait_until 10 state_listed DESTROYED
+ktap_check "$RXE_DEV is deleted inside the window" rdma link delete "$RXE_DEV"
+wait $cpid 2>/dev/null
+echo 0 >$CEPM_DEBUGFS/destroy_delay_ms
+gone() { ! "$CEPMCTL" list | grep -q DESTROYED; }
+wait_until 20 gone
+bad=$(dmesg_since_mark | grep -E 'WARNING:|BUG:|still has users|general protection|Oops' || true)
+[ -z "$bad" ] || dmesg_since_mark | sed 's/^/# /' | tail -60
+ktap_check "no warning or crash: the AH went before the device" test -z "$bad"
+
+rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
+ktap_check "$RXE_DEV is back and managed" wait_until 20 port_listed "$RXE_DEV" 1
+ktap_finished
