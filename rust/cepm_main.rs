@@ -37,6 +37,7 @@ pub mod proto {
     pub mod error;
     pub mod lap;
     pub mod mad;
+    pub mod message;
     pub mod mra;
     pub mod msg_code;
     pub mod path;

@@ -2,83 +2,56 @@
 //!
 //! Like LAP, ignored on RoCE by Linux (`cm_apr_handler` in `drivers/infiniband/core/cm.c`).
 
-use super::error::{DecodeError, EncodeError};
-use super::mad::AttrId;
+use super::message::cm_message;
 use super::pdata::{AdditionalInfo, PrivateData, INFO_SIZE};
-use super::wire::{self, Bytes, Field, Mad};
 
 /// APR private data capacity (`IB_CM_APR_PRIVATE_DATA_SIZE`).
 pub const APR_PRIVATE_DATA_SIZE: usize = 148;
 
-/// APR field positions (message-data offsets).
-pub mod fields {
-    use super::{Bytes, Field};
+cm_message! {
+    /// An APR, fields in host order.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct Apr("apr") {
+        /// LocalCommID.
+        LOCAL_COMM_ID @ bits(0, 0, 32)
+            /// Sender's communication ID.
+            => local_comm_id: u32;
+        /// RemoteCommID.
+        REMOTE_COMM_ID @ bits(4, 0, 32)
+            /// Receiver's communication ID.
+            => remote_comm_id: u32;
+        /// AdditionalInfoLength.
+        ADDITIONAL_INFO_LENGTH(additional_info_length) @ bits(8, 0, 8)
+            = |m| m.additional_info.len() as u64;
+        /// APStatus.
+        AP_STATUS @ bits(9, 0, 8)
+            /// AP status (`enum ib_cm_apr_status`, 0 = success).
+            => ap_status: u8;
+        /// AdditionalInfo.
+        ADDITIONAL_INFO @ bytes(12, INFO_SIZE)
+            /// Additional information, at most 72 bytes.
+            => additional_info: AdditionalInfo, len ADDITIONAL_INFO_LENGTH;
+        /// PrivateData.
+        PRIVATE_DATA @ bytes(84, APR_PRIVATE_DATA_SIZE)
+            /// Private data.
+            => private_data: PrivateData<APR_PRIVATE_DATA_SIZE>;
+    }
 
-    /// LocalCommID.
-    pub const LOCAL_COMM_ID: Field = Field::new("apr.local_comm_id", 0, 0, 32);
-    /// RemoteCommID.
-    pub const REMOTE_COMM_ID: Field = Field::new("apr.remote_comm_id", 4, 0, 32);
-    /// AdditionalInfoLength.
-    pub const ADDITIONAL_INFO_LENGTH: Field = Field::new("apr.additional_info_length", 8, 0, 8);
-    /// APStatus.
-    pub const AP_STATUS: Field = Field::new("apr.ap_status", 9, 0, 8);
-    /// AdditionalInfo.
-    pub const ADDITIONAL_INFO: Bytes = Bytes::new(12, super::INFO_SIZE);
-    /// PrivateData.
-    pub const PRIVATE_DATA: Bytes = Bytes::new(84, super::APR_PRIVATE_DATA_SIZE);
-}
-
-/// An APR, fields in host order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Apr {
-    /// Sender's communication ID.
-    pub local_comm_id: u32,
-    /// Receiver's communication ID.
-    pub remote_comm_id: u32,
-    /// AP status (`enum ib_cm_apr_status`, 0 = success).
-    pub ap_status: u8,
-    /// Additional information, at most 72 bytes.
-    pub additional_info: AdditionalInfo,
-    /// Private data.
-    pub private_data: PrivateData<APR_PRIVATE_DATA_SIZE>,
-}
-
-impl Apr {
     /// Reads an APR from a whole MAD.
     ///
     /// # Errors
     ///
     /// [`DecodeError::Truncated`], or [`DecodeError::InfoTooLong`] for
     /// AdditionalInfoLength over 72.
-    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        use fields::*;
-        let mad = wire::as_mad(bytes)?;
-        let info_len = ADDITIONAL_INFO_LENGTH.get_u8(mad);
-        if usize::from(info_len) > INFO_SIZE {
-            return Err(DecodeError::InfoTooLong(AttrId::Apr, info_len));
-        }
-        Ok(Self {
-            local_comm_id: LOCAL_COMM_ID.get_u32(mad),
-            remote_comm_id: REMOTE_COMM_ID.get_u32(mad),
-            ap_status: AP_STATUS.get_u8(mad),
-            additional_info: PrivateData::from_prefix(&ADDITIONAL_INFO.read(mad), info_len.into()),
-            private_data: PrivateData::from_array(PRIVATE_DATA.read(mad)),
-        })
-    }
+    ///
+    /// [`DecodeError::Truncated`]: super::error::DecodeError::Truncated
+    /// [`DecodeError::InfoTooLong`]: super::error::DecodeError::InfoTooLong
+    fn decode;
 
     /// Writes the APR into the message data of `mad`; the header is left alone.
     ///
     /// # Errors
     ///
     /// None in practice: every field is full width or bounded by its type.
-    pub fn encode(&self, mad: &mut Mad) -> Result<(), EncodeError> {
-        use fields::*;
-        wire::clear_data(mad);
-        LOCAL_COMM_ID.set(mad, self.local_comm_id.into())?;
-        REMOTE_COMM_ID.set(mad, self.remote_comm_id.into())?;
-        ADDITIONAL_INFO_LENGTH.set(mad, self.additional_info.len() as u64)?;
-        AP_STATUS.set(mad, self.ap_status.into())?;
-        ADDITIONAL_INFO.write(mad, self.additional_info.as_bytes())?;
-        PRIVATE_DATA.write(mad, self.private_data.as_bytes())
-    }
+    fn encode;
 }

@@ -4,7 +4,8 @@
 //! - [`wire`], [`pdata`], [`path`]: bit-exact field access, private data, path blocks.
 //! - One file per CM attribute ([`req`], [`mra`], [`rej`], [`rep`], [`rtu`], [`dreq`], [`drep`],
 //!   [`lap`], [`apr`], [`sidr_req`], [`sidr_rep`], [`class_port_info`]) and [`cm_mad`] to
-//!   validate a received MAD and dispatch on its attribute.
+//!   validate a received MAD and dispatch on its attribute. Each attribute's fields, struct,
+//!   `decode` and `encode` are generated from its wire table by [`message`]'s `cm_message!`.
 //! - [`service_id`] and [`cma_hdr`]: the RDMA CM conventions carried inside CM messages.
 //! - [`state`]: the connection state machine as a pure transition function.
 //! - [`timing`] and [`qp_attr`]: integer-only timer math and QP attribute derivation.
@@ -40,6 +41,7 @@ pub mod dreq;
 pub mod error;
 pub mod lap;
 pub mod mad;
+pub mod message;
 pub mod mra;
 pub mod msg_code;
 pub mod path;

@@ -1,10 +1,8 @@
 //! ConnectReject (REJ, attribute 0x0012): IBTA vol. 1 table 108.
 
-use super::error::{DecodeError, EncodeError};
-use super::mad::AttrId;
+use super::message::cm_message;
 use super::msg_code::MessageCode;
 use super::pdata::{AdditionalInfo, PrivateData, INFO_SIZE};
-use super::wire::{self, Bytes, Field, Mad};
 
 /// REJ private data capacity (`IB_CM_REJ_PRIVATE_DATA_SIZE`).
 pub const REJ_PRIVATE_DATA_SIZE: usize = 148;
@@ -33,44 +31,38 @@ pub mod reason {
     pub const INVALID_CLASS_VERSION: u16 = 31;
 }
 
-/// REJ field positions (message-data offsets).
-pub mod fields {
-    use super::{Bytes, Field};
+cm_message! {
+    /// A REJ, fields in host order.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct Rej("rej") {
+        /// LocalCommID (0 when rejecting a REQ before a local ID exists).
+        LOCAL_COMM_ID @ bits(0, 0, 32)
+            /// Sender's communication ID (0 if it has none yet).
+            => local_comm_id: u32;
+        /// RemoteCommID.
+        REMOTE_COMM_ID @ bits(4, 0, 32)
+            /// Receiver's communication ID.
+            => remote_comm_id: u32;
+        /// MessageRejected.
+        MESSAGE_REJECTED @ bits(8, 0, 2)
+            /// The message being rejected.
+            => message_rejected: MessageCode;
+        /// RejectedInfoLength (ARI length), 7 bits.
+        REJECTED_INFO_LENGTH(rejected_info_length) @ bits(9, 0, 7) = |m| m.ari.len() as u64;
+        /// Reason.
+        REASON @ bits(10, 0, 16)
+            /// Reason code (see [`reason`]).
+            => reason: u16;
+        /// Additional rejection information.
+        ARI @ bytes(12, INFO_SIZE)
+            /// Additional rejection information, at most 72 bytes.
+            => ari: AdditionalInfo, len REJECTED_INFO_LENGTH;
+        /// PrivateData.
+        PRIVATE_DATA @ bytes(84, REJ_PRIVATE_DATA_SIZE)
+            /// Private data.
+            => private_data: PrivateData<REJ_PRIVATE_DATA_SIZE>;
+    }
 
-    /// LocalCommID (0 when rejecting a REQ before a local ID exists).
-    pub const LOCAL_COMM_ID: Field = Field::new("rej.local_comm_id", 0, 0, 32);
-    /// RemoteCommID.
-    pub const REMOTE_COMM_ID: Field = Field::new("rej.remote_comm_id", 4, 0, 32);
-    /// MessageRejected.
-    pub const MESSAGE_REJECTED: Field = Field::new("rej.message_rejected", 8, 0, 2);
-    /// RejectedInfoLength (ARI length), 7 bits.
-    pub const REJECTED_INFO_LENGTH: Field = Field::new("rej.rejected_info_length", 9, 0, 7);
-    /// Reason.
-    pub const REASON: Field = Field::new("rej.reason", 10, 0, 16);
-    /// Additional rejection information.
-    pub const ARI: Bytes = Bytes::new(12, super::INFO_SIZE);
-    /// PrivateData.
-    pub const PRIVATE_DATA: Bytes = Bytes::new(84, super::REJ_PRIVATE_DATA_SIZE);
-}
-
-/// A REJ, fields in host order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Rej {
-    /// Sender's communication ID (0 if it has none yet).
-    pub local_comm_id: u32,
-    /// Receiver's communication ID.
-    pub remote_comm_id: u32,
-    /// The message being rejected.
-    pub message_rejected: MessageCode,
-    /// Reason code (see [`reason`]).
-    pub reason: u16,
-    /// Additional rejection information, at most 72 bytes.
-    pub ari: AdditionalInfo,
-    /// Private data.
-    pub private_data: PrivateData<REJ_PRIVATE_DATA_SIZE>,
-}
-
-impl Rej {
     /// Reads a REJ from a whole MAD.
     ///
     /// # Errors
@@ -78,37 +70,16 @@ impl Rej {
     /// [`DecodeError::Truncated`], [`DecodeError::ReservedMessageCode`], or
     /// [`DecodeError::InfoTooLong`] if RejectedInfoLength exceeds 72 (Linux passes it on
     /// unclamped, `cm_format_rej_event` in `drivers/infiniband/core/cm.c`; cepm refuses it).
-    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        use fields::*;
-        let mad = wire::as_mad(bytes)?;
-        let ari_len = REJECTED_INFO_LENGTH.get_u8(mad);
-        if usize::from(ari_len) > INFO_SIZE {
-            return Err(DecodeError::InfoTooLong(AttrId::Rej, ari_len));
-        }
-        Ok(Self {
-            local_comm_id: LOCAL_COMM_ID.get_u32(mad),
-            remote_comm_id: REMOTE_COMM_ID.get_u32(mad),
-            message_rejected: MessageCode::from_wire(AttrId::Rej, MESSAGE_REJECTED.get_u8(mad))?,
-            reason: REASON.get_u16(mad),
-            ari: PrivateData::from_prefix(&ARI.read(mad), ari_len.into()),
-            private_data: PrivateData::from_array(PRIVATE_DATA.read(mad)),
-        })
-    }
+    ///
+    /// [`DecodeError::Truncated`]: super::error::DecodeError::Truncated
+    /// [`DecodeError::ReservedMessageCode`]: super::error::DecodeError::ReservedMessageCode
+    /// [`DecodeError::InfoTooLong`]: super::error::DecodeError::InfoTooLong
+    fn decode;
 
     /// Writes the REJ into the message data of `mad`; the header is left alone.
     ///
     /// # Errors
     ///
     /// None in practice: every field is full width or bounded by its type.
-    pub fn encode(&self, mad: &mut Mad) -> Result<(), EncodeError> {
-        use fields::*;
-        wire::clear_data(mad);
-        LOCAL_COMM_ID.set(mad, self.local_comm_id.into())?;
-        REMOTE_COMM_ID.set(mad, self.remote_comm_id.into())?;
-        MESSAGE_REJECTED.set(mad, self.message_rejected.to_u8().into())?;
-        REJECTED_INFO_LENGTH.set(mad, self.ari.len() as u64)?;
-        REASON.set(mad, self.reason.into())?;
-        ARI.write(mad, self.ari.as_bytes())?;
-        PRIVATE_DATA.write(mad, self.private_data.as_bytes())
-    }
+    fn encode;
 }

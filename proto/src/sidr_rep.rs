@@ -2,8 +2,9 @@
 
 use super::error::{DecodeError, EncodeError};
 use super::mad::AttrId;
+use super::message::cm_message;
 use super::pdata::{AdditionalInfo, PrivateData, INFO_SIZE};
-use super::wire::{self, Bytes, Field, Mad};
+use super::wire::Mad;
 
 /// SIDR_REP private data capacity (`IB_CM_SIDR_REP_PRIVATE_DATA_SIZE`).
 pub const SIDR_REP_PRIVATE_DATA_SIZE: usize = 136;
@@ -24,56 +25,51 @@ pub mod status {
     pub const UNSUPPORTED_VERSION: u8 = 5;
 }
 
-/// SIDR_REP field positions (message-data offsets).
-pub mod fields {
-    use super::{Bytes, Field};
+cm_message! {
+    /// A SIDR_REP, fields in host order.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+    pub struct SidrRep("sidr_rep") {
+        /// RequestID.
+        REQUEST_ID @ bits(0, 0, 32)
+            /// The SIDR_REQ's RequestID.
+            => request_id: u32;
+        /// Status.
+        STATUS @ bits(4, 0, 8)
+            /// Status (see [`status`]).
+            => status: u8;
+        /// AdditionalInfoLength.
+        ADDITIONAL_INFO_LENGTH(additional_info_length) @ bits(5, 0, 8)
+            = |m| m.additional_info.len() as u64;
+        /// VendorID bits 23..8 (a 16-bit field).
+        VENDOR_ID_H(vendor_id_h) @ bits(6, 0, 16) = |m| u64::from(m.vendor_id >> 8);
+        /// ECE vendor ID, 24 bits: 16 bits at byte 6 and 8 bits at byte 11. (Linux masks
+        /// the high part to 8 bits when sending, `cm_format_sidr_rep` in
+        /// `drivers/infiniband/core/cm.c`.)
+        => vendor_id: u32 = |w| (VENDOR_ID_H.get_u32(w) << 8) | VENDOR_ID_L.get_u32(w);
+        /// QPN.
+        QPN @ bits(8, 0, 24)
+            /// The service's UD QPN, 24 bits; never 0 when `status` is success.
+            => qpn: u32;
+        /// VendorID bits 7..0.
+        VENDOR_ID_L(vendor_id_l) @ bits(11, 0, 8) = |m| u64::from(m.vendor_id & 0xff);
+        /// ServiceID.
+        SERVICE_ID @ bits(12, 0, 64)
+            /// Service ID.
+            => service_id: u64;
+        /// Q_Key.
+        QKEY @ bits(20, 0, 32)
+            /// The service's Q_Key.
+            => qkey: u32;
+        /// AdditionalInfo.
+        ADDITIONAL_INFO @ bytes(24, INFO_SIZE)
+            /// Additional information, at most 72 bytes.
+            => additional_info: AdditionalInfo, len ADDITIONAL_INFO_LENGTH;
+        /// PrivateData.
+        PRIVATE_DATA @ bytes(96, SIDR_REP_PRIVATE_DATA_SIZE)
+            /// Private data.
+            => private_data: PrivateData<SIDR_REP_PRIVATE_DATA_SIZE>;
+    }
 
-    /// RequestID.
-    pub const REQUEST_ID: Field = Field::new("sidr_rep.request_id", 0, 0, 32);
-    /// Status.
-    pub const STATUS: Field = Field::new("sidr_rep.status", 4, 0, 8);
-    /// AdditionalInfoLength.
-    pub const ADDITIONAL_INFO_LENGTH: Field =
-        Field::new("sidr_rep.additional_info_length", 5, 0, 8);
-    /// VendorID bits 23..8 (a 16-bit field).
-    pub const VENDOR_ID_H: Field = Field::new("sidr_rep.vendor_id_h", 6, 0, 16);
-    /// QPN.
-    pub const QPN: Field = Field::new("sidr_rep.qpn", 8, 0, 24);
-    /// VendorID bits 7..0.
-    pub const VENDOR_ID_L: Field = Field::new("sidr_rep.vendor_id_l", 11, 0, 8);
-    /// ServiceID.
-    pub const SERVICE_ID: Field = Field::new("sidr_rep.service_id", 12, 0, 64);
-    /// Q_Key.
-    pub const QKEY: Field = Field::new("sidr_rep.qkey", 20, 0, 32);
-    /// AdditionalInfo.
-    pub const ADDITIONAL_INFO: Bytes = Bytes::new(24, super::INFO_SIZE);
-    /// PrivateData.
-    pub const PRIVATE_DATA: Bytes = Bytes::new(96, super::SIDR_REP_PRIVATE_DATA_SIZE);
-}
-
-/// A SIDR_REP, fields in host order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
-pub struct SidrRep {
-    /// The SIDR_REQ's RequestID.
-    pub request_id: u32,
-    /// Status (see [`status`]).
-    pub status: u8,
-    /// ECE vendor ID, 24 bits: 16 bits at byte 6 and 8 bits at byte 11. (Linux masks the
-    /// high part to 8 bits when sending, `cm_format_sidr_rep` in `drivers/infiniband/core/cm.c`.)
-    pub vendor_id: u32,
-    /// The service's UD QPN, 24 bits; never 0 when `status` is success.
-    pub qpn: u32,
-    /// Service ID.
-    pub service_id: u64,
-    /// The service's Q_Key.
-    pub qkey: u32,
-    /// Additional information, at most 72 bytes.
-    pub additional_info: AdditionalInfo,
-    /// Private data.
-    pub private_data: PrivateData<SIDR_REP_PRIVATE_DATA_SIZE>,
-}
-
-impl SidrRep {
     /// Reads a SIDR_REP from a whole MAD.
     ///
     /// # Errors
@@ -81,29 +77,7 @@ impl SidrRep {
     /// [`DecodeError::Truncated`], [`DecodeError::InfoTooLong`] for an
     /// AdditionalInfoLength over 72, or [`DecodeError::ZeroQpn`] for QPN 0 with status
     /// success.
-    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        use fields::*;
-        let mad = wire::as_mad(bytes)?;
-        let info_len = ADDITIONAL_INFO_LENGTH.get_u8(mad);
-        if usize::from(info_len) > INFO_SIZE {
-            return Err(DecodeError::InfoTooLong(AttrId::SidrRep, info_len));
-        }
-        let status = STATUS.get_u8(mad);
-        let qpn = QPN.get_u32(mad);
-        if status == status::SUCCESS && qpn == 0 {
-            return Err(DecodeError::ZeroQpn(AttrId::SidrRep));
-        }
-        Ok(Self {
-            request_id: REQUEST_ID.get_u32(mad),
-            status,
-            vendor_id: (VENDOR_ID_H.get_u32(mad) << 8) | VENDOR_ID_L.get_u32(mad),
-            qpn,
-            service_id: SERVICE_ID.get(mad),
-            qkey: QKEY.get_u32(mad),
-            additional_info: PrivateData::from_prefix(&ADDITIONAL_INFO.read(mad), info_len.into()),
-            private_data: PrivateData::from_array(PRIVATE_DATA.read(mad)),
-        })
-    }
+    fn decode(validate = Self::validate_wire);
 
     /// Writes the SIDR_REP into the message data of `mad`; the header is left alone.
     ///
@@ -111,24 +85,26 @@ impl SidrRep {
     ///
     /// [`EncodeError::FieldOutOfRange`] for a value wider than its field, or QPN 0 with
     /// status success.
-    pub fn encode(&self, mad: &mut Mad) -> Result<(), EncodeError> {
-        use fields::*;
+    fn encode(validate = Self::validate);
+}
+
+impl SidrRep {
+    /// A successful SIDR_REP names a QP (checked after the info length).
+    fn validate_wire(mad: &Mad) -> Result<(), DecodeError> {
+        if fields::STATUS.get_u8(mad) == status::SUCCESS && fields::QPN.get(mad) == 0 {
+            return Err(DecodeError::ZeroQpn(AttrId::SidrRep));
+        }
+        Ok(())
+    }
+
+    /// The same rule on encode, and a vendor ID that fits its 24 bits.
+    fn validate(&self) -> Result<(), EncodeError> {
         if self.status == status::SUCCESS && self.qpn == 0 {
-            return Err(EncodeError::FieldOutOfRange(QPN.name));
+            return Err(EncodeError::FieldOutOfRange(fields::QPN.name));
         }
         if self.vendor_id > 0x00ff_ffff {
             return Err(EncodeError::FieldOutOfRange("sidr_rep.vendor_id"));
         }
-        wire::clear_data(mad);
-        REQUEST_ID.set(mad, self.request_id.into())?;
-        STATUS.set(mad, self.status.into())?;
-        ADDITIONAL_INFO_LENGTH.set(mad, self.additional_info.len() as u64)?;
-        VENDOR_ID_H.set(mad, u64::from(self.vendor_id >> 8))?;
-        QPN.set(mad, self.qpn.into())?;
-        VENDOR_ID_L.set(mad, u64::from(self.vendor_id & 0xff))?;
-        SERVICE_ID.set(mad, self.service_id)?;
-        QKEY.set(mad, self.qkey.into())?;
-        ADDITIONAL_INFO.write(mad, self.additional_info.as_bytes())?;
-        PRIVATE_DATA.write(mad, self.private_data.as_bytes())
+        Ok(())
     }
 }
