@@ -83,7 +83,8 @@ for t in "${tests[@]}"; do
 		[ "$rc" = 0 ] && rc=1
 		rdma link delete rxe0
 	fi
-	baseline_restore "$tag" || [ "$rc" != 0 ] || rc=1
+	# dmesg_clean.sh ends the run with cepm unloaded on purpose.
+	[ "$name" = dmesg_clean.sh ] || baseline_restore "$tag" || [ "$rc" != 0 ] || rc=1
 	case $rc in
 	0) echo "ok $n selftests: cepm: $t # $took" ;;
 	4) echo "ok $n selftests: cepm: $t # SKIP" ;;
