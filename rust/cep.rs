@@ -61,6 +61,7 @@ use crate::{
             Rej,
             REJ_PRIVATE_DATA_SIZE, //
         },
+        rej_match::RejTarget,
         rep::Rep,
         req::{
             Req,
@@ -125,6 +126,32 @@ pub(crate) enum Spawned {
     Stale(Arc<Cep>),
 }
 
+/// The private data the user gave for one outgoing message.
+struct OutPdata {
+    /// The message it is for; `None` before any.
+    attr: Option<AttrId>,
+    len: usize,
+    data: [u8; uapi::CEPM_PDATA_MAX as usize],
+}
+
+impl OutPdata {
+    fn set(&mut self, attr: AttrId, pdata: &[u8]) {
+        let len = pdata.len().min(self.data.len());
+        self.data[..len].copy_from_slice(&pdata[..len]);
+        self.len = len;
+        self.attr = Some(attr);
+    }
+
+    /// The private data for a message `attr`: empty unless the user gave it for that one
+    /// (a resent RTU keeps its own).
+    fn for_msg(&self, attr: AttrId) -> &[u8] {
+        if self.attr != Some(attr) {
+            return &[];
+        }
+        self.data.get(..self.len).unwrap_or(&[])
+    }
+}
+
 /// What the user put in a REJ.
 pub(crate) struct RejectArgs<'a> {
     pub(crate) reason: u16,
@@ -166,8 +193,9 @@ struct CepInner {
     /// Messages waiting for the transition that sends them.
     req_msg: Option<KBox<Req>>,
     rep_msg: Option<KBox<Rep>>,
-    /// Private data of the next RTU, DREQ or DREP.
-    out_pdata: ([u8; uapi::CEPM_PDATA_MAX as usize], usize),
+    /// The user's private data for the RTU, DREQ or DREP it came with, and for nothing else
+    /// (a DREQ sent by destroy must not carry the RTU's).
+    out_pdata: OutPdata,
     /// Our QPN, as the REQ or REP told the peer (a DREQ must name it).
     local_qpn: u32,
     /// The retried MAD in flight, if any, and how it is retried.
@@ -228,14 +256,14 @@ impl WorkItem for Cep {
 }
 
 /// Cuts every CEP off `port`, whose device is being removed: their address handles go now
-/// and their owners get `DEVICE_REMOVAL`. The agent is already unregistered, so nothing can
-/// tie a new CEP to the port.
+/// and their owners get `DEVICE_REMOVAL`. The agents are already unregistered. The port
+/// knows every CEP with an AH on it (each was recorded when its AH was made), and none can
+/// be made there from now on.
 pub(crate) fn release_port(port: &CmPort) {
-    let Ok(ceps) = tables::all_ceps() else {
-        pr_err!("cannot list CEPs to release a removed port\n");
+    let Some(users) = port.release_users() else {
         return;
     };
-    for cep in ceps.iter() {
+    for (_, cep) in users.iter() {
         cep.device_removed(port);
     }
 }
@@ -271,7 +299,11 @@ impl Cep {
                     negotiated: None,
                     req_msg: None,
                     rep_msg: None,
-                    out_pdata: ([0; uapi::CEPM_PDATA_MAX as usize], 0),
+                    out_pdata: OutPdata {
+                        attr: None,
+                        len: 0,
+                        data: [0; uapi::CEPM_PDATA_MAX as usize],
+                    },
                     local_qpn: 0,
                     msg: None,
                     mra_service_timeout: 0,
@@ -302,11 +334,28 @@ impl Cep {
         rej: Option<&RejectArgs<'_>>,
     ) -> Result<State> {
         let t = state::transition(inner.sm, event).map_err(|_| EINVAL)?;
+        let before = inner.sm.state;
         inner.sm = t.next;
         for action in t.actions.as_slice() {
             self.run(inner, *action, rej);
         }
+        if inner.sm.state == State::Idle && before != State::Idle {
+            // Back to idle (a REJ, a send that ran out of retries, the end of timewait): the
+            // connection is over, and its peer's IDs and QP may be used by a new one
+            // (`cm_reset_to_idle`; the QPN went already if it passed through timewait).
+            self.forget_peer_keys(inner);
+        }
         Ok(inner.sm.state)
+    }
+
+    /// Takes this CEP out of the tables keyed by its peer.
+    fn forget_peer_keys(&self, inner: &mut CepInner) {
+        if let Some(key) = inner.remote_key.take() {
+            tables::remove_peer(PeerTable::CommId, key, self);
+        }
+        if let Some(key) = inner.remote_qpn_key.take() {
+            tables::remove_peer(PeerTable::Qpn, key, self);
+        }
     }
 
     /// Carries out one action of a transition.
@@ -331,8 +380,13 @@ impl Cep {
             Action::Send(out @ (Outgoing::Rtu | Outgoing::Drep)) => {
                 let msg = inner.peer.as_ref().map(|p| {
                     let (local_comm_id, remote_comm_id) = (self.local_id, p.comm_id);
-                    let private_data =
-                        PrivateData::new(inner.out_pdata()).unwrap_or(PrivateData::empty());
+                    let attr = if out == Outgoing::Rtu {
+                        AttrId::Rtu
+                    } else {
+                        AttrId::Drep
+                    };
+                    let private_data = PrivateData::new(inner.out_pdata.for_msg(attr))
+                        .unwrap_or(PrivateData::empty());
                     if out == Outgoing::Rtu {
                         CmMsg::Rtu(Rtu {
                             local_comm_id,
@@ -504,7 +558,7 @@ impl Cep {
     fn dreq(&self, inner: &CepInner) -> Option<CmMsg> {
         let peer = inner.peer.as_ref()?;
         let remote_qpn = inner.negotiated.as_ref()?.remote_qpn?;
-        let pdata = inner.out_pdata();
+        let pdata = inner.out_pdata.for_msg(AttrId::Dreq);
         Some(CmMsg::Dreq(Dreq {
             local_comm_id: self.local_id,
             remote_comm_id: peer.comm_id,
@@ -675,6 +729,7 @@ impl Cep {
         let ah_info = ah.info()?;
         let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let qpn_reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let (sm, actions) = state::Cep::spawned_from_req();
         let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
         let key = (req.local_comm_id, req.local_ca_guid);
@@ -691,6 +746,14 @@ impl Cep {
         }
         {
             let mut inner = cep.inner.lock();
+            if let Err(e) = port.adopt_user(&cep, user_node) {
+                // The device is going away: nothing of this REQ may stay.
+                drop(inner);
+                tables::remove_peer(PeerTable::Qpn, qpn_key, &cep);
+                tables::remove_peer(PeerTable::CommId, key, &cep);
+                tables::remove_local(cep.local_id);
+                return Err(e);
+            }
             inner.service_id = req.service_id;
             inner.peer = Some(Peer {
                 comm_id: req.local_comm_id,
@@ -798,19 +861,21 @@ impl Cep {
     }
 
     /// A REJ for this CEP arrived.
-    pub(crate) fn rej_received(self: &Arc<Self>, rej: &Rej) {
+    /// `target` is how it was found; it is taken only if it names this CEP's peer as the
+    /// CEP knows it (a spoofed LocalCommID 0 does not), and whether it was is returned.
+    pub(crate) fn rej_received(self: &Arc<Self>, rej: &Rej, target: RejTarget) -> bool {
         let mut inner = self.inner.lock();
-        // LocalCommID 0 is allowed (a REJ of a REQ may come before the peer has an ID), and
-        // so is any ID while we do not know the peer's yet (our REQ is unanswered).
-        let from_peer = inner.peer.as_ref().is_some_and(|p| {
-            rej.local_comm_id == 0 || p.comm_id == 0 || p.comm_id == rej.local_comm_id
-        });
-        if !from_peer {
-            return;
+        let Some(peer) = inner.peer.as_ref() else {
+            return false;
+        };
+        let known_peer = (peer.comm_id != 0).then_some(peer.comm_id);
+        if !target.accepted_by(known_peer) {
+            return false;
         }
         inner.set_pdata(AttrId::Rej, rej.private_data.as_bytes());
         inner.last_rej_reason = rej.reason;
         let _ = self.apply(&mut inner, Event::RxRej { reason: rej.reason }, None);
+        true
     }
 
     /// Sends a REQ for the connection `args` describes, from `port`.
@@ -869,8 +934,9 @@ impl Cep {
             .encode(&mut [0u8; MAD_SIZE])
             .map_err(|_| EINVAL)?;
         let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut inner = self.inner.lock();
-        inner.attach_first_peer(Event::SendReq, port, info)?;
+        inner.attach_first_peer(self, Event::SendReq, port, info, node)?;
         inner.service_id = args.service_id;
         inner.local_qpn = args.local_qpn;
         inner.negotiated = Some(negotiated);
@@ -886,7 +952,10 @@ impl Cep {
 
     /// A REP for this CEP's REQ arrived.
     pub(crate) fn rep_received(self: &Arc<Self>, rep: &Rep) {
-        let Ok(reservation) = RBTreeNodeReservation::new(GFP_KERNEL) else {
+        let (Ok(reservation), Ok(qpn_reservation)) = (
+            RBTreeNodeReservation::new(GFP_KERNEL),
+            RBTreeNodeReservation::new(GFP_KERNEL),
+        ) else {
             return; // Dropped: the peer resends the REP.
         };
         let mut inner = self.inner.lock();
@@ -895,10 +964,18 @@ impl Cep {
             let _ = self.apply(&mut inner, Event::RxRep, None);
             return;
         }
+        // From now on the peer's (comm ID, CA GUID) finds this CEP (a timeout REJ needs it).
+        // Another connection holding them already makes this REP a duplicate: dropped, as
+        // `cm_rep_handler` drops it when `cm_insert_remote_id` fails.
+        let key = (rep.local_comm_id, rep.local_ca_guid);
+        if tables::insert_peer(PeerTable::CommId, key, self, reservation).is_some() {
+            return;
+        }
         let qpn_key = (rep.local_qpn, rep.local_ca_guid);
-        if let Some(old) = tables::insert_peer(PeerTable::Qpn, qpn_key, self, reservation) {
+        if let Some(old) = tables::insert_peer(PeerTable::Qpn, qpn_key, self, qpn_reservation) {
+            tables::remove_peer(PeerTable::CommId, key, self);
             // The peer's QP is already connected to `old`: REJ 10 the REP, disconnect `old`;
-            // this CEP stays as it is (`drivers/infiniband/core/cm.c:2540-2556`).
+            // this CEP stays as it is (`cm_rep_handler`'s stale-connection check).
             let rej = CmMsg::Rej(Rej {
                 local_comm_id: self.local_id,
                 remote_comm_id: rep.local_comm_id,
@@ -912,6 +989,7 @@ impl Cep {
             old.stale();
             return;
         }
+        inner.remote_key = Some(key);
         inner.remote_qpn_key = Some(qpn_key);
         if let Some(peer) = inner.peer.as_mut() {
             peer.comm_id = rep.local_comm_id;
@@ -986,7 +1064,7 @@ impl Cep {
         if pdata.len() > uapi::CEPM_PDATA_MAX as usize {
             return Err(E2BIG);
         }
-        self.send_with_pdata(Event::SendRtu, pdata)
+        self.send_with_pdata(Event::SendRtu, AttrId::Rtu, pdata)
     }
 
     /// Disconnects: sends a DREQ (retried).
@@ -994,12 +1072,12 @@ impl Cep {
         if pdata.len() > uapi::CEPM_DREQ_PDATA_MAX as usize {
             return Err(E2BIG);
         }
-        self.send_with_pdata(Event::SendDreq, pdata)
+        self.send_with_pdata(Event::SendDreq, AttrId::Dreq, pdata)
     }
 
     /// Answers a DREQ.
     pub(crate) fn send_drep(self: &Arc<Self>, pdata: &[u8]) -> Result {
-        self.send_with_pdata(Event::SendDrep, pdata)
+        self.send_with_pdata(Event::SendDrep, AttrId::Drep, pdata)
     }
 
     /// The passive QP heard from the peer before the RTU did (`IB_EVENT_COMM_EST`): established
@@ -1013,16 +1091,14 @@ impl Cep {
         self.apply(&mut inner, Event::Establish, None).map(|_| ())
     }
 
-    /// A local call whose message carries just `pdata`.
-    fn send_with_pdata(self: &Arc<Self>, event: Event, pdata: &[u8]) -> Result {
+    /// A local call whose message (`attr`) carries just `pdata`.
+    fn send_with_pdata(self: &Arc<Self>, event: Event, attr: AttrId, pdata: &[u8]) -> Result {
         let mut inner = self.inner.lock();
         if inner.peer.is_none() {
             return Err(EINVAL);
         }
         state::transition(inner.sm, event).map_err(|_| EINVAL)?;
-        let len = pdata.len().min(inner.out_pdata.0.len());
-        inner.out_pdata.0[..len].copy_from_slice(&pdata[..len]);
-        inner.out_pdata.1 = len;
+        inner.out_pdata.set(attr, pdata);
         self.apply(&mut inner, event, None)?;
         Ok(())
     }
@@ -1065,8 +1141,9 @@ impl Cep {
             },
             GFP_KERNEL,
         )?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut inner = self.inner.lock();
-        inner.attach_first_peer(Event::SendSidrReq, port, info)?;
+        inner.attach_first_peer(self, Event::SendSidrReq, port, info, node)?;
         inner.service_id = args.service_id;
         inner.retry = RetryTimer::req(
             path.packet_life_time,
@@ -1154,6 +1231,7 @@ impl Cep {
         guid.copy_from_slice(&ah_info.dgid[8..]);
         let key = (sreq.request_id, u64::from_be_bytes(guid));
         let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let (sm, _actions) = state::Cep::spawned_from_sidr_req();
         let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
         if tables::insert_peer(PeerTable::CommId, key, &cep, reservation).is_some() {
@@ -1162,6 +1240,12 @@ impl Cep {
             return Ok(None);
         }
         let mut inner = cep.inner.lock();
+        if let Err(e) = port.adopt_user(&cep, user_node) {
+            drop(inner);
+            tables::remove_peer(PeerTable::CommId, key, &cep);
+            tables::remove_local(cep.local_id);
+            return Err(e);
+        }
         inner.service_id = sreq.service_id;
         inner.peer = Some(Peer {
             comm_id: sreq.request_id,
@@ -1296,23 +1380,28 @@ impl Cep {
     /// Destroy; `retry_later` drops a pending REQ silently so that the peer retries it (Linux's
     /// `-ENOMEM` semantics, `drivers/infiniband/core/cm.c:1101-1104`).
     fn destroy_with(self: &Arc<Self>, retry_later: bool) {
-        let (pending, remote_key, remote_qpn_key, peer, messages) = {
+        let (pending, remote_key, remote_qpn_key, messages) = {
             let mut inner = self.inner.lock();
             let _ = self.apply(&mut inner, Event::Destroy { retry_later }, None);
             inner.owner = None;
             inner.parked_events.clear();
-            // The peer (and its AH) goes now, not with the last reference: a queued timewait
-            // work may hold that past the device's removal.
+            // The peer and its AH go now, under the lock, not with the last reference (a
+            // queued timewait work may hold that past the device's removal) nor after the
+            // unlock (device removal would not wait for it): removal either took this CEP
+            // from the port's users and waits for this lock, or finds it gone.
+            if let Some(peer) = inner.peer.take() {
+                peer.port.forget_user(self);
+                drop(peer);
+            }
             (
                 core::mem::take(&mut inner.pending),
                 inner.remote_key.take(),
                 inner.remote_qpn_key.take(),
-                inner.peer.take(),
                 (inner.req_msg.take(), inner.rep_msg.take()),
             )
         };
         crate::shim::fault_destroy_delay();
-        drop((peer, messages));
+        drop(messages);
         tables::remove_local(self.local_id);
         if let Some(key) = remote_key {
             tables::remove_peer(PeerTable::CommId, key, self);
@@ -1361,14 +1450,22 @@ impl CepInner {
     /// Ties a CEP that never had a peer to the one `info` describes, for the local call
     /// `event` (REQ or SIDR_REQ), which must be legal now; nothing changes on error.
     ///
-    /// The AH is made under the CEP lock: device removal has then either detached the agent
-    /// already (`ENODEV`) or will find this peer and release the AH before the device goes.
-    fn attach_first_peer(&mut self, event: Event, port: Arc<CmPort>, info: AhInfo) -> Result {
+    /// The AH is made under the CEP lock, and the port records this CEP as its user under its
+    /// own: device removal has then either released the port already (`ENODEV`) or will find
+    /// this CEP there and release the AH before the device goes.
+    fn attach_first_peer(
+        &mut self,
+        cep: &Arc<Cep>,
+        event: Event,
+        port: Arc<CmPort>,
+        info: AhInfo,
+        node: RBTreeNodeReservation<u32, Arc<Cep>>,
+    ) -> Result {
         state::transition(self.sm, event).map_err(|_| EINVAL)?;
         if self.peer.is_some() || self.remote_key.is_some() {
             return Err(EINVAL);
         }
-        let ah = port.create_ah(&info)?;
+        let ah = port.create_ah(cep, &info, node)?;
         self.peer = Some(Peer {
             comm_id: 0,
             ca_guid: 0,
@@ -1403,11 +1500,6 @@ impl CepInner {
                 let _ = self.parked_events.push(ev, GFP_ATOMIC);
             }
         }
-    }
-
-    /// The private data of the next RTU, DREQ or DREP.
-    fn out_pdata(&self) -> &[u8] {
-        self.out_pdata.0.get(..self.out_pdata.1).unwrap_or(&[])
     }
 
     fn set_pdata(&mut self, attr: AttrId, data: &[u8]) {

@@ -44,6 +44,7 @@ pub mod proto {
     pub mod pdata;
     pub mod qp_attr;
     pub mod rej;
+    pub mod rej_match;
     pub mod rep;
     pub mod req;
     pub mod rtu;

@@ -30,6 +30,7 @@ use crate::{
         msg_code::MessageCode,
         pdata::PrivateData,
         rej::Rej,
+        rej_match::RejTarget,
         sidr_rep::SidrRep,
         state::{
             stateless_reply,
@@ -65,12 +66,7 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
                 .is_some(),
             Unmatched::Dreq,
         ),
-        CmMsg::Rej(rej) => routed(
-            tables::find_local(rej.remote_comm_id)
-                .map(|cep| cep.rej_received(rej))
-                .is_some(),
-            Unmatched::Other,
-        ),
+        CmMsg::Rej(rej) => routed(rej_received(rej), Unmatched::Other),
         CmMsg::Rep(rep) => routed(
             tables::find_local(rep.remote_comm_id)
                 .map(|cep| cep.rep_received(rep))
@@ -120,6 +116,18 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
         Ok(()) => port.count_tx(answer.attr()),
         Err(_) => port.count_tx_error(),
     }
+}
+
+/// Hands a REJ to the CEP it is for ([`RejTarget`]); whether one took it.
+fn rej_received(rej: &Rej) -> bool {
+    let target = rej.target();
+    let cep = match target {
+        RejTarget::Peer { comm_id, ca_guid } => {
+            tables::find_peer(PeerTable::CommId, (comm_id, ca_guid))
+        }
+        RejTarget::Local { local_comm_id, .. } => tables::find_local(local_comm_id),
+    };
+    cep.is_some_and(|cep| cep.rej_received(rej, target))
 }
 
 /// Routes a REQ to its listener; otherwise says why it gets a stateless answer.

@@ -18,13 +18,45 @@ use crate::{
     uapi, //
 };
 
-/// A port and the agent that feeds it.
+/// A port and the agents that feed it.
+///
+/// Dropping it lets go of the port, on every path (device removal, and each error path of
+/// [`CmDevice::new`], where a REQ may already have reached a port registered a moment
+/// before): the agents are unregistered first (which flushes their sends and waits out
+/// their handlers, so no MAD arrives and no new CEP can be tied to the port), then the
+/// CEPs holding an address handle on the port drop it and hear that the device is gone.
 struct ManagedPort {
-    /// Unregistered first, so that no MAD reaches `port` once it is dropped.
-    _agent: MadAgent,
-    /// Send-only, for REPs.
-    _rep_agent: MadAgent,
+    /// The CM agent and the send-only REP agent, while registered.
+    agents: Option<MadAgent>,
+    rep_agent: Option<MadAgent>,
     port: Arc<CmPort>,
+}
+
+impl Drop for ManagedPort {
+    fn drop(&mut self) {
+        drop(self.agents.take());
+        drop(self.rep_agent.take());
+        cep::release_port(&self.port);
+    }
+}
+
+impl ManagedPort {
+    /// Claims the CM class on `port` of `ib`.
+    fn register(ib: &IbDevice, port: Arc<CmPort>) -> Result<Self> {
+        let mut managed = Self {
+            agents: None,
+            rep_agent: None,
+            port,
+        };
+        // On error `managed` is dropped, which releases whatever was registered already.
+        managed.agents = Some(MadAgent::register(ib, managed.port.clone(), AgentRole::Cm)?);
+        managed.rep_agent = Some(MadAgent::register(
+            ib,
+            managed.port.clone(),
+            AgentRole::Rep,
+        )?);
+        Ok(managed)
+    }
 }
 
 /// A managed device.
@@ -36,29 +68,6 @@ pub(crate) struct CmDevice {
     /// Dropped before `ib`: the agents are unregistered while the device is still valid.
     ports: KVec<ManagedPort>,
     ib: IbDevice,
-}
-
-impl Drop for CmDevice {
-    /// Runs inside the `ib_client`'s `remove`, which must leave nothing of ours on the device.
-    fn drop(&mut self) {
-        release_ports(core::mem::take(&mut self.ports));
-    }
-}
-
-/// Lets go of `ports`: each agent is unregistered (which flushes its sends and waits out its
-/// handlers, so no MAD arrives and no new CEP can be tied to the port), then the CEPs still
-/// tied to the port drop their address handles and hear that the device is gone.
-fn release_ports(ports: KVec<ManagedPort>) {
-    for managed in ports {
-        let ManagedPort {
-            _agent: agent,
-            _rep_agent: rep_agent,
-            port,
-        } = managed;
-        drop(agent);
-        drop(rep_agent);
-        cep::release_port(&port);
-    }
 }
 
 impl CmDevice {
@@ -76,20 +85,10 @@ impl CmDevice {
                 continue;
             }
             let port = CmPort::new(raw_name, num, ib.port_is_roce(num), guid, ib.ack_delay())?;
-            let agents = MadAgent::register(&ib, port.clone(), AgentRole::Cm)
-                .and_then(|cm| Ok((cm, MadAgent::register(&ib, port.clone(), AgentRole::Rep)?)));
-            match agents {
-                Ok((agent, rep_agent)) => ports.push(
-                    ManagedPort {
-                        _agent: agent,
-                        _rep_agent: rep_agent,
-                        port,
-                    },
-                    GFP_KERNEL,
-                )?,
+            // Dropping `ports` (any error below) releases the ports registered so far.
+            match ManagedPort::register(&ib, port) {
+                Ok(managed) => ports.push(managed, GFP_KERNEL)?,
                 Err(e) => {
-                    // Ports registered so far may already have CEPs (a REQ can arrive at once).
-                    release_ports(ports);
                     pr_warn!(
                         "{}: port {}: cannot register the CM MAD agent ({:?}); another CM such as ib_cm owns it; skipping this device\n",
                         name.to_str().unwrap_or("?"),

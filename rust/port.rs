@@ -6,6 +6,10 @@
 use kernel::{
     new_spinlock,
     prelude::*,
+    rbtree::{
+        RBTree,
+        RBTreeNodeReservation, //
+    },
     sync::{
         atomic::{
             Atomic,
@@ -16,6 +20,7 @@ use kernel::{
 };
 
 use crate::{
+    cep::Cep,
     cm,
     proto::mad::{
         AttrId,
@@ -27,6 +32,7 @@ use crate::{
         AgentRef,
         AgentRole,
         AhInfo,
+        AttachedAgent,
         DeviceName,
         OutstandingSend,
         ReceivedMad,
@@ -60,15 +66,29 @@ impl AttrCounters {
     }
 }
 
-/// A port's agents.
-#[derive(Default)]
+/// A port's agents, and the CEPs holding an address handle on it.
 struct Agents {
-    cm: Option<AgentRef>,
-    rep: Option<AgentRef>,
+    cm: Option<AttachedAgent>,
+    rep: Option<AttachedAgent>,
+    /// Every CEP whose peer is reached through this port, by comm ID: each holds an address
+    /// handle made on the port. Recorded under this lock when the AH is made, so that device
+    /// removal ([`CmPort::release_users`]) finds every AH; `None` from then on, and no AH
+    /// can be made here any more.
+    users: Option<RBTree<u32, Arc<Cep>>>,
+}
+
+impl Default for Agents {
+    fn default() -> Self {
+        Self {
+            cm: None,
+            rep: None,
+            users: Some(RBTree::new()),
+        }
+    }
 }
 
 impl Agents {
-    fn slot(&mut self, role: AgentRole) -> &mut Option<AgentRef> {
+    fn slot(&mut self, role: AgentRole) -> &mut Option<AttachedAgent> {
         match role {
             AgentRole::Cm => &mut self.cm,
             AgentRole::Rep => &mut self.rep,
@@ -153,7 +173,7 @@ impl CmPort {
     }
 
     /// Makes `agent` the port's sender for `role`.
-    pub(crate) fn attach_agent(&self, role: AgentRole, agent: AgentRef) {
+    pub(crate) fn attach_agent(&self, role: AgentRole, agent: AttachedAgent) {
         *self.agents.lock().slot(role) = Some(agent);
     }
 
@@ -179,7 +199,7 @@ impl CmPort {
     }
 
     /// The CM agent, or `ENODEV` once the device is going away.
-    fn with_agent<T>(&self, f: impl FnOnce(AgentRef) -> Result<T>) -> Result<T> {
+    fn with_agent<T>(&self, f: impl FnOnce(AgentRef<'_>) -> Result<T>) -> Result<T> {
         self.with_agent_for(AgentRole::Cm, f)
     }
 
@@ -187,11 +207,11 @@ impl CmPort {
     fn with_agent_for<T>(
         &self,
         role: AgentRole,
-        f: impl FnOnce(AgentRef) -> Result<T>,
+        f: impl FnOnce(AgentRef<'_>) -> Result<T>,
     ) -> Result<T> {
         let mut agents = self.agents.lock();
-        match *agents.slot(role) {
-            Some(agent) => f(agent),
+        match agents.slot(role) {
+            Some(agent) => f(agent.get()),
             None => Err(ENODEV),
         }
     }
@@ -222,9 +242,53 @@ impl CmPort {
         sent
     }
 
-    /// An address handle for the peer `info` describes, on this port.
-    pub(crate) fn create_ah(&self, info: &AhInfo) -> Result<Arc<AddressHandle>> {
-        self.with_agent(|agent| agent.create_ah(info))
+    /// An address handle for the peer of `cep` that `info` describes, on this port; `cep`
+    /// becomes a user of the port until [`CmPort::forget_user`]. Callable under a spinlock;
+    /// `node` is the room `cep` takes in the port's set. `ENODEV` once the device is going.
+    pub(crate) fn create_ah(
+        &self,
+        cep: &Arc<Cep>,
+        info: &AhInfo,
+        node: RBTreeNodeReservation<u32, Arc<Cep>>,
+    ) -> Result<Arc<AddressHandle>> {
+        let mut agents = self.agents.lock();
+        let Agents { cm, users, .. } = &mut *agents;
+        let agent = cm.as_ref().ok_or(ENODEV)?.get();
+        let users = users.as_mut().ok_or(ENODEV)?;
+        let ah = agent.create_ah(info)?;
+        users.insert(node.into_node(cep.local_id, cep.clone()));
+        Ok(ah)
+    }
+
+    /// Records `cep` as a user of the port: it holds an address handle that the MAD layer
+    /// made here for a request it received. `ENODEV` once the device is going (the AH must
+    /// then be dropped at once).
+    pub(crate) fn adopt_user(
+        &self,
+        cep: &Arc<Cep>,
+        node: RBTreeNodeReservation<u32, Arc<Cep>>,
+    ) -> Result {
+        let mut agents = self.agents.lock();
+        let users = agents.users.as_mut().ok_or(ENODEV)?;
+        users.insert(node.into_node(cep.local_id, cep.clone()));
+        Ok(())
+    }
+
+    /// `cep` has dropped its address handle on this port.
+    pub(crate) fn forget_user(&self, cep: &Cep) {
+        let removed = self
+            .agents
+            .lock()
+            .users
+            .as_mut()
+            .and_then(|users| users.remove(&cep.local_id));
+        drop(removed);
+    }
+
+    /// Device removal, with the agents unregistered: every CEP that holds an address handle
+    /// on this port, to be cut off ([`Cep::device_removed`]). No AH can be made here after.
+    pub(crate) fn release_users(&self) -> Option<RBTree<u32, Arc<Cep>>> {
+        self.agents.lock().users.take()
     }
 
     /// Our GID at `index` on this port.

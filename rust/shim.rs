@@ -7,6 +7,7 @@
 //! the callbacks below are checked against its `cepm_*_fn` typedefs, so the two sides cannot
 //! drift apart silently.
 
+use core::marker::PhantomData;
 use core::{
     ffi::c_void,
     ops::RangeInclusive,
@@ -221,30 +222,47 @@ impl IbDevice {
     }
 }
 
-/// A registered MAD agent, as the port it serves sees it.
+/// A registered MAD agent, as the port it serves keeps it while attached. Neither `Copy` nor
+/// `Clone`: the only way to use it is [`AttachedAgent::get`] under the port's lock.
 ///
 /// # Invariants
 ///
 /// The agent is registered for as long as the [`CmPort`] holding this value has it attached:
-/// [`MadAgent`] attaches it after registration and detaches it before unregistering.
-#[derive(Clone, Copy)]
-pub(crate) struct AgentRef(NonNull<shim::ib_mad_agent>);
+/// [`MadAgent`] attaches it after registration and detaches it (under the port's lock)
+/// before unregistering.
+pub(crate) struct AttachedAgent(NonNull<shim::ib_mad_agent>);
 
 // SAFETY: Posting sends on a registered agent is allowed from any thread.
-unsafe impl Send for AgentRef {}
+unsafe impl Send for AttachedAgent {}
 // SAFETY: See `Send`.
-unsafe impl Sync for AgentRef {}
+unsafe impl Sync for AttachedAgent {}
 
-impl AgentRef {
+impl AttachedAgent {
+    /// The agent, for as long as `self` is borrowed (in practice: the port's lock guard).
+    pub(crate) fn get(&self) -> AgentRef<'_> {
+        AgentRef(self.0, PhantomData)
+    }
+}
+
+/// A registered MAD agent, borrowed from the port's lock guard: it cannot outlive the lock,
+/// so it cannot outlive the registration.
+///
+/// # Invariants
+///
+/// The agent is registered for as long as `'a` lasts (the [`AttachedAgent`] it came from is
+/// attached to its port, and detaching it needs the lock the borrow holds).
+pub(crate) struct AgentRef<'a>(NonNull<shim::ib_mad_agent>, PhantomData<&'a AttachedAgent>);
+
+impl AgentRef<'_> {
     /// The high 32 bits of the TIDs of this agent's requests.
-    pub(crate) fn hi_tid(self) -> u32 {
+    pub(crate) fn hi_tid(&self) -> u32 {
         // SAFETY: The agent is registered by the type invariant.
         unsafe { shim::cepm_shim_agent_hi_tid(self.0.as_ptr()) }
     }
 
     /// Sends `mad` once to `ah`. `may_sleep` is false under a spinlock.
     pub(crate) fn send_once(
-        self,
+        &self,
         ah: &Arc<AddressHandle>,
         mad: &[u8; MAD_SIZE],
         may_sleep: bool,
@@ -256,7 +274,7 @@ impl AgentRef {
     /// Sends `mad` to `ah`, resent every `timeout_ms` up to `retries` times until cancelled;
     /// `owner` hears the outcome through [`Cep::send_done`]. Callable under a spinlock.
     pub(crate) fn send_retried(
-        self,
+        &self,
         ah: &Arc<AddressHandle>,
         mad: &[u8; MAD_SIZE],
         timeout_ms: u32,
@@ -282,7 +300,7 @@ impl AgentRef {
     }
 
     /// Our GID at `index` on the agent's port.
-    pub(crate) fn gid(self, index: u8) -> Result<[u8; 16]> {
+    pub(crate) fn gid(&self, index: u8) -> Result<[u8; 16]> {
         let mut gid = [0u8; 16];
         // SAFETY: The agent is registered by the type invariant; `gid` has room for 16 bytes.
         to_result(unsafe { shim::cepm_shim_query_gid(self.0.as_ptr(), index, gid.as_mut_ptr()) })?;
@@ -291,7 +309,7 @@ impl AgentRef {
 
     /// An address handle on the agent's port for the peer `info` describes. Callable under a
     /// spinlock.
-    pub(crate) fn create_ah(self, info: &AhInfo) -> Result<Arc<AddressHandle>> {
+    pub(crate) fn create_ah(&self, info: &AhInfo) -> Result<Arc<AddressHandle>> {
         // SAFETY: The agent is registered by the type invariant; `info` is readable.
         let ah = from_err_ptr(unsafe { shim::cepm_shim_create_ah(self.0.as_ptr(), info) })?;
         let ptr = NonNull::new(ah).ok_or(EINVAL)?;
@@ -351,7 +369,7 @@ impl MadAgent {
                 // SAFETY: `ctx` came from `into_foreign` above and is owned by the new value.
                 let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(ctx) };
                 // INVARIANT: registered just now; detached in `drop` before unregistering.
-                port.attach_agent(role, AgentRef(agent));
+                port.attach_agent(role, AttachedAgent(agent));
                 // INVARIANT: The agent is registered with `ctx` as its context.
                 Ok(Self {
                     agent,

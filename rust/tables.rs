@@ -192,20 +192,33 @@ pub(crate) fn count_local() -> usize {
         .sum()
 }
 
-/// Every CEP that exists now (a snapshot; CEPs created meanwhile may be missing).
+/// Every CEP that exists now (a snapshot: CEPs created or destroyed meanwhile may or may not
+/// be in it, but none that lives throughout is missing).
 pub(crate) fn all_ceps() -> Result<KVec<Arc<Cep>>> {
-    let mut out = KVec::with_capacity(count_local(), GFP_KERNEL)?;
-    for i in 0..SHARDS {
-        with_local(i, |t| {
-            for (_, cep) in t.iter().flat_map(|t| t.iter()) {
-                if out.len() < out.capacity() {
-                    // Cannot fail: there is room.
-                    let _ = out.push(cep.clone(), GFP_ATOMIC);
+    let mut room = count_local();
+    loop {
+        // Sized outside the shard locks; if CEPs were created meanwhile and do not fit, try
+        // again with more room rather than leave some out.
+        let mut out = KVec::with_capacity(room + room / 4 + 8, GFP_KERNEL)?;
+        let mut complete = true;
+        for i in 0..SHARDS {
+            with_local(i, |t| {
+                for (_, cep) in t.iter().flat_map(|t| t.iter()) {
+                    if out.push_within_capacity(cep.clone()).is_err() {
+                        complete = false;
+                        break;
+                    }
                 }
+            });
+            if !complete {
+                break;
             }
-        });
+        }
+        if complete {
+            return Ok(out);
+        }
+        room = out.capacity().saturating_mul(2);
     }
-    Ok(out)
 }
 
 /// Forgets local comm ID `id`.

@@ -7,6 +7,7 @@
 //!   validate a received MAD and dispatch on its attribute. Each attribute's fields, struct,
 //!   `decode` and `encode` are generated from its wire table by [`message`]'s `cm_message!`.
 //! - [`service_id`] and [`cma_hdr`]: the RDMA CM conventions carried inside CM messages.
+//! - [`rej_match`]: which connection endpoint a received REJ is for.
 //! - [`state`]: the connection state machine as a pure transition function.
 //! - [`timing`] and [`qp_attr`]: integer-only timer math and QP attribute derivation.
 //!
@@ -48,6 +49,7 @@ pub mod path;
 pub mod pdata;
 pub mod qp_attr;
 pub mod rej;
+pub mod rej_match;
 pub mod rep;
 pub mod req;
 pub mod rtu;

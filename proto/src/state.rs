@@ -527,6 +527,15 @@ fn rej_from(state: State, reason: u16) -> Outgoing {
     }
 }
 
+/// A REJ with reason 4 (Timeout) and our CA GUID as its ARI: what a side that gives up on
+/// an unanswered REQ or REP sends, so that the peer can find its CEP by our IDs.
+const TIMEOUT_REJ: Action = Action::Send(Outgoing::Rej {
+    reason: reason::TIMEOUT,
+    rejected: MessageCode::Other,
+    zero_local_id: false,
+    ari_ca_guid: true,
+});
+
 /// Applies `event` to `cep`.
 ///
 /// # Errors
@@ -656,19 +665,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
                     status: status::REJECT,
                 })],
             ),
-            ReqSent | MraReqRcvd => go(
-                cep,
-                Destroyed,
-                &[
-                    CancelSend,
-                    Send(Outgoing::Rej {
-                        reason: reason::TIMEOUT,
-                        rejected: MessageCode::Other,
-                        zero_local_id: false,
-                        ari_ca_guid: true,
-                    }),
-                ],
-            ),
+            ReqSent | MraReqRcvd => go(cep, Destroyed, &[CancelSend, TIMEOUT_REJ]),
             ReqRcvd | RepPrepared if retry_later => go(cep, Destroyed, &[]),
             ReqRcvd | RepPrepared | MraReqSent | RepPreparedMraSent | RepRcvd | MraRepSent => go(
                 cep,
@@ -821,10 +818,13 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             Established => go(cep, DreqSent, &[SendRetried(Outgoing::Dreq)]),
             _ => ignore(cep),
         },
-        // cm_process_send_error in cm.c. The send is already gone: no cancel.
+        // cm_process_send_error in cm.c. The send is already gone: no cancel. A REQ or REP
+        // out of retries is also rejected with reason 4 and our CA GUID,
+        // which Linux does not send here but matches (cm_acquire_rejected_id): the peer
+        // ends its side at once instead of waiting out its own timers.
         Event::SendTimeout => match s {
-            ReqSent | MraReqRcvd => go(cep, Idle, &[Deliver(UserEvent::ReqError)]),
-            RepSent | MraRepRcvd => go(cep, Idle, &[Deliver(UserEvent::RepError)]),
+            ReqSent | MraReqRcvd => go(cep, Idle, &[TIMEOUT_REJ, Deliver(UserEvent::ReqError)]),
+            RepSent | MraRepRcvd => go(cep, Idle, &[TIMEOUT_REJ, Deliver(UserEvent::RepError)]),
             DreqSent => go(cep, Timewait, &[ArmTimewait, Deliver(UserEvent::DreqError)]),
             SidrReqSent => go(cep, Idle, &[Deliver(UserEvent::SidrReqError)]),
             _ => ignore(cep),
