@@ -229,7 +229,7 @@ pub(crate) fn remove_local(id: u32) {
 
 /// The two tables keyed by a peer: (comm ID, CA GUID) finds the CEP a duplicate REQ
 /// belongs to; (QPN, CA GUID) finds a live connection a new one would make stale
-/// (`drivers/infiniband/core/cm.c:2032-2047`).
+/// (`cm_match_req` in drivers/infiniband/core/cm.c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PeerTable {
     /// (remote comm ID, remote CA GUID).

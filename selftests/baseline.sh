@@ -50,7 +50,7 @@ baseline_note() { echo "# baseline: $*"; }
 # baseline_restore TAG: kill what the test TAG left running, then put the guest back as
 # baseline_snapshot's $BASELINE_EXPECTED describes it.
 baseline_restore() {
-	local tag=$1 pids m
+	local tag=$1 pids m started=$SECONDS
 	pids=$(baseline_tagged_pids "$tag" | tr '\n' ' ')
 	if [ -n "${pids// /}" ]; then
 		baseline_note "killed processes the test left running: $(for p in $pids; do cat /proc/$p/comm 2>/dev/null; done | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')"
@@ -117,7 +117,7 @@ baseline_restore() {
 
 	now=$(baseline_snapshot)
 	if [ "$now" = "$BASELINE_EXPECTED" ]; then
-		baseline_note "restored"
+		baseline_note "restored in $((SECONDS - started))s"
 		return 0
 	fi
 	baseline_note "could not restore it; still different:"
