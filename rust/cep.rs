@@ -435,7 +435,7 @@ impl Cep {
             }
             Action::Send(Outgoing::MraReq) => self.send_mra(inner, MessageCode::Req),
             Action::Send(Outgoing::MraRep) => self.send_mra(inner, MessageCode::Rep),
-            // The MRA's time, plus the path's: `cm_mra_handler`, drivers/infiniband/core/cm.c:3187-3190.
+            // The MRA's time, plus the path's: `cm_mra_handler` in drivers/infiniband/core/cm.c.
             Action::ExtendSend => {
                 let av_timeout = inner.negotiated.as_ref().map_or(0, |n| n.ack_timeout);
                 let timeout = inner
@@ -569,7 +569,7 @@ impl Cep {
     }
 
     /// Starts timewait: the module parameter's length, or the protocol's (the QP's local ACK
-    /// timeout, `cm_enter_timewait`, `drivers/infiniband/core/cm.c:1013`).
+    /// timeout, `cm_enter_timewait` in drivers/infiniband/core/cm.c).
     fn arm_timewait(self: &Arc<Self>, inner: &CepInner) {
         let ms = match crate::module_parameters::timewait_ms.value() {
             0 => timing::timewait_ms(inner.negotiated.as_ref().map_or(14, |n| n.ack_timeout)),
@@ -622,8 +622,8 @@ impl Cep {
     }
 
     /// The MAD layer is done with send `seq` of this CEP: answered (cancelled), sent, out of
-    /// retries, or failed. Any failure ends the exchange, as in Linux (`cm_process_send_error`,
-    /// `drivers/infiniband/core/cm.c:3755-3811`). The in-tree MAD layer retries a failed
+    /// retries, or failed. Any failure ends the exchange, as in Linux (`cm_process_send_error`
+    /// in drivers/infiniband/core/cm.c). The in-tree MAD layer retries a failed
     /// transmit of a retried MAD and reports ETIMEDOUT when its retries run out; any other
     /// error (EIO to the owner) is a fallback, so that the CEP never waits for a send nobody
     /// retries. A flush is a cancel (ours, or the agent going away with the device).
@@ -1082,7 +1082,7 @@ impl Cep {
 
     /// The passive QP heard from the peer before the RTU did (`IB_EVENT_COMM_EST`): established
     /// now, the REP's retries cancelled, as Linux does in `cm_establish`
-    /// (`drivers/infiniband/core/cm.c:3896-3930`, reached from `ib_cm_notify`, `cm.c:3980`).
+    /// (drivers/infiniband/core/cm.c, reached from `ib_cm_notify`).
     pub(crate) fn establish(self: &Arc<Self>) -> Result {
         let mut inner = self.inner.lock();
         if inner.peer.is_none() {
@@ -1378,7 +1378,7 @@ impl Cep {
     }
 
     /// Destroy; `retry_later` drops a pending REQ silently so that the peer retries it (Linux's
-    /// `-ENOMEM` semantics, `drivers/infiniband/core/cm.c:1101-1104`).
+    /// `-ENOMEM` semantics in `cm_destroy_id`, drivers/infiniband/core/cm.c).
     fn destroy_with(self: &Arc<Self>, retry_later: bool) {
         let (pending, remote_key, remote_qpn_key, messages) = {
             let mut inner = self.inner.lock();
