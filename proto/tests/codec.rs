@@ -7,7 +7,7 @@ use cepm_proto::cm_mad::{CmMad, CmMsg};
 use cepm_proto::error::{DecodeError, EncodeError};
 use cepm_proto::mad::{AttrId, MadHeader, MAD_SIZE, METHOD_GET, METHOD_SEND};
 use cepm_proto::pdata::PrivateData;
-use cepm_proto::{apr, drep, dreq, lap, mra, rej, rep, req, rtu, sidr_rep, sidr_req};
+use cepm_proto::{apr, drep, dreq, lap, mra, msg_code, rej, rep, req, rtu, sidr_rep, sidr_req};
 use gen::Rng;
 use proptest::prelude::*;
 
@@ -207,37 +207,37 @@ fn zero_qpn_where_forbidden() {
     );
 }
 
+/// REJ and APR: an info length over the 72-byte block is clamped, so that the peer's REJ or
+/// APR is still heard (dropping it leaves the peer retrying); SIDR_REP still refuses it.
 #[test]
-fn info_lengths_over_72_are_errors() {
+fn info_lengths_over_72_are_clamped_in_rej_and_apr_and_errors_in_sidr_rep() {
     for len in 0u8..=127 {
         let mut b = valid(AttrId::Rej, 9);
         b[24 + 9] = (len << 1) | (b[24 + 9] & 1);
-        let got = rej::Rej::decode(&b);
-        if len <= 72 {
-            assert_eq!(got.unwrap().ari.len(), usize::from(len));
-        } else {
-            assert_eq!(got, Err(DecodeError::InfoTooLong(AttrId::Rej, len)));
-        }
+        let rej = rej::Rej::decode(&b).unwrap();
+        let kept = usize::from(len).min(72);
+        assert_eq!(rej.ari.len(), kept, "RejectedInfoLength {len}");
+        assert_eq!(rej.ari.as_bytes(), &b[24 + 12..24 + 12 + kept]);
     }
     for len in 0u8..=255 {
         let mut b = valid(AttrId::Apr, 9);
         b[24 + 8] = len;
         let mut s = valid(AttrId::SidrRep, 9);
         s[24 + 5] = len;
+        let apr = apr::Apr::decode(&b).unwrap();
+        let kept = usize::from(len).min(72);
+        assert_eq!(
+            apr.additional_info.len(),
+            kept,
+            "AdditionalInfoLength {len}"
+        );
+        assert_eq!(apr.additional_info.as_bytes(), &b[24 + 12..24 + 12 + kept]);
         if len <= 72 {
-            assert_eq!(
-                apr::Apr::decode(&b).unwrap().additional_info.len(),
-                usize::from(len)
-            );
             assert_eq!(
                 sidr_rep::SidrRep::decode(&s).unwrap().additional_info.len(),
                 usize::from(len)
             );
         } else {
-            assert_eq!(
-                apr::Apr::decode(&b),
-                Err(DecodeError::InfoTooLong(AttrId::Apr, len))
-            );
             assert_eq!(
                 sidr_rep::SidrRep::decode(&s),
                 Err(DecodeError::InfoTooLong(AttrId::SidrRep, len))
@@ -248,11 +248,19 @@ fn info_lengths_over_72_are_errors() {
 
 #[test]
 fn reserved_message_codes() {
+    // A REJ's MessageRejected 3 reads as OTHER: the REJ is still the peer's word.
     let mut b = valid(AttrId::Rej, 2);
     b[24 + 8] |= 0xc0;
+    let rej = rej::Rej::decode(&b).unwrap();
+    assert_eq!(rej.message_rejected, msg_code::MessageCode::Other);
     assert_eq!(
-        rej::Rej::decode(&b),
-        Err(DecodeError::ReservedMessageCode(AttrId::Rej, 3))
+        rej,
+        rej::Rej::decode(&valid(AttrId::Rej, 2))
+            .map(|r| rej::Rej {
+                message_rejected: msg_code::MessageCode::Other,
+                ..r
+            })
+            .unwrap()
     );
     let mut b = valid(AttrId::Mra, 2);
     b[24 + 8] |= 0xc0;
@@ -398,4 +406,52 @@ fn spot_check_linux_positions() {
     assert_eq!(b[119] >> 3, 17);
     let h = MadHeader::decode(&b).unwrap();
     assert_eq!(h.base_version, 0, "Req::encode leaves the header alone");
+}
+
+/// A REQ refused for what it asks (a transport this CM does not implement, a QPN 0) is
+/// answered with REJ 9 to its sender's comm ID; a REQ refused for its form is not.
+#[test]
+fn refused_transports_and_qpn_0_name_the_comm_id_to_reject() {
+    for seed in 0..64 {
+        let good = valid(AttrId::Req, seed);
+        let comm_id = req::Req::decode(&good).unwrap().local_comm_id;
+        // TransportServiceType 2 (RD), and 3 with ExtendedTransportType other than XRC.
+        for (transport, extended) in [(2u8, 0u8), (2, 1), (3, 0), (3, 2), (3, 7)] {
+            let mut b = good;
+            req::fields::TRANSPORT_TYPE
+                .set(&mut b, transport.into())
+                .unwrap();
+            req::fields::EXTENDED_TRANSPORT_TYPE
+                .set(&mut b, extended.into())
+                .unwrap();
+            let err = req::Req::decode(&b).unwrap_err();
+            assert_eq!(
+                err,
+                DecodeError::ReservedTransport {
+                    transport,
+                    extended
+                }
+            );
+            assert_eq!(req::Req::invalid_transport(&b, &err), Some(comm_id));
+        }
+        let mut b = good;
+        b[24 + 32..24 + 35].fill(0);
+        let err = req::Req::decode(&b).unwrap_err();
+        assert_eq!(req::Req::invalid_transport(&b, &err), Some(comm_id));
+    }
+    // Other refusals are not this one's to answer.
+    let short = [0u8; 100];
+    assert_eq!(
+        req::Req::invalid_transport(&short, &DecodeError::Truncated(100)),
+        None
+    );
+    let b = valid(AttrId::Req, 1);
+    assert_eq!(
+        req::Req::invalid_transport(&b, &DecodeError::ZeroQpn(AttrId::Rep)),
+        None
+    );
+    assert_eq!(
+        req::Req::invalid_transport(&b, &DecodeError::BadClassVersion(1)),
+        None
+    );
 }

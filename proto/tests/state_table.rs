@@ -693,6 +693,10 @@ fn stateless_replies() {
         stateless_reply(Unmatched::RepStale),
         StatelessReply::RejRep(10)
     );
+    assert_eq!(
+        stateless_reply(Unmatched::ReqInvalidTransport),
+        StatelessReply::RejReq(9)
+    );
     assert_eq!(stateless_reply(Unmatched::Dreq), StatelessReply::Drep);
     assert_eq!(
         stateless_reply(Unmatched::SidrReqNoListener),

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# REQ validation: a REQ for a transport cepm does not serve (RD, reserved, XRC) or with QPN 0
+# is rejected with reason 9 (Invalid Transport Type), not dropped (the peer would retry it
+# for minutes) nor offered to the listener.  And a REJ whose ARI length is over 72 or whose
+# MessageRejected is the reserved 3 is still heard (clamped; read as OTHER), not dropped.
+#
+# The hostile peer is cepmctl send-mad on rxe0's own GID, so cepm's stateless REJ comes back
+# to rxe0 too.  To see its reason, each forged REQ carries the comm ID of a real CEP of ours
+# waiting in REQ_SENT: the REJ (MessageRejected REQ, RemoteCommID = that comm ID) is then
+# taken by that CEP, whose owner prints the reason.  Loopback.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+ktap_set_plan 6
+
+SID=0x0000000001064e7a
+out=$CEPM_ROOT/out/cep_req_validation.$$
+trap 'kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
+nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+req_sent_ids() { "$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1 }' | sort; }
+
+# A listener that would reject with 28 anything offered to it.
+"$CEPMCTL" serve --service-id $SID --count 10 --reason 28 --timeout-ms 60000 >"$out.serve" 2>&1 &
+wait_until 10 grep -q '^serve: listening' "$out.serve"
+
+# forged NAME SEND_MAD_ARGS...: a CEP of ours in REQ_SENT to nowhere, then a forged REQ
+# for $SID from its comm ID; prints the reason of the REJ that CEP got ("none" if none).
+forged() {
+	local name=$1 before id
+	shift
+	before=$(req_sent_ids)
+	"$CEPMCTL" connect --service-id 0x0000000001064e7b --cm-only --timeout-ms 30000 "${nowhere[@]}" \
+		>"$out.$name" 2>&1 &
+	new_id() { comm -13 <(echo "$before") <(req_sent_ids) | grep -q .; }
+	wait_until 20 new_id
+	id=$(comm -13 <(echo "$before") <(req_sent_ids) | head -1)
+	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --local-comm-id "$id" --service-id $SID "$@"
+	got() { grep -q 'got REJ_RECEIVED' "$out.$name"; }
+	wait_until 10 got
+	sed -n 's/.*got REJ_RECEIVED (status \([0-9]*\)).*/\1/p' "$out.$name" | grep . || echo none
+}
+ktap_check "a REQ for transport RD (2) is rejected with reason 9" test "$(forged rd --transport 2)" = 9
+ktap_check "a REQ for a reserved transport (3, extended 0) is rejected with reason 9" \
+	test "$(forged reserved --transport 3)" = 9
+ktap_check "a REQ for XRC is rejected with reason 9, not offered to the listener" \
+	test "$(forged xrc --transport xrc)" = 9
+ktap_check "a REQ with QPN 0 is rejected with reason 9" test "$(forged qpn0 --qpn 0)" = 9
+sed 's/^/# /' "$out.serve"
+kill $(jobs -p) 2>/dev/null
+wait
+
+# A live connection, then REJs with an ARI length of 100 and MessageRejected 3 from its peer.
+"$CEPMCTL" accept --service-id 0x0000000001064e7c --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
+wait_until 10 grep -q '^accept: listening' "$out.accept"
+"$CEPMCTL" connect --service-id 0x0000000001064e7c --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
+ids() { grep -q 'comm IDs: ours' "$out.connect"; }
+wait_until 20 ids
+ours=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\1/p' "$out.connect")
+theirs=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\2/p' "$out.connect")
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REJ --local-comm-id "$theirs" --remote-comm-id "$ours" --msg-rejected 3 \
+	--reason 27 --ari 00112233 --ari-len 100
+heard() { grep -q 'event REJ_RECEIVED on CEP [0-9]* (status 27)' "$out.connect"; }
+wait_until 10 heard
+sed 's/^/# /' "$out.connect"
+ktap_check "a REJ with ARI length 100 and MessageRejected 3 from the peer is heard, not dropped" heard
+still_established() { "$CEPMCTL" list | awk -v id="$theirs" '$1 == id { print $2 }' | grep -qx ESTABLISHED; }
+ktap_check "... by the active side only: the passive side is still ESTABLISHED" still_established
+kill $(jobs -p) 2>/dev/null
+wait
+ktap_finished
