@@ -4,11 +4,11 @@
 //!
 //! - A REQ goes to the listener of its service ID, which spawns an unclaimed CEP for it; a
 //!   duplicate REQ goes to the CEP it duplicates.
-//! - A REJ goes to the CEP whose local comm ID it names.
+//! - A REJ goes to the CEP it names, if it names that CEP's peer too (`proto::rej_match`).
 //! - Whatever matches nothing gets the stateless answer Linux gives
 //!   (`proto::state::stateless_reply`): a REQ for an unknown service is rejected with reason 8
-//!   (`drivers/infiniband/core/cm.c:2050-2057`, `cm_issue_rej` `cm.c:1607-1645`) and a DREQ
-//!   for unknown comm IDs gets a DREP (`cm_issue_drep`, `cm.c:2811-2840`).
+//!   (`cm_match_req` through `cm_issue_rej`, drivers/infiniband/core/cm.c) and a DREQ for
+//!   unknown comm IDs gets a DREP (`cm_issue_drep`).
 
 use kernel::{
     prelude::*,
@@ -27,10 +27,15 @@ use crate::{
             CmMsg, //
         },
         drep::Drep,
+        mad::MadHeader,
         msg_code::MessageCode,
         pdata::PrivateData,
         rej::Rej,
         rej_match::RejTarget,
+        req::{
+            Req,
+            Transport, //
+        },
         sidr_rep::SidrRep,
         state::{
             stateless_reply,
@@ -51,9 +56,22 @@ use crate::{
 /// Handles one received MAD (already counted) on `port`. Runs in the MAD layer's receive
 /// context: process context, may sleep.
 pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
-    let Ok(received) = CmMad::decode(mad.bytes()) else {
-        port.count_invalid();
-        return;
+    let received = match CmMad::decode(mad.bytes()) {
+        Ok(received) => received,
+        Err(e) => {
+            port.count_invalid();
+            // A REQ for a transport we do not serve, or with QPN 0, is answered (REJ 9)
+            // rather than dropped: the peer would retry it for minutes.
+            if let (Some(comm_id), Ok(header)) = (
+                Req::invalid_transport(mad.bytes(), &e),
+                MadHeader::decode(mad.bytes()),
+            ) {
+                if let Some(rej) = rej_req(comm_id, Unmatched::ReqInvalidTransport) {
+                    reply(port, mad, header.tid, rej);
+                }
+            }
+            return;
+        }
     };
     // `None`: a CEP took it; otherwise why nothing did, for the stateless answer.
     let routed = |found: bool, why: Unmatched| if found { None } else { Some(why) };
@@ -105,9 +123,14 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     let Some(answer) = stateless_answer(&received.msg, why) else {
         return;
     };
+    reply(port, mad, received.header.tid, answer);
+}
+
+/// Sends `answer` once back to the sender of `mad`, with the request's TID `tid`, as Linux's
+/// response MADs carry it.
+fn reply(port: &CmPort, mad: &ReceivedMad<'_>, tid: u64, answer: CmMsg) {
     let mut buf = [0u8; MAD_SIZE];
-    // Answers carry the request's TID, as Linux's response MADs do.
-    let reply = CmMad::new(received.header.tid, 0, answer);
+    let reply = CmMad::new(tid, 0, answer);
     if reply.encode(&mut buf).is_err() {
         port.count_tx_error();
         return;
@@ -131,11 +154,11 @@ fn rej_received(rej: &Rej) -> bool {
 }
 
 /// Routes a REQ to its listener; otherwise says why it gets a stateless answer.
-fn req_received(
-    port: &Arc<CmPort>,
-    mad: &ReceivedMad<'_>,
-    req: &crate::proto::req::Req,
-) -> Option<Unmatched> {
+fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &Req) -> Option<Unmatched> {
+    // XRC is not served here (no XRC target QPs): REJ 9 before anything else.
+    if req.transport == Transport::Xrc {
+        return Some(Unmatched::ReqInvalidTransport);
+    }
     if let Some(cep) = tables::find_peer(PeerTable::CommId, (req.local_comm_id, req.local_ca_guid))
     {
         cep.duplicate_req();
@@ -194,17 +217,26 @@ fn sidr_req_received(
     None
 }
 
+/// The stateless REJ of a REQ from comm ID `comm_id` that gets one because of `why`
+/// (`cm_issue_rej`: LocalCommID 0, MessageRejected REQ).
+fn rej_req(comm_id: u32, why: Unmatched) -> Option<CmMsg> {
+    let StatelessReply::RejReq(reason) = stateless_reply(why) else {
+        return None;
+    };
+    Some(CmMsg::Rej(Rej {
+        local_comm_id: 0,
+        remote_comm_id: comm_id,
+        message_rejected: MessageCode::Req,
+        reason,
+        ari: PrivateData::empty(),
+        private_data: PrivateData::empty(),
+    }))
+}
+
 /// The answer to `msg`, which matched no connection endpoint because of `why`, if any.
 fn stateless_answer(msg: &CmMsg, why: Unmatched) -> Option<CmMsg> {
     match (stateless_reply(why), msg) {
-        (StatelessReply::RejReq(reason), CmMsg::Req(req)) => Some(CmMsg::Rej(Rej {
-            local_comm_id: 0,
-            remote_comm_id: req.local_comm_id,
-            message_rejected: MessageCode::Req,
-            reason,
-            ari: PrivateData::empty(),
-            private_data: PrivateData::empty(),
-        })),
+        (StatelessReply::RejReq(_), CmMsg::Req(req)) => rej_req(req.local_comm_id, why),
         (StatelessReply::SidrRep(status), CmMsg::SidrReq(sreq)) => Some(CmMsg::SidrRep(SidrRep {
             request_id: sreq.request_id,
             status,

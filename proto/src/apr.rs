@@ -30,7 +30,7 @@ cm_message! {
         /// AdditionalInfo.
         ADDITIONAL_INFO @ bytes(12, INFO_SIZE)
             /// Additional information, at most 72 bytes.
-            => additional_info: AdditionalInfo, len ADDITIONAL_INFO_LENGTH;
+            => additional_info: AdditionalInfo, len ADDITIONAL_INFO_LENGTH clamped;
         /// PrivateData.
         PRIVATE_DATA @ bytes(84, APR_PRIVATE_DATA_SIZE)
             /// Private data.

@@ -26,6 +26,7 @@
 //! NAME @ bits(byte, bit, width)     /// Docs of the member.   => member: u32, nonzero;
 //! NAME @ bytes(byte, len)           /// Docs of the member.   => member: Type;
 //! NAME @ bytes(byte, len)           /// Docs of the member.   => member: Type, len LEN;
+//! NAME @ bytes(byte, len)           /// Docs of the member.   => member: Type, len LEN clamped;
 //!      @ layout(PATH_LAYOUT)        /// Docs of the member.   => member: CmPath;
 //! ```
 //!
@@ -47,7 +48,8 @@
 //! - `bytes`: `fields::NAME: Bytes` for a GID (`[u8; 16]`) or full-width [`PrivateData`].
 //!   With `len LEN` it is an additional-information block whose length is field `LEN`
 //!   (a split row): a length over the block is [`DecodeError::InfoTooLong`], and only
-//!   `len` bytes are kept.
+//!   `len` bytes are kept. With `len LEN clamped`, a length over the block reads as the
+//!   whole block instead.
 //! - `layout`: a [`CmPath`] at a [`PathLayout`] of [`super::path`]; no constant.
 //! - Split rows (an info length, the parts of a vendor ID, the REQ transport pair) are
 //!   written in their table position; the member they make up has a row of its own with
@@ -181,6 +183,25 @@ impl<const N: usize> WireValue<(Field, Bytes)> for PrivateData<N> {
     }
 }
 
+/// Where an additional-information block whose length field may exceed it sits: its length
+/// field, then the block.
+pub(super) struct Clamped(pub(super) Field, pub(super) Bytes);
+
+/// Additional information read leniently: a length over the block (up to 127 in REJ's 7-bit
+/// field, 255 in APR's) reads as the whole block, so that a peer that overstates it is still
+/// heard (Linux passes such a length on unchecked; refusing the message would leave the
+/// peer retrying for minutes).
+impl<const N: usize> WireValue<Clamped> for PrivateData<N> {
+    fn read(mad: &Mad, at: &Clamped, _: AttrId) -> Result<Self, DecodeError> {
+        let len = usize::from(at.0.get_u8(mad)).min(N);
+        Ok(PrivateData::from_prefix(&at.1.read(mad), len))
+    }
+
+    fn write(&self, mad: &mut Mad, at: &Clamped) -> Result<(), EncodeError> {
+        at.1.write(mad, self.as_bytes())
+    }
+}
+
 impl WireValue<PathLayout> for CmPath {
     fn read(mad: &Mad, at: &PathLayout, _: AttrId) -> Result<Self, DecodeError> {
         Ok(CmPath::decode(mad, at))
@@ -307,6 +328,25 @@ macro_rules! cm_message {
                 concat!($prefix, ".", stringify!($wire)), $byte, $bit, $width);]
             f[] d[]
             e[$c.set($mad, { let $msg = $this; $value })?;]
+            dp[] ep[]
+        }] $($rest)*);
+    };
+
+    // Additional-information block whose length is another row's field, clamped to the
+    // block: a longer length reads as the whole block instead of failing the message.
+    (@row $head:tt ($name:ident, $prefix:literal, $mad:ident, $this:ident) [$($acc:tt)*]
+        $(#[$cdoc:meta])* $c:ident @ bytes($byte:expr, $len:expr)
+        $(#[$fdoc:meta])* => $m:ident: $t:ty, len $lenf:ident clamped;
+        $($rest:tt)*
+    ) => {
+        cm_message!(@row $head ($name, $prefix, $mad, $this) [$($acc)* {
+            k[$(#[$cdoc])* pub const $c: super::super::wire::Bytes =
+                super::super::wire::Bytes::new($byte, $len);]
+            f[$(#[$fdoc])* pub $m: $t,]
+            d[$m: super::message::WireValue::read(
+                $mad, &super::message::Clamped($lenf, $c), super::mad::AttrId::$name)?,]
+            e[super::message::WireValue::write(
+                &$this.$m, $mad, &super::message::Clamped($lenf, $c))?;]
             dp[] ep[]
         }] $($rest)*);
     };

@@ -25,6 +25,16 @@ impl MessageCode {
         }
     }
 
+    /// The code in a 2-bit field where the reserved value 3 is to be read as OTHER (a REJ's
+    /// MessageRejected).
+    pub const fn from_wire_or_other(code: u8) -> Self {
+        match code {
+            0 => Self::Req,
+            1 => Self::Rep,
+            _ => Self::Other,
+        }
+    }
+
     /// Parses the 2-bit wire value of message `attr`.
     ///
     /// # Errors

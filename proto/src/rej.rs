@@ -44,9 +44,13 @@ cm_message! {
             /// Receiver's communication ID.
             => remote_comm_id: u32;
         /// MessageRejected.
-        MESSAGE_REJECTED @ bits(8, 0, 2)
-            /// The message being rejected.
-            => message_rejected: MessageCode;
+        MESSAGE_REJECTED(message_rejected) @ bits(8, 0, 2)
+            = |m| u64::from(m.message_rejected.to_u8());
+        /// The message being rejected. The reserved value 3 reads as OTHER: the REJ is still
+        /// the peer's word on the connection, and dropping it would leave the peer retrying.
+        => message_rejected: MessageCode = |w| MessageCode::from_wire_or_other(
+            MESSAGE_REJECTED.get_u8(w),
+        );
         /// RejectedInfoLength (ARI length), 7 bits.
         REJECTED_INFO_LENGTH(rejected_info_length) @ bits(9, 0, 7) = |m| m.ari.len() as u64;
         /// Reason.
@@ -56,7 +60,7 @@ cm_message! {
         /// Additional rejection information.
         ARI @ bytes(12, INFO_SIZE)
             /// Additional rejection information, at most 72 bytes.
-            => ari: AdditionalInfo, len REJECTED_INFO_LENGTH;
+            => ari: AdditionalInfo, len REJECTED_INFO_LENGTH clamped;
         /// PrivateData.
         PRIVATE_DATA @ bytes(84, REJ_PRIVATE_DATA_SIZE)
             /// Private data.
@@ -67,13 +71,11 @@ cm_message! {
     ///
     /// # Errors
     ///
-    /// [`DecodeError::Truncated`], [`DecodeError::ReservedMessageCode`], or
-    /// [`DecodeError::InfoTooLong`] if RejectedInfoLength exceeds 72 (Linux passes it on
-    /// unclamped, `cm_format_rej_event` in `drivers/infiniband/core/cm.c`; cepm refuses it).
+    /// [`DecodeError::Truncated`] only. A RejectedInfoLength over 72 is clamped to 72
+    /// (Linux passes it on unclamped, `cm_format_rej_event` in
+    /// `drivers/infiniband/core/cm.c`), and MessageRejected 3 (reserved) reads as OTHER.
     ///
     /// [`DecodeError::Truncated`]: super::error::DecodeError::Truncated
-    /// [`DecodeError::ReservedMessageCode`]: super::error::DecodeError::ReservedMessageCode
-    /// [`DecodeError::InfoTooLong`]: super::error::DecodeError::InfoTooLong
     fn decode;
 
     /// Writes the REJ into the message data of `mad`; the header is left alone.

@@ -201,6 +201,19 @@ impl Req {
         Ok(())
     }
 
+    /// The comm ID to answer when [`Req::decode`] refused `mad` with `err` for what the REQ
+    /// asks for rather than for its form: a transport this CM does not implement or a QPN 0.
+    /// Such a REQ is rejected with reason 9, Invalid Transport Type (the peer would
+    /// otherwise retry it for minutes); `None` for any other error, which is dropped.
+    pub fn invalid_transport(mad: &[u8], err: &DecodeError) -> Option<u32> {
+        match err {
+            DecodeError::ReservedTransport { .. } | DecodeError::ZeroQpn(AttrId::Req) => {
+                Some(fields::LOCAL_COMM_ID.get_u32(super::wire::as_mad(mad).ok()?))
+            }
+            _ => None,
+        }
+    }
+
     /// A QPN that is not 0, refused before the MAD is touched.
     fn validate(&self) -> Result<(), EncodeError> {
         if self.local_qpn == 0 {

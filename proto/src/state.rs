@@ -860,6 +860,9 @@ pub enum StatelessReply {
 pub enum Unmatched {
     /// REQ for a service ID nobody listens on (`cm_match_req` in `cm.c`: REJ 8).
     ReqNoListener,
+    /// REQ for a transport this CM does not serve (XRC, RD or reserved), or with QPN 0: REJ 9
+    /// ([`super::req::Req::invalid_transport`]).
+    ReqInvalidTransport,
     /// REQ reusing the remote QPN + CA GUID of a live connection (`cm_match_req` in `cm.c`: REJ 10;
     /// the old connection gets [`Event::StaleConnection`]).
     ReqStale,
@@ -879,6 +882,7 @@ pub enum Unmatched {
 pub const fn stateless_reply(why: Unmatched) -> StatelessReply {
     match why {
         Unmatched::ReqNoListener => StatelessReply::RejReq(reason::INVALID_SERVICE_ID),
+        Unmatched::ReqInvalidTransport => StatelessReply::RejReq(reason::INVALID_TRANSPORT_TYPE),
         Unmatched::ReqStale => StatelessReply::RejReq(reason::STALE_CONN),
         Unmatched::RepStale => StatelessReply::RejRep(reason::STALE_CONN),
         Unmatched::Dreq => StatelessReply::Drep,
