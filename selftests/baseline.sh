@@ -14,26 +14,45 @@ BASELINE_PEER_NS=cepm_peer
 BASELINE_TOOLS=(cepmctl rping ucmatose rdma_server rdma_client cmtime udaddy dumpcap tshark
 	rdma_reject_server ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat)
 
-# What the guest looks like, one fact a line; two snapshots compare with diff.
+# fact FILE: the first line of FILE, read without starting a process.
+fact() { local v=; read -r v <"$1" 2>/dev/null; printf '%s' "$v"; }
+
+# What the guest looks like, one fact a line; two snapshots compare with diff.  Under TCG
+# every process started costs a good fraction of a second, so this reads /sys and /proc
+# with shell builtins and starts three programs only (ip twice, tc once).
 baseline_snapshot() {
-	local m p
+	local m p d comm
 	for m in cepm "${BASELINE_STOCK_MODULES[@]}"; do
-		[ -d "/sys/module/$m" ] && [ -e "/sys/module/$m/initstate" ] && echo "module $m loaded"
+		[ -e "/sys/module/$m/initstate" ] && echo "module $m loaded"
 	done
 	for p in /sys/module/cepm/parameters/*; do
-		[ -r "$p" ] && echo "cepm parameter ${p##*/}=$(cat "$p")"
+		[ -r "$p" ] && echo "cepm parameter ${p##*/}=$(fact "$p")"
 	done
-	ip netns list 2>/dev/null | awk '{ print "netns " $1 }'
-	ip -br link show type veth 2>/dev/null | awk '{ sub(/@.*/, "", $1); print "link " $1 " " $2 }'
-	ip -br -4 addr show dev veth0 2>/dev/null | awk '{ $2 = ""; print "addr " $0 }'
-	rdma link show 2>/dev/null | awk '{ print "rdma " $2 " " $NF }'
-	tc qdisc show dev veth0 2>/dev/null | grep -v 'noqueue' | sed 's/^/qdisc /'
+	for p in /run/netns/*; do
+		[ -e "$p" ] && echo "netns ${p##*/}"
+	done
+	for d in veth0 veth1; do
+		[ -e "/sys/class/net/$d" ] && echo "link $d $(fact "/sys/class/net/$d/operstate")"
+	done
+	ip -br -4 addr show dev veth0 2>/dev/null | { read -r _ _ a _ && echo "addr veth0 $a"; }
+	for d in /sys/class/infiniband/*; do
+		[ -e "$d" ] && echo "rdma ${d##*/} $(fact "$d/ports/1/gid_attrs/ndevs/0")"
+	done
+	tc qdisc show dev veth0 2>/dev/null | while read -r line; do
+		case $line in *noqueue*) ;; *) echo "qdisc $line" ;; esac
+	done
 	ip neigh show dev veth0 nud permanent 2>/dev/null | sed 's/^/neighbour /'
-	[ -r /sys/kernel/debug/cepm/drop_rx_count ] && echo "drop_rx_count $(cat /sys/kernel/debug/cepm/drop_rx_count)"
-	for p in "${BASELINE_TOOLS[@]}"; do
-		# pgrep matches the kernel's comm, which keeps 15 characters of the name.
-		pgrep -x "${p:0:15}" >/dev/null && echo "process $p"
-	done
+	[ -r /sys/kernel/debug/cepm/drop_rx_count ] && echo "drop_rx_count $(fact /sys/kernel/debug/cepm/drop_rx_count)"
+	[ -r /sys/kernel/debug/cepm/destroy_delay_ms ] &&
+		echo "destroy_delay_ms $(fact /sys/kernel/debug/cepm/destroy_delay_ms)"
+	for p in /proc/[0-9]*/comm; do
+		comm=
+		read -r comm <"$p" 2>/dev/null
+		for m in "${BASELINE_TOOLS[@]}"; do
+			# comm keeps 15 characters of the name.
+			[ "$comm" = "${m:0:15}" ] && echo "process $m"
+		done
+	done | sort -u
 }
 
 # Processes started under the tag CEPM_TEST_TAG=$1 (run.sh exports it for each test): the
@@ -109,6 +128,7 @@ baseline_restore() {
 		insmod "$CEPM_ROOT/cepm.ko"
 	fi
 	[ -w /sys/kernel/debug/cepm/drop_rx_count ] && echo 0 >/sys/kernel/debug/cepm/drop_rx_count
+	[ -w /sys/kernel/debug/cepm/destroy_delay_ms ] && echo 0 >/sys/kernel/debug/cepm/destroy_delay_ms
 	# rxe0 must be back in cepm's port list before the next test uses it.
 	for _ in $(seq 200); do
 		"$CEPM_ROOT/target/release/cepmctl" ports 2>/dev/null | grep -q '^rxe0 port 1 ' && break
