@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # Message details as Linux sends them: private data belongs to one message.  The RTU's
 # private data must not ride on the DREQ that destroying the connection sends
-# (Linux's cm_destroy_id sends that DREQ with none).  Loopback, or with the server in
-# another namespace.
+# (Linux's cm_destroy_id sends that DREQ with none).  And cepmctl draws its starting PSNs at
+# random, as rdma_cm does (a fixed PSN lets an old packet be taken for a new one).
+# Loopback, or with the server in another namespace.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 4
+ktap_set_plan 5
 
 SID=0x0000000001064e78
 out=$CEPM_ROOT/out/cep_message_details.$$
@@ -33,4 +34,16 @@ ktap_check "the server got the DREQ of the destroyed client and answered it" \
 	sh -c "test $arc = 0 && grep -q 'DREP sent' '$out.accept'"
 ktap_check "... and that DREQ carried no private data (not the RTU's)" \
 	grep -q 'DREQ private data ""' "$out.accept"
+
+# A second connection: its PSNs are not the first one's.
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 30000 >"$out.accept2" 2>&1 &
+apid=$!
+wait_until 10 grep -q '^accept: listening' "$out.accept2"
+"$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.connect2" 2>&1
+wait $apid
+psns() { sed -n 's/.*(send PSN \(0x[0-9a-f]*\), receive PSN \(0x[0-9a-f]*\).*/\1 \2/p' "$1"; }
+first=$(psns "$out.connect") second=$(psns "$out.connect2")
+ktap_print_msg "PSNs (send, receive): first connection $first, second $second"
+ktap_check "the two connections start at different PSNs" \
+	sh -c "test -n '$first' && test -n '$second' && test '$first' != '$second'"
 ktap_finished
