@@ -15,17 +15,10 @@ use kernel::{
     prelude::*,
     rbtree::RBTreeNodeReservation,
     sync::{
-        atomic::{
-            Acquire,
-            Atomic,
-            Relaxed,
-            Release, //
-        },
-        Arc, SpinLock,
+        Arc,
+        SpinLock, //
     },
-    time::delay::fsleep,
     time::msecs_to_jiffies,
-    time::Delta,
     workqueue::{
         self,
         DelayedWork,
@@ -236,22 +229,17 @@ impl_has_delayed_work! {
 pub(crate) const BACKLOG: usize = 1024;
 
 /// Longest timewait: the protocol's value comes from the peer's ACK timeout (up to
-/// 4.096 µs · 2^31, about 2.4 hours), and module unload waits for timewait works.
+/// 4.096 µs · 2^31, about 2.4 hours); an owner should hear TIMEWAIT_EXIT within a bound.
 const TIMEWAIT_MAX_MS: u32 = 30_000;
 
-/// Timewait works queued and not run yet: module unload waits for them, since each runs
-/// module code.
-static TIMEWAITS_PENDING: Atomic<u32> = Atomic::new(0);
-
+/// Timewait's end. Destroy cancels a pending one and waits for a running one
+/// ([`Cep::cancel_timewait`]), so no timewait work outlives its CEP's destroy, and module
+/// unload, which comes after every CEP's destroy, has none to wait for.
 impl WorkItem for Cep {
     type Pointer = Arc<Cep>;
 
     fn run(this: Arc<Cep>) {
         this.timewait_expired();
-        // The last reference may go here (and with it the CEP): only then is this work done
-        // with module code... apart from returning, which `wait_for_timewaits` allows for.
-        drop(this);
-        TIMEWAITS_PENDING.fetch_sub(1, Release);
     }
 }
 
@@ -266,15 +254,6 @@ pub(crate) fn release_port(port: &CmPort) {
     for (_, cep) in users.iter() {
         cep.device_removed(port);
     }
-}
-
-/// Waits until no timewait work is queued (module unload). Bounded by the longest timewait.
-pub(crate) fn wait_for_timewaits() {
-    while TIMEWAITS_PENDING.load(Acquire) != 0 {
-        fsleep(Delta::from_millis(10));
-    }
-    // A worker that just decremented may still be returning through module code.
-    fsleep(Delta::from_millis(10));
 }
 
 impl Cep {
@@ -576,13 +555,22 @@ impl Cep {
             ms => ms,
         }
         .min(TIMEWAIT_MAX_MS);
-        TIMEWAITS_PENDING.fetch_add(1, Relaxed);
-        if workqueue::system()
-            .enqueue_delayed(self.clone(), msecs_to_jiffies(ms))
-            .is_err()
-        {
-            // Already queued (timewait re-entered before the last one fired): that work ends it.
-            TIMEWAITS_PENDING.fetch_sub(1, Relaxed);
+        // Already queued (timewait re-entered before the last one fired): that work ends it,
+        // and the clone comes back to be dropped.
+        let _ = workqueue::system().enqueue_delayed(self.clone(), msecs_to_jiffies(ms));
+    }
+
+    /// Stops this CEP's timewait work (destroy): a pending one is cancelled, a running one
+    /// waited for. Sleeps; no lock may be held.
+    fn cancel_timewait(self: &Arc<Self>) {
+        // SAFETY: `self.timewait` is initialised and lives as long as this `Arc`'s allocation.
+        let work = unsafe { DelayedWork::raw_as_work(&self.timewait) };
+        // SAFETY: `work` is the `work_struct` of `self.timewait`'s `delayed_work`; we are in
+        // process context (destroy) and hold no lock.
+        if unsafe { crate::shim::cancel_delayed_work_sync(work.cast()) } {
+            // SAFETY: The work was pending: `arm_timewait` queued it with a clone of this
+            // `Arc`, leaked with `Arc::into_raw`; cancelling it gave that reference back.
+            drop(unsafe { Arc::from_raw(Arc::as_ptr(self)) });
         }
     }
 
@@ -1402,6 +1390,7 @@ impl Cep {
         };
         crate::shim::fault_destroy_delay();
         drop(messages);
+        self.cancel_timewait();
         tables::remove_local(self.local_id);
         if let Some(key) = remote_key {
             tables::remove_peer(PeerTable::CommId, key, self);

@@ -16,6 +16,7 @@
 #include <linux/poll.h>
 #include <linux/random.h>
 #include <linux/string.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
@@ -137,6 +138,16 @@ void cepm_shim_debugfs_create(void)
 	debugfs_create_atomic_t("drop_rx_count", 0600, cepm_debugfs, &cepm_drop_rx_count);
 	debugfs_create_atomic_t("rx_dropped", 0400, cepm_debugfs, &cepm_rx_dropped);
 	debugfs_create_u32("destroy_delay_ms", 0600, cepm_debugfs, &cepm_destroy_delay_ms);
+}
+
+/*
+ * Cancels the delayed work whose work_struct is @work and waits for a running
+ * instance to finish; true if it was pending (its queued reference is then the
+ * caller's to drop).  The Rust workqueue abstraction has no cancel.
+ */
+bool cepm_shim_cancel_delayed_work_sync(void *work)
+{
+	return cancel_delayed_work_sync(to_delayed_work(work));
 }
 
 void cepm_shim_fault_destroy_delay(void)

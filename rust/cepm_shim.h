@@ -80,6 +80,7 @@ const char *cepm_shim_devices_param(void);
 void cepm_shim_debugfs_create(void);
 void cepm_shim_debugfs_remove(void);
 void cepm_shim_fault_destroy_delay(void);
+bool cepm_shim_cancel_delayed_work_sync(void *work);
 int cepm_shim_chardev_register(void);
 void cepm_shim_chardev_unregister(void);
 /* A random 32-bit value (comm ID obfuscation, as Linux's cm.random_id_operand). */

@@ -138,6 +138,18 @@ pub(crate) fn fault_destroy_delay() {
     unsafe { shim::cepm_shim_fault_destroy_delay() };
 }
 
+/// Cancels the delayed work whose `work_struct` is `work` and waits until no instance of it
+/// runs; whether it was pending.
+///
+/// # Safety
+///
+/// `work` points to the `work_struct` inside an initialised `delayed_work` that stays valid
+/// for the call. The caller is in process context and holds no lock the work takes.
+pub(crate) unsafe fn cancel_delayed_work_sync(work: *mut c_void) -> bool {
+    // SAFETY: The caller's requirements are the C function's.
+    unsafe { shim::cepm_shim_cancel_delayed_work_sync(work) }
+}
+
 /// The `devices` module parameter: the RDMA devices to manage, comma-separated (empty: all).
 pub(crate) fn devices_param() -> &'static CStr {
     // SAFETY: The shim returns a static NUL-terminated buffer that is read-only once the
