@@ -200,6 +200,20 @@ pub(crate) fn cma_hdr(
 
 /// The REQ `config` asks for, from QP `qpn` starting at PSN `psn`, along `route`, with
 /// `pdata` after the `cma_hdr` (if `config.rdma_cm`).
+/// A random 24-bit starting PSN, as rdma_cm draws one (`cma_connect_ib`,
+/// `cma_accept_ib`): a fixed one lets a stale packet of an earlier connection on the same
+/// QPN pass for a new one's.
+pub(crate) fn random_psn() -> io::Result<u32> {
+    let mut bytes = [0u8; 4];
+    // SAFETY: `bytes` is valid for writes of its length; flags 0 is a blocking read of the
+    // urandom source, which never fails once the pool is initialised.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(u32::from_ne_bytes(bytes) & 0x00ff_ffff)
+}
+
 pub(crate) fn connect_args(
     config: &Config,
     handle: u32,
@@ -463,7 +477,14 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     let qpn = qp.as_ref().map_or(CM_ONLY_ACTIVE_QPN, |q| q.qp.qp_num());
     let handle = cepm.create(0xac71_0000)?;
     let route = Route::new(config)?;
-    let req = connect_args(config, handle, &route, qpn, 0x00a1_b2c3, b"cepmctl connect")?;
+    let req = connect_args(
+        config,
+        handle,
+        &route,
+        qpn,
+        random_psn()?,
+        b"cepmctl connect",
+    )?;
     cepm.connect(&req)?;
     trace.push(format!(
         "REQ sent from QP {qpn:#x} on {} to service {:#018x} at GID {}",
@@ -685,7 +706,7 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     let mut rep = sys::cepm_accept {
         handle,
         local_qpn: qpn,
-        starting_psn: 0x0012_3456,
+        starting_psn: random_psn()?,
         responder_resources: 1,
         initiator_depth: 1,
         rnr_retry_count: 7,

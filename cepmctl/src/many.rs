@@ -10,7 +10,7 @@ use std::{
 };
 
 use crate::{
-    connect::{connect_args, Config, Route},
+    connect::{connect_args, random_psn, Config, Route},
     sys, Cepm,
 };
 
@@ -86,7 +86,7 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
                 handle,
                 &route,
                 qpn(0x10_0000, started),
-                1,
+                random_psn()?,
                 b"",
             )?)?;
             in_flight.insert(handle);
@@ -139,7 +139,7 @@ pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
                 let rep = sys::cepm_accept {
                     handle,
                     local_qpn: qpn(0x20_0000, accepted),
-                    starting_psn: 2,
+                    starting_psn: random_psn()?,
                     ..Default::default()
                 };
                 accepted += 1;
@@ -215,7 +215,7 @@ pub fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<P
                 handle,
                 &route,
                 qpn(0x10_0000, started),
-                1,
+                random_psn()?,
                 b"",
             )?)?;
             sent_at.insert(handle, Instant::now());
@@ -313,7 +313,7 @@ pub fn passive_phased(config: &Config, count: u64) -> io::Result<Phases> {
                 let rep = sys::cepm_accept {
                     handle,
                     local_qpn: qpn(0x20_0000, n),
-                    starting_psn: 2,
+                    starting_psn: random_psn()?,
                     responder_resources: 1,
                     initiator_depth: 1,
                     rnr_retry_count: 7,
