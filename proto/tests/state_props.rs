@@ -96,6 +96,7 @@ fn event_strategy() -> impl Strategy<Value = Event> {
         Just(Event::Listen),
         Just(Event::SendReq),
         Just(Event::PrepareMra),
+        Just(Event::SendMra),
         Just(Event::PrepareRep),
         Just(Event::SendRep),
         Just(Event::SendRtu),

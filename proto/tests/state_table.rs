@@ -35,6 +35,7 @@ fn events() -> Vec<Event> {
         Event::Listen,
         Event::SendReq,
         Event::PrepareMra,
+        Event::SendMra,
         Event::PrepareRep,
         Event::SendRep,
         Event::SendRtu,
@@ -126,7 +127,15 @@ fn rows() -> Vec<Row> {
             Idle,
             &[TIMEOUT_REJ, d(UserEvent::ReqError)],
         ),
-        row(&[RepRcvd], Event::PrepareMra, MraRepSent, &[]),
+        // An MRA for the REP: armed (sent on the REP's retry) or sent at once; either again
+        // once armed (a new service timeout for the next).
+        row(&[RepRcvd, MraRepSent], Event::PrepareMra, MraRepSent, &[]),
+        row(
+            &[RepRcvd, MraRepSent],
+            Event::SendMra,
+            MraRepSent,
+            &[Send(Outgoing::MraRep)],
+        ),
         row(
             &[RepRcvd, MraRepSent],
             Event::SendRtu,
@@ -149,8 +158,27 @@ fn rows() -> Vec<Row> {
         // Passive connect.
         row(&[Listen], Event::RxReq, Listen, &[SpawnConnection]),
         row(&[Listen], Event::RxSidrReq, Listen, &[SpawnSidr]),
-        row(&[ReqRcvd], Event::PrepareMra, MraReqSent, &[]),
-        row(&[RepPrepared], Event::PrepareMra, RepPreparedMraSent, &[]),
+        // An MRA for the REQ, as for the REP above. cepm arms one itself while the REQ waits
+        // unclaimed, so the owner's own PrepareMra may find it armed already.
+        row(&[ReqRcvd, MraReqSent], Event::PrepareMra, MraReqSent, &[]),
+        row(
+            &[RepPrepared, RepPreparedMraSent],
+            Event::PrepareMra,
+            RepPreparedMraSent,
+            &[],
+        ),
+        row(
+            &[ReqRcvd, MraReqSent],
+            Event::SendMra,
+            MraReqSent,
+            &[Send(Outgoing::MraReq)],
+        ),
+        row(
+            &[RepPrepared, RepPreparedMraSent],
+            Event::SendMra,
+            RepPreparedMraSent,
+            &[Send(Outgoing::MraReq)],
+        ),
         row(&[ReqRcvd, RepPrepared], Event::PrepareRep, RepPrepared, &[]),
         row(
             &[MraReqSent, RepPreparedMraSent],
@@ -611,6 +639,16 @@ fn unclaimed_ceps_allow_only_claim_and_destroy() {
                 }
                 Event::Destroy { .. } => assert_eq!(got.unwrap().next.state, Destroyed),
                 e if e.is_local_call() => assert_eq!(got, Err(IllegalCall { state, event })),
+                // A REQ waiting unclaimed answers its retries with an MRA (rdma_cm's
+                // automatic MRA for queued REQs); a claimed one leaves that to its owner.
+                Event::RxDupReq if state == ReqRcvd => {
+                    let t = got.unwrap();
+                    assert_eq!(t.next, cep);
+                    assert_eq!(
+                        t.actions.as_slice(),
+                        &[CountDuplicate, Send(Outgoing::MraReq)]
+                    );
+                }
                 // The network still drives an unclaimed CEP; its events are queued.
                 _ => assert_eq!(
                     got,

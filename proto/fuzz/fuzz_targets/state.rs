@@ -52,7 +52,8 @@ fn event(b: u8, p: u8) -> Event {
         24 => Event::RxSidrReq,
         25 => Event::RxSidrRep,
         26 => Event::StaleConnection,
-        27 | 28 => Event::SendTimeout,
+        27 => Event::SendTimeout,
+        28 => Event::SendMra,
         _ => Event::TimewaitExpired,
     }
 }
