@@ -326,8 +326,23 @@ impl Cepm {
     /// Arms an MRA for the REQ or REP just received: the peer's retry of it is answered with
     /// an MRA, so the peer waits longer.
     pub fn prepare_mra(&self, handle: u32) -> io::Result<()> {
+        self.mra(handle, false, None)
+    }
+
+    /// Arms an MRA for the REQ or REP just received and, with `send_now`, sends it at once;
+    /// `service_timeout` (an IBTA exponent) replaces the kernel's 24.
+    pub fn mra(&self, handle: u32, send_now: bool, service_timeout: Option<u8>) -> io::Result<()> {
+        let mut flags = 0;
+        if send_now {
+            flags |= sys::CEPM_MRA_SEND_NOW;
+        }
+        if service_timeout.is_some() {
+            flags |= sys::CEPM_MRA_SERVICE_TIMEOUT;
+        }
         let mut a = sys::cepm_prepare_mra {
             handle,
+            flags: flags as u8,
+            service_timeout: service_timeout.unwrap_or(0),
             reserved: 0,
         };
         self.ioctl(sys::CEPM_IOCTL_PREPARE_MRA, &mut a)

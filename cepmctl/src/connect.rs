@@ -49,6 +49,12 @@ pub struct Config {
     pub packet_life_time: u8,
     /// Arm an MRA for the message to answer (passive: the REQ; active: the REP).
     pub mra: bool,
+    /// Passive side: send that MRA at once instead of on the peer's retry.
+    pub mra_now: bool,
+    /// The MRA's service timeout (IBTA exponent) instead of the kernel's 24.
+    pub mra_timeout: Option<u8>,
+    /// Passive side: leave the REQ unclaimed this long (a slow accept).
+    pub claim_delay: Duration,
     /// Wait this long before answering (passive: the REQ, a slow server; active: the REP,
     /// a slow client).
     pub answer_delay: Duration,
@@ -677,6 +683,13 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         config.timeout,
         &mut trace,
     )?;
+    if !config.claim_delay.is_zero() {
+        trace.push(format!(
+            "claiming the REQ in {} ms",
+            config.claim_delay.as_millis()
+        ));
+        std::thread::sleep(config.claim_delay);
+    }
     let (handle, req) = cepm.get_request(listener, 0x5e55_0000)?;
     trace.push(format!(
         "REQ claimed as CEP {handle}: from QPN {:#x}, private data {:?}",
@@ -686,9 +699,10 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     if config.rdma_cm {
         check_cma_hdr(&cepm, handle, &req.private_data, &mut trace)?;
     }
-    if config.mra {
-        cepm.prepare_mra(handle)?;
-        trace.push("MRA armed for the REQ".to_string());
+    if config.mra || config.mra_now {
+        cepm.mra(handle, config.mra_now, config.mra_timeout)?;
+        let how = if config.mra_now { "sent" } else { "armed" };
+        trace.push(format!("MRA {how} for the REQ"));
     }
     if !config.answer_delay.is_zero() {
         trace.push(format!(

@@ -232,6 +232,17 @@ struct ConnectArgs {
     /// Arm an MRA for the message to answer: accept, the REQ; connect, the REP.
     #[arg(long)]
     mra: bool,
+    /// accept: send the MRA for the REQ at once instead of on the client's retry.
+    #[arg(long)]
+    mra_now: bool,
+    /// With --mra/--mra-now: the MRA's service timeout (IBTA exponent, 0..31) instead of the
+    /// kernel's 24.
+    #[arg(long)]
+    mra_timeout: Option<u8>,
+    /// accept: leave the REQ unclaimed this many milliseconds (a slow accept; the kernel
+    /// answers the client's retries with MRAs meanwhile).
+    #[arg(long, default_value_t = 0)]
+    claim_delay_ms: u64,
     /// Wait this many milliseconds before answering: accept, the REQ (a slow server);
     /// connect, the REP (a slow client, as rdma_cm under load).
     #[arg(long, default_value_t = 0)]
@@ -316,6 +327,9 @@ impl ConnectArgs {
             packet_life_time: self.packet_life_time,
             mra: self.mra,
             answer_delay: std::time::Duration::from_millis(self.answer_delay_ms),
+            mra_now: self.mra_now,
+            mra_timeout: self.mra_timeout,
+            claim_delay: std::time::Duration::from_millis(self.claim_delay_ms),
             rtu_data: self.rtu_data.into_bytes(),
             disconnect: self.disconnect,
             establish_early: self.establish_early,

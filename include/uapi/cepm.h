@@ -392,13 +392,27 @@ struct cepm_send_pdata {
 
 /*
  * CEPM_IOC_PREPARE_MRA: the answer to a received REQ or REP will take a while.
- * As Linux's ib_prepare_cm_mra, nothing is sent now: a duplicate of the
- * message (the peer's retry) is answered with an MRA (service timeout 24),
- * which makes the peer wait longer instead of giving up.
+ * As Linux's ib_prepare_cm_mra, by default nothing is sent now: a duplicate of
+ * the message (the peer's retry) is answered with an MRA, which makes the peer
+ * wait longer instead of giving up.  Flags:
+ *   CEPM_MRA_SEND_NOW         send the MRA at once too (as ib_send_cm_mra did);
+ *   CEPM_MRA_SERVICE_TIMEOUT  service_timeout (an IBTA exponent, 0..31: the peer
+ *                             waits 4.096 us * 2^service_timeout more) instead
+ *                             of Linux's 24 (about 69 s), for this MRA and the
+ *                             CEP's later ones.
+ * Again once armed: re-arms, or resends with CEPM_MRA_SEND_NOW.  A REQ waiting
+ * unclaimed in a listener's backlog answers its retries with an MRA by itself.
+ * EINVAL for unknown flags, a service_timeout over 31 or without its flag, a
+ * non-zero reserved field, or a CEP with no REQ or REP to answer.
  */
+#define CEPM_MRA_SEND_NOW (1 << 0)
+#define CEPM_MRA_SERVICE_TIMEOUT (1 << 1)
+
 struct cepm_prepare_mra {
 	__u32 handle;
-	__u32 reserved;
+	__u8 flags;
+	__u8 service_timeout;
+	__u16 reserved;
 };
 
 /* Target states of CEPM_IOC_INIT_QP_ATTR (enum ib_qp_state values). */

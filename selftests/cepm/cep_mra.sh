@@ -5,11 +5,14 @@
 # extended, and the connection completes.  And the other way: a client slower than the server's
 # REP timeout, which has armed an MRA for the REP (as Linux's rdma_cm does for every REP it
 # receives), answers the REP's retries with MRAs; a server answering many connections
-# (accept --count) takes them in its stride.  Loopback, or with the server in another namespace.
+# (accept --count) takes them in its stride.  A server can also send its MRA at once with a
+# service timeout of its choice (CEPM_IOC_PREPARE_MRA flags), and a REQ left unclaimed in the
+# backlog answers the client's retries with an MRA by itself, as rdma_cm does.  Loopback, or
+# with the server in another namespace.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 12
 
 out=$CEPM_ROOT/out/cep_mra.$$
 trap 'topology_down; rm -f "$out".*' EXIT
@@ -64,5 +67,35 @@ sed 's/^/# /' "$out.a3" "$out.c3"
 ktap_check "a slow client with an MRA armed for the REP connects 3 times" test $crc = 0
 ktap_check "... and accept --count 3 serves all three through the MRAs" \
 	sh -c "test $arc = 0 && grep -q '^accept: 3 connected and disconnected, 0 failed' '$out.a3'"
+
+# An MRA sent at once, with service timeout 20, by a server that answers after 4 s.
+on_server "$CEPMCTL" accept --service-id 0x0000000001064e43 --mra-now --mra-timeout 20 "${slow_server[@]}" \
+	>"$out.a4" 2>&1 &
+apid=$!
+wait_until 10 listening "$out.a4"
+"$CEPMCTL" connect --service-id 0x0000000001064e43 "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c4" 2>&1
+crc=$?
+wait $apid
+arc=$?
+sed 's/^/# /' "$out.a4" "$out.c4"
+ktap_check "a server that sends its MRA at once (service timeout 20) keeps the fast client" \
+	sh -c "test $crc = 0 && test $arc = 0 && grep -q 'MRA sent for the REQ' '$out.a4'"
+ktap_check "... which saw MRA_RECEIVED with service timeout 20" \
+	grep -q 'event MRA_RECEIVED on CEP [0-9]* (service timeout 20)' "$out.c4"
+
+# A REQ left unclaimed for 4 s, no MRA asked for: the kernel answers the retry with one.
+on_server "$CEPMCTL" accept --service-id 0x0000000001064e44 --claim-delay-ms 4000 --device "$SERVER_DEV" \
+	--cm-only --timeout-ms 30000 >"$out.a5" 2>&1 &
+apid=$!
+wait_until 10 listening "$out.a5"
+"$CEPMCTL" connect --service-id 0x0000000001064e44 "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c5" 2>&1
+crc=$?
+wait $apid
+arc=$?
+sed 's/^/# /' "$out.a5" "$out.c5"
+ktap_check "a REQ waiting unclaimed keeps the fast client: both ends succeed" \
+	sh -c "test $crc = 0 && test $arc = 0"
+ktap_check "... the client saw the kernel's MRA (service timeout 24)" \
+	grep -q 'event MRA_RECEIVED on CEP [0-9]* (service timeout 24)' "$out.c5"
 ktap_check "no CEP is left in the module" wait_until 10 ceps_are 0
 ktap_finished

@@ -180,6 +180,38 @@ TEST_F(cepm, establish_needs_a_sent_rep)
 	EXPECT_EQ(CEPM_STATE_IDLE, info.state);
 }
 
+/* PREPARE_MRA refuses unknown flags, a service timeout over 31 or without its flag, and
+ * reserved bits; and a CEP with no REQ or REP to answer. */
+TEST_F(cepm, prepare_mra_arguments)
+{
+	struct cepm_prepare_mra m = { 0 };
+	int h = create_cep(self->fd, 0);
+
+	ASSERT_GT(h, 0);
+	m.handle = h;
+	m.flags = 0x80;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_PREPARE_MRA, &m));
+	EXPECT_EQ(EINVAL, errno);
+	m.flags = CEPM_MRA_SERVICE_TIMEOUT;
+	m.service_timeout = 32;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_PREPARE_MRA, &m));
+	EXPECT_EQ(EINVAL, errno);
+	m.flags = 0;
+	m.service_timeout = 20;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_PREPARE_MRA, &m));
+	EXPECT_EQ(EINVAL, errno);
+	m.service_timeout = 0;
+	m.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_PREPARE_MRA, &m));
+	EXPECT_EQ(EINVAL, errno);
+	/* Well-formed, but an idle CEP has nothing to answer. */
+	m.reserved = 0;
+	m.flags = CEPM_MRA_SEND_NOW | CEPM_MRA_SERVICE_TIMEOUT;
+	m.service_timeout = 20;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_PREPARE_MRA, &m));
+	EXPECT_EQ(EINVAL, errno);
+}
+
 /* A monitor owns no CEP, reads trace records, and rejects bad requests. */
 TEST_F(cepm, monitor_rules)
 {
