@@ -195,6 +195,9 @@ struct CepInner {
     msg: Option<OutstandingSend>,
     /// Service timeout of the last MRA received (IBTA exponent).
     mra_service_timeout: u8,
+    /// Service timeout of the MRAs we send: Linux's `CM_MRA_SETTING` (24, about 69 s)
+    /// unless the owner chose another (`CEPM_IOC_PREPARE_MRA`).
+    mra_timeout_out: u8,
     /// SIDR: the request to send, the answer to send, and what the answer we got said.
     sidr_req_msg: Option<KBox<SidrReq>>,
     sidr_rep_msg: Option<KBox<SidrRep>>,
@@ -286,6 +289,7 @@ impl Cep {
                     local_qpn: 0,
                     msg: None,
                     mra_service_timeout: 0,
+                    mra_timeout_out: 24,
                     sidr_req_msg: None,
                     sidr_rep_msg: None,
                     remote_qkey: 0,
@@ -517,16 +521,14 @@ impl Cep {
         }
     }
 
-    /// Sends an MRA for the peer's `what` (REQ or REP) with Linux's service timeout.
+    /// Sends an MRA for the peer's `what` (REQ or REP) with the CEP's service timeout.
     fn send_mra(&self, inner: &CepInner, what: MessageCode) {
-        /// `CM_MRA_SETTING`, what Linux always sends (drivers/infiniband/core/cm.c).
-        const MRA_SERVICE_TIMEOUT: u8 = 24;
         let msg = inner.peer.as_ref().map(|p| {
             CmMsg::Mra(Mra {
                 local_comm_id: self.local_id,
                 remote_comm_id: p.comm_id,
                 message_mraed: what,
-                service_timeout: MRA_SERVICE_TIMEOUT,
+                service_timeout: inner.mra_timeout_out,
                 private_data: PrivateData::empty(),
             })
         });
@@ -1249,10 +1251,25 @@ impl Cep {
         Ok(Some(cep))
     }
 
-    /// Arms an MRA for the REQ or REP just received (sent on its duplicate).
-    pub(crate) fn prepare_mra(self: &Arc<Self>) -> Result {
+    /// Arms an MRA for the REQ or REP just received (sent on its duplicate), and sends it
+    /// at once with `send_now`; `service_timeout` replaces Linux's 24 for this MRA and the
+    /// later ones. Nothing changes if the call is not legal now.
+    pub(crate) fn prepare_mra(
+        self: &Arc<Self>,
+        send_now: bool,
+        service_timeout: Option<u8>,
+    ) -> Result {
+        let event = if send_now {
+            Event::SendMra
+        } else {
+            Event::PrepareMra
+        };
         let mut inner = self.inner.lock();
-        self.apply(&mut inner, Event::PrepareMra, None)?;
+        state::transition(inner.sm, event).map_err(|_| EINVAL)?;
+        if let Some(timeout) = service_timeout {
+            inner.mra_timeout_out = timeout;
+        }
+        self.apply(&mut inner, event, None)?;
         Ok(())
     }
 

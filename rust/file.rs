@@ -573,10 +573,18 @@ impl CepmFile {
 
     fn prepare_mra(&self, arg: UserPtr, size: usize) -> Result {
         let req: uapi::cepm_prepare_mra = UserSlice::new(arg, size).reader().read()?;
-        if req.reserved != 0 {
+        const KNOWN: u8 = (uapi::CEPM_MRA_SEND_NOW | uapi::CEPM_MRA_SERVICE_TIMEOUT) as u8;
+        let with_timeout = req.flags & uapi::CEPM_MRA_SERVICE_TIMEOUT as u8 != 0;
+        if req.reserved != 0
+            || req.flags & !KNOWN != 0
+            || req.service_timeout > 31
+            || (!with_timeout && req.service_timeout != 0)
+        {
             return Err(EINVAL);
         }
-        self.cep(req.handle)?.prepare_mra()
+        let send_now = req.flags & uapi::CEPM_MRA_SEND_NOW as u8 != 0;
+        let timeout = with_timeout.then_some(req.service_timeout);
+        self.cep(req.handle)?.prepare_mra(send_now, timeout)
     }
 
     fn init_qp_attr(&self, arg: UserPtr, size: usize) -> Result {

@@ -226,8 +226,12 @@ pub enum Event {
     /// Local: send a REQ.
     SendReq,
     /// Local: arm an MRA for the received REQ or REP (`ib_prepare_cm_mra`; nothing is sent
-    /// until a duplicate arrives, `drivers/infiniband/core/cm.c`).
+    /// until a duplicate arrives, `drivers/infiniband/core/cm.c`). Again once armed: a no-op
+    /// (cepm arms one itself while a REQ waits unclaimed).
     PrepareMra,
+    /// Local: send an MRA for the received REQ or REP now (what `ib_send_cm_mra` did before
+    /// Linux 6.x made MRAs lazy), and keep it armed for the message's retries.
+    SendMra,
     /// Local: format the REP and fix its PSN and resources, without sending.
     PrepareRep,
     /// Local: send the (prepared or not) REP.
@@ -307,6 +311,7 @@ impl Event {
             Self::Listen
                 | Self::SendReq
                 | Self::PrepareMra
+                | Self::SendMra
                 | Self::PrepareRep
                 | Self::SendRep
                 | Self::SendRtu
@@ -594,9 +599,17 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
         },
         // ib_prepare_cm_mra in cm.c: only arms the MRA; no MAD leaves now.
         Event::PrepareMra => match s {
-            ReqRcvd => go(cep, MraReqSent, &[]),
-            RepPrepared => go(cep, RepPreparedMraSent, &[]),
-            RepRcvd => go(cep, MraRepSent, &[]),
+            ReqRcvd | MraReqSent => go(cep, MraReqSent, &[]),
+            RepPrepared | RepPreparedMraSent => go(cep, RepPreparedMraSent, &[]),
+            RepRcvd | MraRepSent => go(cep, MraRepSent, &[]),
+            _ => return illegal,
+        },
+        Event::SendMra => match s {
+            ReqRcvd | MraReqSent => go(cep, MraReqSent, &[Send(Outgoing::MraReq)]),
+            RepPrepared | RepPreparedMraSent => {
+                go(cep, RepPreparedMraSent, &[Send(Outgoing::MraReq)])
+            }
+            RepRcvd | MraRepSent => go(cep, MraRepSent, &[Send(Outgoing::MraRep)]),
             _ => return illegal,
         },
         Event::PrepareRep => match s {
@@ -698,6 +711,10 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             MraReqSent | RepPreparedMraSent => {
                 go(cep, s, &[CountDuplicate, Send(Outgoing::MraReq)])
             }
+            // A REQ waiting unclaimed in a listener's backlog: its retry gets an MRA, as
+            // rdma_cm arms one for every REQ it queues (`cma_ib_req_handler`), so that a
+            // slow accept does not lose the peer.
+            ReqRcvd if !cep.claimed => go(cep, s, &[CountDuplicate, Send(Outgoing::MraReq)]),
             Timewait => go(
                 cep,
                 s,
