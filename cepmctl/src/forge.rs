@@ -40,20 +40,9 @@ const TEMPLATE_PSN: u32 = 0x00_5678;
 /// Q_Key of a template SIDR_REP (serve-ud's default).
 const TEMPLATE_SIDR_QKEY: u32 = 0x1111_1111;
 
-/// Every attribute but ClassPortInfo.
-const CM_MESSAGES: &[AttrId] = &[
-    AttrId::Req,
-    AttrId::Mra,
-    AttrId::Rej,
-    AttrId::Rep,
-    AttrId::Rtu,
-    AttrId::Dreq,
-    AttrId::Drep,
-    AttrId::SidrReq,
-    AttrId::SidrRep,
-    AttrId::Lap,
-    AttrId::Apr,
-];
+/// Every attribute but ClassPortInfo, which leads `AttrId::ALL` (ascending attribute IDs).
+const CM_MESSAGES: &[AttrId] = AttrId::ALL.split_at(1).1;
+const _: () = assert!(matches!(AttrId::ALL[0], AttrId::ClassPortInfo));
 /// The attributes with a RemoteCommID.
 const WITH_REMOTE_COMM_ID: &[AttrId] = &[
     AttrId::Mra,

@@ -24,25 +24,28 @@ fast_client=(--cm-only --max-cm-retries 7 --cm-response-timeout 16 --packet-life
 slow_server=(--device "$SERVER_DEV" --cm-only --answer-delay-ms 4000 --timeout-ms 30000)
 ktap_check "topology $TOPOLOGY is up" topology_up
 
-on_server "$CEPMCTL" accept --service-id 0x0000000001064e40 "${slow_server[@]}" >"$out.a1" 2>&1 &
-apid=$!
-wait_until 10 listening "$out.a1"
-"$CEPMCTL" connect --service-id 0x0000000001064e40 "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c1" 2>&1
-crc=$?
-wait $apid
-sed 's/^/# /' "$out.a1" "$out.c1"
+# pair N SID SERVER_ARGS... -- : a server (accept) on the server's host and one fast client
+# for service SID; their outputs go to $out.aN and $out.cN, their exit codes to arc and crc.
+pair() {
+	local n=$1 sid=$2 server=()
+	shift 2
+	while [ "$1" != -- ]; do server+=("$1"); shift; done
+	on_server "$CEPMCTL" accept --service-id "$sid" "${server[@]}" >"$out.a$n" 2>&1 &
+	local apid=$!
+	wait_until 10 listening "$out.a$n"
+	"$CEPMCTL" connect --service-id "$sid" "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c$n" 2>&1
+	crc=$?
+	wait $apid
+	arc=$?
+	sed 's/^/# /' "$out.a$n" "$out.c$n"
+}
+
+pair 1 0x0000000001064e40 "${slow_server[@]}" --
 ktap_check "without an MRA, the slow server loses the client (REQ_ERROR)" \
 	sh -c "test $crc != 0 && grep -q 'got REQ_ERROR' '$out.c1'"
 
 mra_tx0=$("$CEPMCTL" tx-count "$SERVER_DEV" 1 MRA)
-on_server "$CEPMCTL" accept --service-id 0x0000000001064e41 --mra "${slow_server[@]}" >"$out.a2" 2>&1 &
-apid=$!
-wait_until 10 listening "$out.a2"
-"$CEPMCTL" connect --service-id 0x0000000001064e41 "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c2" 2>&1
-crc=$?
-wait $apid
-arc=$?
-sed 's/^/# /' "$out.a2" "$out.c2"
+pair 2 0x0000000001064e41 --mra "${slow_server[@]}" --
 ktap_check "with an MRA armed, the same client and server connect and disconnect" \
 	sh -c "test $crc = 0 && test $arc = 0 && grep -q 'event TIMEWAIT_EXIT' '$out.c2'"
 ktap_check "the client saw MRA_RECEIVED with Linux's service timeout 24" \
@@ -69,30 +72,14 @@ ktap_check "... and accept --count 3 serves all three through the MRAs" \
 	sh -c "test $arc = 0 && grep -q '^accept: 3 connected and disconnected, 0 failed' '$out.a3'"
 
 # An MRA sent at once, with service timeout 20, by a server that answers after 4 s.
-on_server "$CEPMCTL" accept --service-id 0x0000000001064e43 --mra-now --mra-timeout 20 "${slow_server[@]}" \
-	>"$out.a4" 2>&1 &
-apid=$!
-wait_until 10 listening "$out.a4"
-"$CEPMCTL" connect --service-id 0x0000000001064e43 "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c4" 2>&1
-crc=$?
-wait $apid
-arc=$?
-sed 's/^/# /' "$out.a4" "$out.c4"
+pair 4 0x0000000001064e43 --mra-now --mra-timeout 20 "${slow_server[@]}" --
 ktap_check "a server that sends its MRA at once (service timeout 20) keeps the fast client" \
 	sh -c "test $crc = 0 && test $arc = 0 && grep -q 'MRA sent for the REQ' '$out.a4'"
 ktap_check "... which saw MRA_RECEIVED with service timeout 20" \
 	grep -q 'event MRA_RECEIVED on CEP [0-9]* (service timeout 20)' "$out.c4"
 
 # A REQ left unclaimed for 4 s, no MRA asked for: the kernel answers the retry with one.
-on_server "$CEPMCTL" accept --service-id 0x0000000001064e44 --claim-delay-ms 4000 --device "$SERVER_DEV" \
-	--cm-only --timeout-ms 30000 >"$out.a5" 2>&1 &
-apid=$!
-wait_until 10 listening "$out.a5"
-"$CEPMCTL" connect --service-id 0x0000000001064e44 "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c5" 2>&1
-crc=$?
-wait $apid
-arc=$?
-sed 's/^/# /' "$out.a5" "$out.c5"
+pair 5 0x0000000001064e44 --claim-delay-ms 4000 --device "$SERVER_DEV" --cm-only --timeout-ms 30000 --
 ktap_check "a REQ waiting unclaimed keeps the fast client: both ends succeed" \
 	sh -c "test $crc = 0 && test $arc = 0"
 ktap_check "... the client saw the kernel's MRA (service timeout 24)" \
