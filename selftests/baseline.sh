@@ -66,20 +66,25 @@ baseline_tagged_pids() {
 # Says what it repairs, one "# baseline: ..." line each.
 baseline_note() { echo "# baseline: $*"; }
 
+# baseline_kill_tagged TAG: kill what the test TAG left running, and say so.
+baseline_kill_tagged() {
+	local tag=$1 pids
+	pids=$(baseline_tagged_pids "$tag" | tr '\n' ' ')
+	[ -n "${pids// /}" ] || return 0
+	baseline_note "killed processes the test left running: $(for p in $pids; do cat /proc/$p/comm 2>/dev/null; done | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')"
+	kill -KILL $pids 2>/dev/null
+	# Reaped by init; wait until they are gone so they release /dev/cepm and uverbs.
+	for _ in $(seq 100); do
+		[ -z "$(baseline_tagged_pids "$tag")" ] && break
+		sleep 0.05
+	done
+}
+
 # baseline_restore TAG: kill what the test TAG left running, then put the guest back as
 # baseline_snapshot's $BASELINE_EXPECTED describes it.
 baseline_restore() {
-	local tag=$1 pids m started=$SECONDS
-	pids=$(baseline_tagged_pids "$tag" | tr '\n' ' ')
-	if [ -n "${pids// /}" ]; then
-		baseline_note "killed processes the test left running: $(for p in $pids; do cat /proc/$p/comm 2>/dev/null; done | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')"
-		kill -KILL $pids 2>/dev/null
-		# Reaped by init; wait until they are gone so they release /dev/cepm and uverbs.
-		for _ in $(seq 100); do
-			[ -z "$(baseline_tagged_pids "$tag")" ] && break
-			sleep 0.05
-		done
-	fi
+	local tag=$1 m started=$SECONDS
+	baseline_kill_tagged "$tag"
 	local now
 	now=$(baseline_snapshot)
 	[ "$now" = "$BASELINE_EXPECTED" ] && return 0

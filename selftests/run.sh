@@ -70,9 +70,16 @@ for t in "${tests[@]}"; do
 	echo "# selftests: cepm: $t"
 	start=$SECONDS
 	tag=$$.$n
-	# timeout signals the test's whole process group; -k: KILL if TERM is not enough.
-	(cd "$here/cepm" && CEPM_TEST_TAG=$tag CEPM_TOPOLOGY=${topology:-loopback} \
-		timeout -k 10 "$limit" "$prog") 2>&1 | sed 's/^/# /'
+	# timeout signals the test's whole process group; -k: KILL if TERM is not enough. What
+	# the test left running (in another session, say) is killed right after, inside the
+	# pipeline: it may hold the pipe to sed open, and the runner would wait for it.
+	(
+		cd "$here/cepm" && CEPM_TEST_TAG=$tag CEPM_TOPOLOGY=${topology:-loopback} \
+			timeout -k 10 "$limit" "$prog"
+		test_rc=$?
+		baseline_kill_tagged "$tag"
+		exit $test_rc
+	) 2>&1 | sed 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	took="$((SECONDS - start))s"
 	# rxe leaves a QP in the error state for good when a send meets a transmit error (a
