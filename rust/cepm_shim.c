@@ -109,12 +109,16 @@ bool cepm_shim_port_is_roce(struct ib_device *device, u32 port)
  * go of the CEP's lock and before it frees what it took out (the peer and its
  * address handle among them): it holds that window open so that a test can
  * remove the device in it.
+ *
+ * The next fail_handle_count handle reservations on a /dev/cepm file fail
+ * with EMFILE, as if the file's handle numbers had run out.
  */
 static struct dentry *cepm_debugfs;
 static u32 cepm_destroy_delay_ms;
 static u16 cepm_drop_rx_attr;
 static atomic_t cepm_drop_rx_count = ATOMIC_INIT(0);
 static atomic_t cepm_rx_dropped = ATOMIC_INIT(0);
+static atomic_t cepm_fail_handle_count = ATOMIC_INIT(0);
 
 static bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc)
 {
@@ -138,6 +142,7 @@ void cepm_shim_debugfs_create(void)
 	debugfs_create_atomic_t("drop_rx_count", 0600, cepm_debugfs, &cepm_drop_rx_count);
 	debugfs_create_atomic_t("rx_dropped", 0400, cepm_debugfs, &cepm_rx_dropped);
 	debugfs_create_u32("destroy_delay_ms", 0600, cepm_debugfs, &cepm_destroy_delay_ms);
+	debugfs_create_atomic_t("fail_handle_count", 0600, cepm_debugfs, &cepm_fail_handle_count);
 }
 
 /*
@@ -156,6 +161,11 @@ void cepm_shim_fault_destroy_delay(void)
 
 	if (ms)
 		msleep(ms);
+}
+
+bool cepm_shim_fault_fail_handle(void)
+{
+	return atomic_dec_if_positive(&cepm_fail_handle_count) >= 0;
 }
 
 void cepm_shim_debugfs_remove(void)

@@ -80,6 +80,8 @@ const char *cepm_shim_devices_param(void);
 void cepm_shim_debugfs_create(void);
 void cepm_shim_debugfs_remove(void);
 void cepm_shim_fault_destroy_delay(void);
+/* Whether this handle reservation is to fail (debugfs fail_handle_count). */
+bool cepm_shim_fault_fail_handle(void);
 bool cepm_shim_cancel_delayed_work_sync(void *work);
 int cepm_shim_chardev_register(void);
 void cepm_shim_chardev_unregister(void);

@@ -319,6 +319,9 @@ impl CepmFile {
         if inner.monitor.is_some() {
             return Err(EBUSY);
         }
+        if crate::shim::fault_fail_handle() {
+            return Err(EMFILE);
+        }
         let id = inner.next_handle;
         inner.next_handle = id.checked_add(1).ok_or(EMFILE)?;
         Ok(id)

@@ -138,6 +138,13 @@ pub(crate) fn fault_destroy_delay() {
     unsafe { shim::cepm_shim_fault_destroy_delay() };
 }
 
+/// Fault injection: whether this handle reservation is to fail (debugfs's
+/// `fail_handle_count`, 0 unless a test set it).
+pub(crate) fn fault_fail_handle() -> bool {
+    // SAFETY: No preconditions: it only counts down an atomic of the shim's.
+    unsafe { shim::cepm_shim_fault_fail_handle() }
+}
+
 /// Cancels the delayed work whose `work_struct` is `work` and waits until no instance of it
 /// runs; whether it was pending.
 ///

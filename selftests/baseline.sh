@@ -42,9 +42,9 @@ baseline_snapshot() {
 		case $line in *noqueue*) ;; *) echo "qdisc $line" ;; esac
 	done
 	ip neigh show dev veth0 nud permanent 2>/dev/null | sed 's/^/neighbour /'
-	[ -r /sys/kernel/debug/cepm/drop_rx_count ] && echo "drop_rx_count $(fact /sys/kernel/debug/cepm/drop_rx_count)"
-	[ -r /sys/kernel/debug/cepm/destroy_delay_ms ] &&
-		echo "destroy_delay_ms $(fact /sys/kernel/debug/cepm/destroy_delay_ms)"
+	for knob in drop_rx_count destroy_delay_ms fail_handle_count; do
+		[ -r /sys/kernel/debug/cepm/$knob ] && echo "$knob $(fact /sys/kernel/debug/cepm/$knob)"
+	done
 	for p in /proc/[0-9]*/comm; do
 		comm=
 		read -r comm <"$p" 2>/dev/null
@@ -132,8 +132,9 @@ baseline_restore() {
 		[ -d /sys/module/cepm ] && rmmod cepm
 		insmod "$CEPM_ROOT/cepm.ko"
 	fi
-	[ -w /sys/kernel/debug/cepm/drop_rx_count ] && echo 0 >/sys/kernel/debug/cepm/drop_rx_count
-	[ -w /sys/kernel/debug/cepm/destroy_delay_ms ] && echo 0 >/sys/kernel/debug/cepm/destroy_delay_ms
+	for knob in drop_rx_count destroy_delay_ms fail_handle_count; do
+		[ -w /sys/kernel/debug/cepm/$knob ] && echo 0 >/sys/kernel/debug/cepm/$knob
+	done
 	# rxe0 must be back in cepm's port list before the next test uses it.
 	for _ in $(seq 200); do
 		"$CEPM_ROOT/target/release/cepmctl" ports 2>/dev/null | grep -q '^rxe0 port 1 ' && break

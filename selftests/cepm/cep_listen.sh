@@ -2,14 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0
 # The passive side of a connection as far as cepm takes it today: a listener gets a REQ event,
 # claims the new CEP (REQ details intact), rejects it with private data; a REQ left unclaimed
-# is rejected when its listener goes away.  REQs come from ib_umad loopback (cepmctl send-mad).
+# is rejected when its listener goes away, and so is one that a GET_REQUEST could not take
+# (debugfs fail_handle_count: the file's handle numbers ran out), which stays in the backlog.
+# REQs come from ib_umad loopback (cepmctl send-mad).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 7
+ktap_set_plan 9
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
+trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count' EXIT
 tx_rej() { "$CEPMCTL" tx-count "$RXE_DEV" 1 REJ; }
 tx_rej_is() { [ "$(tx_rej)" = "$1" ]; }
 listening() { grep -q '^serve: listening' "$1"; }
@@ -40,6 +43,20 @@ ktap_check "closing a listener rejects the REQ it left unclaimed" wait_until 10 
 # With no listener left, the service ID is unknown again: REJ 8, stateless.
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00003
 ktap_check "after the listener is gone, a REQ gets the stateless REJ" wait_until 10 tx_rej_is $((rej0 + 3))
+
+# A GET_REQUEST that cannot reserve a handle fails, and leaves the REQ where it was.
+echo 1 >$CEPM_DEBUGFS/fail_handle_count
+"$CEPMCTL" serve --service-id $SID --timeout-ms 20000 >"$out.3" 2>&1 &
+pid=$!
+wait_until 10 listening "$out.3"
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00004
+wait $pid
+rc=$?
+sed 's/^/# /' "$out.3"
+ktap_check "a GET_REQUEST without a handle to give fails with EMFILE" \
+	sh -c "test $rc != 0 && grep -q 'os error 24' '$out.3'"
+ktap_check "... and the REQ stayed in the backlog: closing the listener rejects it" \
+	wait_until 10 tx_rej_is $((rej0 + 4))
 ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
 rm -f "$out".*
 ktap_finished

@@ -7,12 +7,14 @@
 #  2. the active side is findable by its peer's (comm ID, CA GUID) once the REP arrives: a
 #     timeout REJ (reason 4, the CA GUID in its ARI) from the passive side reaches it;
 #  3. a REP that claims a (comm ID, CA GUID) another connection already has is a duplicate
-#     and is dropped: the CEP that sent the REQ stays in REQ_SENT.
+#     and is dropped: the CEP that sent the REQ stays in REQ_SENT;
+#  4. SIDR requests have a table of their own (Linux's remote_sidr_table): a SIDR_REQ waiting
+#     in a backlog does not make a REQ with the same (ID, GUID) look like a duplicate.
 # A hostile peer is cepmctl send-mad (ib_umad).  Loopback on rxe0.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 7
+ktap_set_plan 9
 
 SID=0x0000000001064e74
 SID2=0x0000000001064e75
@@ -81,4 +83,20 @@ ktap_check "the timeout REJ, matched by the passive side's comm ID and CA GUID, 
 ktap_check "... and not the passive side" sh -c "! grep -q 'REJ_RECEIVED' '$out.accept'"
 kill $(jobs -p) 2>/dev/null
 wait
+
+# 4. A SIDR_REQ left unclaimed, from request ID 0x51d0: its key pairs the ID with the low half
+#    of the sender's GID (rxe0's, ::ffff:10.77.0.1), which stands in for a CA GUID.  Then a
+#    REQ from comm ID 0x51d0 whose CA GUID is that same value, to the same listener.
+SID4=0x0000000001064e77
+"$CEPMCTL" serve --service-id $SID4 --reason 28 --timeout-ms 20000 >"$out.serve4" 2>&1 &
+spid=$!
+wait_until 10 grep -q '^serve: listening' "$out.serve4"
+"$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id $SID4 --local-comm-id 0x51d0
+wait_until 10 grep -q 'event SIDR_REQ_RECEIVED' "$out.serve4"
+ktap_check "a SIDR_REQ waits unclaimed in the listener's backlog" grep -q 'event SIDR_REQ_RECEIVED' "$out.serve4"
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --service-id $SID4 --local-comm-id 0x51d0 --ca-guid 0x0000ffff0a4d0001
+wait $spid
+sed 's/^/# /' "$out.serve4"
+ktap_check "a REQ with the same ID and GUID is a new request, not a duplicate of the SIDR_REQ" \
+	grep -q "serve: REQ from comm ID 0x51d0 .* for $SID4" "$out.serve4"
 ktap_finished

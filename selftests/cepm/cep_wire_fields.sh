@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Header and REP fields as Linux's CM sends them, seen on the wire (veth0, dissected by tshark):
+#  - a reply carries the TID of the request it answers: the REP, RTU, MRA and REJ that of the
+#    REQ, the DREP that of the DREQ (Linux's cm_req_handler and cm_dreq_handler keep the
+#    request's TID in cm_id_priv->tid; cm_format_rep, cm_format_rtu, cm_format_mra,
+#    cm_format_rej and cm_format_drep put it back);
+#  - the REP's TargetAckDelay is the device's local CA ACK delay, set by the kernel
+#    (cm_format_rep), not whatever the user passed.
+# The server runs on rxe1 in the peer namespace, the client on rxe0: a connection and its
+# disconnect, a REQ refused with REJ 28, and a REQ answered at once with an MRA.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+[ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology (a capture on veth0)"; exit "$KSFT_SKIP"; }
+ktap_set_plan 7
+
+SID1=0x0000000001064e7a SID2=0x0000000001064e7b SID3=0x0000000001064e7c
+out=$CEPM_ROOT/out/cep_wire_fields.$$
+trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
+ktap_check "topology $TOPOLOGY is up" topology_up
+
+dumpcap -i veth0 -f "udp port 4791" -w "$out.pcap" >"$out.dumpcap" 2>&1 &
+tpid=$!
+wait_until 30 grep -q "Capturing on" "$out.dumpcap"
+
+# pair SID SERVER_ARGS... -- CLIENT_ARGS...: accept on the server, connect from rxe0.
+pair() {
+	local sid=$1 server=() client=()
+	shift
+	while [ "$1" != -- ]; do server+=("$1"); shift; done
+	shift
+	client=("$@")
+	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id "$sid" --cm-only --timeout-ms 30000 \
+		"${server[@]}" >"$out.a$sid" 2>&1 &
+	local apid=$!
+	wait_until 10 grep -q '^accept: listening' "$out.a$sid"
+	"$CEPMCTL" connect --service-id "$sid" --cm-only --timeout-ms 30000 "${TO_SERVER[@]}" "${client[@]}" \
+		>"$out.c$sid" 2>&1
+	wait $apid
+	sed 's/^/# /' "$out.a$sid" "$out.c$sid"
+}
+pair $SID1 --
+pair $SID2 --rdma-cm --
+pair $SID3 --mra-now --
+ktap_check "a REQ was refused (REJ 28) by a server that wants rdma_cm's header" \
+	grep -q 'got REJ_RECEIVED (status 28)' "$out.c$SID2"
+ktap_check "a server sent its MRA at once" grep -q 'MRA sent for the REQ' "$out.a$SID3"
+# The last client saw its DREP, so every message is in the capture buffer.
+kill -INT $tpid
+wait $tpid
+
+# One line per CM frame: attribute ID, TID, REP TargetAckDelay (empty but in REPs).
+tshark -r "$out.pcap" -Y infiniband.mad.attributeid -T fields -e infiniband.mad.attributeid \
+	-e infiniband.mad.transactionid -e infiniband.cm.rep.tgtackdelay >"$out.frames" 2>"$out.tshark-err"
+trc=$?
+sed 's/^/# frame: /' "$out.frames"
+sed 's/^/# tshark: /' "$out.tshark-err"
+# tids ATTR: the TIDs of the frames with attribute ATTR, sorted.
+tids() { awk -F'\t' -v a="$1" '$1 == a { print $2 }' "$out.frames" | sort -u; }
+# replies_answer REQUEST REPLY...: every REPLY frame (at least one of each) has the TID of a
+# REQUEST frame.
+replies_answer() {
+	local request=$1 reply
+	shift
+	for reply; do
+		[ -n "$(tids "$reply")" ] || { echo "no frame with attribute $reply" >&2; return 1; }
+		comm -23 <(tids "$reply") <(tids "$request") | sed "s/^/# $reply with a TID no $request has: /" |
+			grep . && return 1
+	done
+	return 0
+}
+ktap_check "tshark dissected the capture" sh -c "test $trc = 0 && test -s '$out.frames'"
+ktap_check "REP, RTU, MRA and REJ carry the TID of the REQ they answer" replies_answer 0x0010 0x0013 0x0014 0x0011 0x0012
+ktap_check "the DREP carries the TID of the DREQ it answers" replies_answer 0x0015 0x0016
+
+ack_delay=$(ibv_devinfo -v -d "$SERVER_DEV" | awk '/local_ca_ack_delay:/ { print $2 }')
+rep_ack_delays=$(awk -F'\t' '$1 == "0x0013" { print $3 }' "$out.frames" | sort -u | tr '\n' ' ')
+ktap_print_msg "$SERVER_DEV's local CA ACK delay: $ack_delay; TargetAckDelay in the REPs: $rep_ack_delays"
+ktap_check "every REP's TargetAckDelay is the device's local CA ACK delay" \
+	sh -c "test -n '$ack_delay' && test '$rep_ack_delays' = '$ack_delay '"
+ktap_finished
