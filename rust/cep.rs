@@ -167,8 +167,9 @@ struct CepInner {
     service_id: u64,
     /// Listeners: the mask their service ID is matched under.
     listen_mask: u64,
-    /// The key this CEP holds in the remote-ID table (passive CEPs), removed on destroy.
-    remote_key: Option<(u32, u64)>,
+    /// The key this CEP holds in the remote-ID table, or (SIDR) in the SIDR table, while its
+    /// connection or request lives.
+    remote_key: Option<(PeerTable, (u32, u64))>,
     /// The key this CEP holds in the remote-QPN table while its connection is live.
     remote_qpn_key: Option<(u32, u64)>,
     peer: Option<Peer>,
@@ -209,6 +210,9 @@ struct CepInner {
     send_error: u32,
     send_seq: u64,
     retry: RetryTimer,
+    /// The TID answers carry: that of the last request this CEP sent or took (Linux's
+    /// `cm_id_priv->tid`); see [`AttrId::is_request`].
+    tid: u64,
 }
 
 /// A connection endpoint.
@@ -298,6 +302,7 @@ impl Cep {
                     send_error: ETIMEDOUT.to_errno().unsigned_abs(),
                     send_seq: 0,
                     retry: RetryTimer { timeout_ms: 0, retries: 0 },
+                    tid: 0,
                 }, "Cep::inner"),
             }),
             GFP_KERNEL,
@@ -333,8 +338,8 @@ impl Cep {
 
     /// Takes this CEP out of the tables keyed by its peer.
     fn forget_peer_keys(&self, inner: &mut CepInner) {
-        if let Some(key) = inner.remote_key.take() {
-            tables::remove_peer(PeerTable::CommId, key, self);
+        if let Some((table, key)) = inner.remote_key.take() {
+            tables::remove_peer(table, key, self);
         }
         if let Some(key) = inner.remote_qpn_key.take() {
             tables::remove_peer(PeerTable::Qpn, key, self);
@@ -497,14 +502,16 @@ impl Cep {
         );
     }
 
-    /// The MAD carrying `msg` to `peer`, with this CEP's TID; `None` (counted as a send
-    /// error) if a field is out of range.
-    fn encode_for(&self, peer: &Peer, msg: CmMsg) -> Option<[u8; MAD_SIZE]> {
+    /// The MAD carrying `msg` to the peer; `None` (counted as a send error) if a field is out
+    /// of range. A request gets a TID of this CEP's own and makes it the exchange's; an
+    /// answer gets the exchange's.
+    fn encode_for(&self, inner: &mut CepInner, msg: CmMsg) -> Option<[u8; MAD_SIZE]> {
+        let peer = inner.peer.as_ref()?;
+        if msg.attr().is_request() {
+            inner.tid = peer.port.tid(self.local_id);
+        }
         let mut mad = [0u8; MAD_SIZE];
-        if CmMad::new(peer.port.tid(self.local_id), 0, msg)
-            .encode(&mut mad)
-            .is_err()
-        {
+        if CmMad::new(inner.tid, 0, msg).encode(&mut mad).is_err() {
             peer.port.count_tx_error();
             return None;
         }
@@ -512,17 +519,20 @@ impl Cep {
     }
 
     /// Sends `msg` to the peer once.
-    fn send_once(&self, inner: &CepInner, msg: Option<CmMsg>) {
-        let (Some(peer), Some(msg)) = (&inner.peer, msg) else {
+    fn send_once(&self, inner: &mut CepInner, msg: Option<CmMsg>) {
+        let Some(msg) = msg else {
             return;
         };
-        if let Some(mad) = self.encode_for(peer, msg) {
+        let Some(mad) = self.encode_for(inner, msg) else {
+            return;
+        };
+        if let Some(peer) = &inner.peer {
             peer.port.send_once(&peer.ah, &mad, msg.attr());
         }
     }
 
     /// Sends an MRA for the peer's `what` (REQ or REP) with the CEP's service timeout.
-    fn send_mra(&self, inner: &CepInner, what: MessageCode) {
+    fn send_mra(&self, inner: &mut CepInner, what: MessageCode) {
         let msg = inner.peer.as_ref().map(|p| {
             CmMsg::Mra(Mra {
                 local_comm_id: self.local_id,
@@ -584,10 +594,13 @@ impl Cep {
 
     /// Sends `msg` to the peer, retried with the CEP's retry timer until answered.
     fn send_retried(self: &Arc<Self>, inner: &mut CepInner, msg: Option<CmMsg>) {
-        let (Some(peer), Some(msg)) = (&inner.peer, msg) else {
+        let Some(msg) = msg else {
             return;
         };
-        let Some(mad) = self.encode_for(peer, msg) else {
+        let Some(mad) = self.encode_for(inner, msg) else {
+            return;
+        };
+        let Some(peer) = &inner.peer else {
             return;
         };
         let attr = msg.attr();
@@ -637,7 +650,7 @@ impl Cep {
     /// Sends a REJ to the peer: the user's reason, ARI and private data, or the protocol's.
     fn send_rej(
         &self,
-        inner: &CepInner,
+        inner: &mut CepInner,
         reason: u16,
         rejected: MessageCode,
         zero_local_id: bool,
@@ -685,6 +698,7 @@ impl Cep {
         port: &Arc<CmPort>,
         ah: Arc<AddressHandle>,
         req: &Req,
+        tid: u64,
         device_name: &[u8],
     ) -> Result<Spawned> {
         let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL)?;
@@ -752,7 +766,8 @@ impl Cep {
                 ah,
                 ah_info,
             });
-            inner.remote_key = Some(key);
+            inner.remote_key = Some((PeerTable::CommId, key));
+            inner.tid = tid;
             inner.remote_qpn_key = Some(qpn_key);
             inner.set_pdata(AttrId::Req, req.private_data.as_bytes());
             inner.negotiated = Some(Negotiated::passive(
@@ -974,12 +989,12 @@ impl Cep {
                 ari: PrivateData::empty(),
                 private_data: PrivateData::empty(),
             });
-            self.send_once(&inner, Some(rej));
+            self.send_once(&mut inner, Some(rej));
             drop(inner);
             old.stale();
             return;
         }
-        inner.remote_key = Some(key);
+        inner.remote_key = Some((PeerTable::CommId, key));
         inner.remote_qpn_key = Some(qpn_key);
         if let Some(peer) = inner.peer.as_mut() {
             peer.comm_id = rep.local_comm_id;
@@ -1019,7 +1034,8 @@ impl Cep {
             starting_psn: args.starting_psn,
             responder_resources: args.responder_resources,
             initiator_depth: args.initiator_depth,
-            target_ack_delay: args.target_ack_delay,
+            // The device's, as Linux's `cm_format_rep` (drivers/infiniband/core/cm.c) sends it.
+            target_ack_delay: peer.port.ack_delay(),
             rnr_retry_count: args.rnr_retry_count,
             srq: args.srq != 0,
             local_ca_guid: peer.port.ca_guid(),
@@ -1201,6 +1217,7 @@ impl Cep {
         port: &Arc<CmPort>,
         ah: Arc<AddressHandle>,
         sreq: &SidrReq,
+        tid: u64,
         device_name: &[u8],
     ) -> Result<Option<Arc<Self>>> {
         let ah_info = ah.info()?;
@@ -1224,7 +1241,7 @@ impl Cep {
         let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let (sm, _actions) = state::Cep::spawned_from_sidr_req();
         let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
-        if tables::insert_peer(PeerTable::CommId, key, &cep, reservation).is_some() {
+        if tables::insert_peer(PeerTable::SidrId, key, &cep, reservation).is_some() {
             // A retry of a SIDR_REQ already waiting: the first one will be answered.
             tables::remove_local(cep.local_id);
             return Ok(None);
@@ -1232,7 +1249,7 @@ impl Cep {
         let mut inner = cep.inner.lock();
         if let Err(e) = port.adopt_user(&cep, user_node) {
             drop(inner);
-            tables::remove_peer(PeerTable::CommId, key, &cep);
+            tables::remove_peer(PeerTable::SidrId, key, &cep);
             tables::remove_local(cep.local_id);
             return Err(e);
         }
@@ -1244,7 +1261,8 @@ impl Cep {
             ah,
             ah_info,
         });
-        inner.remote_key = Some(key);
+        inner.remote_key = Some((PeerTable::SidrId, key));
+        inner.tid = tid;
         inner.set_pdata(AttrId::SidrReq, pdata);
         inner.req = Some(info);
         drop(inner);
@@ -1290,7 +1308,7 @@ impl Cep {
     }
 
     /// A DREQ for this connection arrived.
-    pub(crate) fn dreq_received(self: &Arc<Self>, dreq: &Dreq) {
+    pub(crate) fn dreq_received(self: &Arc<Self>, dreq: &Dreq, tid: u64) {
         let mut inner = self.inner.lock();
         if inner
             .peer
@@ -1299,6 +1317,8 @@ impl Cep {
         {
             return;
         }
+        // The DREP answers this DREQ.
+        inner.tid = tid;
         let qpn_matches = dreq.remote_qpn == inner.local_qpn;
         if qpn_matches {
             inner.set_pdata(AttrId::Dreq, dreq.private_data.as_bytes());
@@ -1409,8 +1429,8 @@ impl Cep {
         drop(messages);
         self.cancel_timewait();
         tables::remove_local(self.local_id);
-        if let Some(key) = remote_key {
-            tables::remove_peer(PeerTable::CommId, key, self);
+        if let Some((table, key)) = remote_key {
+            tables::remove_peer(table, key, self);
         }
         if let Some(key) = remote_qpn_key {
             tables::remove_peer(PeerTable::Qpn, key, self);

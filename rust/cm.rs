@@ -75,12 +75,13 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     };
     // `None`: a CEP took it; otherwise why nothing did, for the stateless answer.
     let routed = |found: bool, why: Unmatched| if found { None } else { Some(why) };
+    let tid = received.header.tid;
     let unmatched = match &received.msg {
-        CmMsg::Req(req) => req_received(port, mad, req),
-        CmMsg::SidrReq(sreq) => sidr_req_received(port, mad, sreq),
+        CmMsg::Req(req) => req_received(port, mad, req, tid),
+        CmMsg::SidrReq(sreq) => sidr_req_received(port, mad, sreq, tid),
         CmMsg::Dreq(dreq) => routed(
             tables::find_local(dreq.remote_comm_id)
-                .map(|cep| cep.dreq_received(dreq))
+                .map(|cep| cep.dreq_received(dreq, tid))
                 .is_some(),
             Unmatched::Dreq,
         ),
@@ -123,7 +124,7 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     let Some(answer) = stateless_answer(&received.msg, why) else {
         return;
     };
-    reply(port, mad, received.header.tid, answer);
+    reply(port, mad, tid, answer);
 }
 
 /// Sends `answer` once back to the sender of `mad`, with the request's TID `tid`, as Linux's
@@ -153,8 +154,14 @@ fn rej_received(rej: &Rej) -> bool {
     cep.is_some_and(|cep| cep.rej_received(rej, target))
 }
 
-/// Routes a REQ to its listener; otherwise says why it gets a stateless answer.
-fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &Req) -> Option<Unmatched> {
+/// Routes a REQ (with TID `tid`) to its listener; otherwise says why it gets a stateless
+/// answer.
+fn req_received(
+    port: &Arc<CmPort>,
+    mad: &ReceivedMad<'_>,
+    req: &Req,
+    tid: u64,
+) -> Option<Unmatched> {
     // XRC is not served here (no XRC target QPs): REJ 9 before anything else.
     if req.transport == Transport::Xrc {
         return Some(Unmatched::ReqInvalidTransport);
@@ -172,7 +179,7 @@ fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &Req) -> Option<
         return None;
     };
     let device = port.device_name();
-    let cep = match Cep::spawn_from_req(port, ah, req, &device) {
+    let cep = match Cep::spawn_from_req(port, ah, req, tid, &device) {
         Ok(Spawned::New(cep)) => cep,
         // Answered inside (a duplicate), or nothing to do until the peer retries.
         Ok(Spawned::Duplicate) | Err(_) => return None,
@@ -192,11 +199,13 @@ fn req_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>, req: &Req) -> Option<
     None
 }
 
-/// Routes a SIDR_REQ to its listener; otherwise says why it gets a stateless answer.
+/// Routes a SIDR_REQ (with TID `tid`) to its listener; otherwise says why it gets a
+/// stateless answer.
 fn sidr_req_received(
     port: &Arc<CmPort>,
     mad: &ReceivedMad<'_>,
     sreq: &crate::proto::sidr_req::SidrReq,
+    tid: u64,
 ) -> Option<Unmatched> {
     let Some(listener) = tables::find_listener(sreq.service_id) else {
         return Some(Unmatched::SidrReqNoListener);
@@ -205,7 +214,7 @@ fn sidr_req_received(
         return None;
     };
     let device = port.device_name();
-    let Ok(Some(cep)) = Cep::spawn_from_sidr_req(port, ah, sreq, &device) else {
+    let Ok(Some(cep)) = Cep::spawn_from_sidr_req(port, ah, sreq, tid, &device) else {
         return None;
     };
     match listener.offer(cep.clone(), true) {

@@ -303,8 +303,9 @@ impl CepmFile {
         self.fill_handle(handle, cep.clone())?;
         req.handle = handle;
         if let Err(e) = writer.write(&req) {
-            self.remove_handle(handle);
+            // Destroy first, as `destroy` does: no event can then follow the purge.
             cep.destroy();
+            self.remove_handle(handle);
             return Err(e);
         }
         Ok(())
@@ -397,8 +398,10 @@ impl CepmFile {
         }
         let listener = self.cep(req.listen_handle)?;
         loop {
-            let child = listener.take_pending()?;
+            // The handle first: a REQ taken from the backlog must end up owned or destroyed,
+            // and a handle number that goes unused costs nothing.
             let handle = self.reserve_handle()?;
+            let child = listener.take_pending()?;
             let owner = Owner {
                 file: self.clone(),
                 handle,
@@ -409,12 +412,18 @@ impl CepmFile {
                 Ok(info) => {
                     req.handle = handle;
                     req.req = info;
-                    return writer.write(&req);
+                    let written = writer.write(&req);
+                    // The caller cannot learn the handle: the CEP must not outlive the call.
+                    if written.is_err() {
+                        child.destroy();
+                        self.remove_handle(handle);
+                    }
+                    return written;
                 }
                 // The peer gave up while the REQ waited: forget it and try the next.
                 Err(_) => {
-                    self.remove_handle(handle);
                     child.destroy();
+                    self.remove_handle(handle);
                 }
             }
         }
@@ -453,7 +462,7 @@ impl CepmFile {
 
     fn prepare_rep(&self, arg: UserPtr, size: usize) -> Result {
         let req: uapi::cepm_accept = UserSlice::new(arg, size).reader().read()?;
-        if req.reserved != [0; 2] {
+        if req.reserved != [0; 2] || req.reserved_ack_delay != 0 {
             return Err(EINVAL);
         }
         if usize::from(req.pdata_len) > uapi::CEPM_REP_PDATA_MAX as usize {

@@ -72,16 +72,11 @@ sharded!(with_local, init_local, Option<RBTree<u32, Arc<Cep>>>, None, [
     12 => LOCAL_12, 13 => LOCAL_13, 14 => LOCAL_14, 15 => LOCAL_15,
 ]);
 
-sharded!(with_remote, init_remote, Option<RBTree<(u32, u64), Arc<Cep>>>, None, [
+// The peer tables ([`PeerTable`]) share one sharded index: its key names the table.
+sharded!(with_remote, init_remote, PeerTree, None, [
     0 => REMOTE_0, 1 => REMOTE_1, 2 => REMOTE_2, 3 => REMOTE_3, 4 => REMOTE_4, 5 => REMOTE_5,
     6 => REMOTE_6, 7 => REMOTE_7, 8 => REMOTE_8, 9 => REMOTE_9, 10 => REMOTE_10, 11 => REMOTE_11,
     12 => REMOTE_12, 13 => REMOTE_13, 14 => REMOTE_14, 15 => REMOTE_15,
-]);
-
-sharded!(with_remote_qpn, init_remote_qpn, Option<RBTree<(u32, u64), Arc<Cep>>>, None, [
-    0 => RQPN_0, 1 => RQPN_1, 2 => RQPN_2, 3 => RQPN_3, 4 => RQPN_4, 5 => RQPN_5,
-    6 => RQPN_6, 7 => RQPN_7, 8 => RQPN_8, 9 => RQPN_9, 10 => RQPN_10, 11 => RQPN_11,
-    12 => RQPN_12, 13 => RQPN_13, 14 => RQPN_14, 15 => RQPN_15,
 ]);
 
 /// A listener: REQs whose service ID matches `service_id` under `mask` go to `cep`.
@@ -127,7 +122,6 @@ impl Tables {
         unsafe {
             init_local();
             init_remote();
-            init_remote_qpn();
             init_listeners();
             MASKED_LISTENERS.init();
         }
@@ -144,7 +138,6 @@ impl Drop for Tables {
         for i in 0..SHARDS {
             leftover += with_local(i, |t| t.take().map_or(0, |t| t.iter().count()));
             leftover += with_remote(i, |t| t.take().map_or(0, |t| t.iter().count()));
-            leftover += with_remote_qpn(i, |t| t.take().map_or(0, |t| t.iter().count()));
             leftover += with_listeners(i, |l| core::mem::take(l).len());
         }
         leftover += core::mem::take(&mut *MASKED_LISTENERS.lock()).len();
@@ -226,26 +219,31 @@ pub(crate) fn remove_local(id: u32) {
     drop(removed);
 }
 
-/// The two tables keyed by a peer: (comm ID, CA GUID) finds the CEP a duplicate REQ
-/// belongs to; (QPN, CA GUID) finds a live connection a new one would make stale
-/// (`cm_match_req` in drivers/infiniband/core/cm.c).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The tables keyed by a peer: (comm ID, CA GUID) finds the CEP a duplicate REQ belongs
+/// to; (QPN, CA GUID) finds a live connection a new one would make stale (`cm_match_req` in
+/// drivers/infiniband/core/cm.c); (request ID, GUID) finds the CEP a duplicate SIDR_REQ
+/// belongs to (`cm_insert_remote_sidr`), apart from the REQs, whose IDs it may share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum PeerTable {
     /// (remote comm ID, remote CA GUID).
     CommId,
     /// (remote QPN, remote CA GUID).
     Qpn,
+    /// (SIDR request ID, the low half of the requester's GID: a SIDR_REQ has no CA GUID).
+    SidrId,
 }
 
-type PeerTree = Option<RBTree<(u32, u64), Arc<Cep>>>;
+/// A key of the peer index: the table, and the peer's (ID, GUID) in it.
+type PeerKey = (PeerTable, (u32, u64));
+type PeerTree = Option<RBTree<PeerKey, Arc<Cep>>>;
 
-/// Runs `f` on the shard of `table` that holds `key`, under its lock.
-fn with_peer<R>(table: PeerTable, key: (u32, u64), f: impl FnOnce(&mut PeerTree) -> R) -> R {
-    let shard = shard_of(u64::from(key.0) ^ key.1);
-    match table {
-        PeerTable::CommId => with_remote(shard, f),
-        PeerTable::Qpn => with_remote_qpn(shard, f),
-    }
+/// Room for one entry of a peer table, taken where allocating is allowed.
+pub(crate) type PeerReservation = RBTreeNodeReservation<PeerKey, Arc<Cep>>;
+
+/// Runs `f` on the shard of the index that holds `key`, under its lock.
+fn with_peer<R>(key: PeerKey, f: impl FnOnce(&mut PeerTree) -> R) -> R {
+    let (table, (id, guid)) = key;
+    with_remote(shard_of(u64::from(id) ^ guid ^ table as u64), f)
 }
 
 /// Makes `cep` findable in `table` by `key`. Returns the CEP already there, if any (a
@@ -254,9 +252,10 @@ pub(crate) fn insert_peer(
     table: PeerTable,
     key: (u32, u64),
     cep: &Arc<Cep>,
-    reservation: RBTreeNodeReservation<(u32, u64), Arc<Cep>>,
+    reservation: PeerReservation,
 ) -> Option<Arc<Cep>> {
-    with_peer(table, key, |t| {
+    let key = (table, key);
+    with_peer(key, |t| {
         let tree = t.get_or_insert_with(RBTree::new);
         if let Some(existing) = tree.get(&key) {
             return Some(existing.clone());
@@ -268,12 +267,14 @@ pub(crate) fn insert_peer(
 
 /// The CEP `table` has for `key`, if any.
 pub(crate) fn find_peer(table: PeerTable, key: (u32, u64)) -> Option<Arc<Cep>> {
-    with_peer(table, key, |t| t.as_ref()?.get(&key).cloned())
+    let key = (table, key);
+    with_peer(key, |t| t.as_ref()?.get(&key).cloned())
 }
 
 /// Forgets `key` in `table` if it still maps to `cep`.
 pub(crate) fn remove_peer(table: PeerTable, key: (u32, u64), cep: &Cep) {
-    let removed = with_peer(table, key, |t| {
+    let key = (table, key);
+    let removed = with_peer(key, |t| {
         let tree = t.as_mut()?;
         if tree.get(&key).is_some_and(|c| core::ptr::eq(&**c, cep)) {
             tree.remove(&key)

@@ -315,7 +315,9 @@ struct cepm_sidr_rep {
 /*
  * CEPM_IOC_PREPARE_REP: fix the REP's QPN, PSN and resources on a claimed
  * REQ without sending it, so the QP can go to RTR (CEPM_IOC_INIT_QP_ATTR)
- * before the REP leaves; CEPM_IOC_SEND_REP then sends it.
+ * before the REP leaves; CEPM_IOC_SEND_REP then sends it.  The REP's
+ * TargetAckDelay is the device's local CA ACK delay, as in Linux (cm_format_rep
+ * ignores the caller's); the field that once carried it is reserved.
  */
 struct cepm_accept {
 	__u32 handle;
@@ -323,7 +325,7 @@ struct cepm_accept {
 	__u32 starting_psn;
 	__u8 responder_resources;
 	__u8 initiator_depth;
-	__u8 target_ack_delay;
+	__u8 reserved_ack_delay; /* must be 0: the REP's TargetAckDelay is the device's */
 	__u8 rnr_retry_count;
 	__u8 srq;
 	__u8 pdata_len; /* <= CEPM_REP_PDATA_MAX, else E2BIG */

@@ -132,6 +132,26 @@ impl AttrId {
         }
     }
 
+    /// Whether a message of this attribute opens an exchange (a request) rather than
+    /// answering one. A request carries a TID of its sender's; an answer carries the TID of
+    /// the request it answers, as Linux's CM keeps it in `cm_id_priv->tid` (set by
+    /// `cm_form_tid` when it sends a request, and from the MAD when it takes one). The REP,
+    /// RTU, MRA and REJ answer the REQ; the DREP the DREQ; the SIDR_REP the SIDR_REQ; the
+    /// APR the LAP.
+    pub const fn is_request(self) -> bool {
+        match self {
+            Self::Req | Self::Dreq | Self::SidrReq | Self::Lap => true,
+            Self::ClassPortInfo
+            | Self::Mra
+            | Self::Rej
+            | Self::Rep
+            | Self::Rtu
+            | Self::Drep
+            | Self::SidrRep
+            | Self::Apr => false,
+        }
+    }
+
     /// Dense index `0..AttrId::COUNT`, for per-attribute counter arrays.
     pub const fn index(self) -> usize {
         match self {

@@ -455,3 +455,28 @@ fn refused_transports_and_qpn_0_name_the_comm_id_to_reject() {
         None
     );
 }
+
+/// Which messages open an exchange (and so carry their sender's TID) and which answer one
+/// (and carry the TID of the request they answer), per attribute; as Linux's CM forms them:
+/// `cm_form_tid` for REQ, DREQ, SIDR_REQ and LAP, `cm_id_priv->tid` for the rest.
+#[test]
+fn requests_and_answers() {
+    let table = [
+        (AttrId::ClassPortInfo, false),
+        (AttrId::Req, true),
+        (AttrId::Mra, false),
+        (AttrId::Rej, false),
+        (AttrId::Rep, false),
+        (AttrId::Rtu, false),
+        (AttrId::Dreq, true),
+        (AttrId::Drep, false),
+        (AttrId::SidrReq, true),
+        (AttrId::SidrRep, false),
+        (AttrId::Lap, true),
+        (AttrId::Apr, false),
+    ];
+    assert_eq!(table.map(|(attr, _)| attr), AttrId::ALL);
+    for (attr, request) in table {
+        assert_eq!(attr.is_request(), request, "{}", attr.name());
+    }
+}
