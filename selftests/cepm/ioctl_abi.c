@@ -369,4 +369,92 @@ TEST_F(cepm, no_events_yet)
 	EXPECT_EQ(0, poll(&p, 1, 0));
 }
 
+/*
+ * CONNECT and SIDR_REQ take a path and check it the same way: an MTU the IB enum has
+ * (1..5), a 20-bit flow label, an SL below 16, a 5-bit packet lifetime, a source GID the
+ * port has, and zero reserved bytes.  The good path (rxe0's GID 0 towards a made-up
+ * neighbour) is taken by both, so each bad one fails for its own field.
+ */
+static struct cepm_path_rec good_path(void)
+{
+	struct cepm_path_rec p = {
+		.dgid = { 0xfe, 0x80, [15] = 1 },
+		.dmac = { 0x02, 0, 0, 0, 0, 1 },
+		.sgid_index = 0,
+		.hop_limit = 64,
+		.mtu = 3,
+		.packet_life_time = 14,
+	};
+	return p;
+}
+
+static int connect_on(int fd, int handle, struct cepm_path_rec path)
+{
+	struct cepm_connect c = {
+		.service_id = 0x1064e79,
+		.handle = handle,
+		.port_num = 1,
+		.path = path,
+		.local_qpn = 0x1234,
+		.remote_cm_response_timeout = 16,
+		.local_cm_response_timeout = 16,
+		.max_cm_retries = 0,
+	};
+
+	strcpy(c.dev_name, "rxe0");
+	return ioctl(fd, CEPM_IOC_CONNECT, &c);
+}
+
+static int sidr_req_on(int fd, int handle, struct cepm_path_rec path)
+{
+	struct cepm_sidr_req r = {
+		.service_id = 0x1114e79,
+		.handle = handle,
+		.port_num = 1,
+		.path = path,
+		.cm_response_timeout = 16,
+		.max_cm_retries = 0,
+	};
+
+	strcpy(r.dev_name, "rxe0");
+	return ioctl(fd, CEPM_IOC_SIDR_REQ, &r);
+}
+
+TEST_F(cepm, connect_and_sidr_req_check_the_path)
+{
+	static const char *const names[] = { "MTU 0", "MTU 6", "flow label 2^20", "SL 16",
+					     "packet lifetime 32", "reserved byte", "no such GID" };
+	int (*const sends[])(int, int, struct cepm_path_rec) = { connect_on, sidr_req_on };
+	struct cepm_destroy d = { 0 };
+
+	for (int s = 0; s < 2; s++) {
+		const char *what = s ? "SIDR_REQ" : "CONNECT";
+
+		for (int bad = 0; bad < 7; bad++) {
+			struct cepm_path_rec p = good_path();
+			int h = create_cep(self->fd, 0);
+
+			ASSERT_GT(h, 0);
+			switch (bad) {
+			case 0: p.mtu = 0; break;
+			case 1: p.mtu = 6; break;
+			case 2: p.flow_label = 1 << 20; break;
+			case 3: p.sl = 16; break;
+			case 4: p.packet_life_time = 32; break;
+			case 5: p.reserved[1] = 1; break;
+			case 6: p.sgid_index = 255; break;
+			}
+			EXPECT_EQ(-1, sends[s](self->fd, h, p)) TH_LOG("%s took a path with %s", what, names[bad]);
+			EXPECT_EQ(EINVAL, errno) TH_LOG("%s, path with %s", what, names[bad]);
+			d.handle = h;
+			ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+		}
+		d.handle = create_cep(self->fd, 0);
+		ASSERT_GT(d.handle, 0);
+		EXPECT_EQ(0, sends[s](self->fd, d.handle, good_path()))
+			TH_LOG("%s refused the good path: %s", what, strerror(errno));
+		ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	}
+}
+
 TEST_HARNESS_MAIN
