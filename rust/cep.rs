@@ -711,10 +711,11 @@ impl Cep {
         info.initiator_depth = req.initiator_depth;
         info.path_mtu = req.path_mtu;
         info.transport = match req.transport {
-            Transport::Rc => 0,
-            Transport::Uc => 1,
-            Transport::Xrc => 3,
-        };
+            Transport::Rc => uapi::CEPM_TRANSPORT_RC,
+            Transport::Uc => uapi::CEPM_TRANSPORT_UC,
+            // Answered with REJ 9 before any CEP is made (`cm::req_received`).
+            Transport::Xrc => return Err(EINVAL),
+        } as u8;
         info.remote_cm_response_timeout = req.remote_cm_response_timeout;
         info.local_cm_response_timeout = req.local_cm_response_timeout;
         info.retry_count = req.retry_count;
@@ -891,7 +892,8 @@ impl Cep {
     ) -> Result {
         let path = &args.path;
         let info = ah_info(path, &port)?;
-        let local_gid = port.gid(path.sgid_index)?;
+        // A source GID the port lacks is the caller's mistake.
+        let local_gid = port.gid(path.sgid_index).map_err(|_| EINVAL)?;
         let req = KBox::new(
             Req {
                 local_comm_id: self.local_id,
@@ -901,7 +903,7 @@ impl Cep {
                 responder_resources: args.responder_resources,
                 initiator_depth: args.initiator_depth,
                 remote_cm_response_timeout: args.remote_cm_response_timeout,
-                transport: if args.qp_type == 1 {
+                transport: if u32::from(args.qp_type) == uapi::CEPM_TRANSPORT_UC {
                     Transport::Uc
                 } else {
                     Transport::Rc
@@ -1137,6 +1139,7 @@ impl Cep {
     ) -> Result {
         let path = &args.path;
         let info = ah_info(path, &port)?;
+        port.gid(path.sgid_index).map_err(|_| EINVAL)?;
         let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
         let req = KBox::new(
             SidrReq {

@@ -446,13 +446,18 @@ impl CepmFile {
 
     fn connect(&self, arg: UserPtr, size: usize) -> Result {
         let req: uapi::cepm_connect = UserSlice::new(arg, size).reader().read()?;
-        if req.reserved != [0; 2] || req.reserved2 != [0; 4] || req.path.reserved != [0; 2] {
+        if req.reserved != [0; 2] || req.reserved2 != [0; 4] {
             return Err(EINVAL);
         }
         if usize::from(req.pdata_len) > uapi::CEPM_REQ_PDATA_MAX as usize {
             return Err(E2BIG);
         }
-        if req.qp_type > 1 || req.max_cm_retries > 15 || !(1..=5).contains(&req.path.mtu) {
+        check_path(&req.path)?;
+        if !matches!(
+            u32::from(req.qp_type),
+            uapi::CEPM_TRANSPORT_RC | uapi::CEPM_TRANSPORT_UC
+        ) || req.max_cm_retries > 15
+        {
             return Err(EINVAL);
         }
         let cep = self.cep(req.handle)?;
@@ -556,9 +561,10 @@ impl CepmFile {
 
     fn sidr_req(&self, arg: UserPtr, size: usize) -> Result {
         let req: uapi::cepm_sidr_req = UserSlice::new(arg, size).reader().read()?;
-        if req.reserved != 0 || req.path.reserved != [0; 2] {
+        if req.reserved != 0 {
             return Err(EINVAL);
         }
+        check_path(&req.path)?;
         if usize::from(req.pdata_len) > uapi::CEPM_SIDR_REQ_PDATA_MAX as usize {
             return Err(E2BIG);
         }
@@ -653,4 +659,19 @@ fn query(arg: UserPtr, size: usize) -> Result {
     q.num_ports = u32::try_from(infos.len()).map_err(|_| EOVERFLOW)?;
     q.num_ceps = u32::try_from(tables::count_local()).unwrap_or(u32::MAX);
     writer.write(&q)
+}
+
+/// The checks a path from userspace passes before any CEP sees it (CONNECT and SIDR_REQ
+/// alike; the port checks its source GID): an MTU of the IB enum, a 20-bit flow label, a
+/// 4-bit SL, a 5-bit packet lifetime, and zero reserved bytes.
+fn check_path(path: &uapi::cepm_path_rec) -> Result {
+    if path.reserved != [0; 2]
+        || !(1..=5).contains(&path.mtu)
+        || path.flow_label >= 1 << 20
+        || path.sl > 15
+        || path.packet_life_time > 31
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
 }

@@ -115,6 +115,10 @@ struct cepm_listen {
 	__u64 service_mask; /* 0 means all ones (exact match) */
 };
 
+/* Transport services: cepm_req_info.transport, cepm_connect.qp_type. */
+#define CEPM_TRANSPORT_RC 0
+#define CEPM_TRANSPORT_UC 1
+
 /*
  * A REQ as the passive side sees it.  The new CEP is parked, unclaimed and
  * silent, until CEPM_IOC_GET_REQUEST hands it out with its owner and
@@ -129,7 +133,7 @@ struct cepm_req_info {
 	__u8 responder_resources;
 	__u8 initiator_depth;
 	__u8 path_mtu;            /* IB MTU enum */
-	__u8 transport;           /* 0 RC, 1 UC */
+	__u8 transport;           /* CEPM_TRANSPORT_* */
 	__u8 remote_cm_response_timeout;
 	__u8 local_cm_response_timeout;
 	__u8 retry_count;
@@ -232,6 +236,9 @@ struct cepm_private_data {
 /*
  * An address: where the peer's CM (and QP) is.  For RoCE v2, as rdma_cm
  * resolves it: the peer's GID, the next hop's MAC and our GID index.
+ * CONNECT and SIDR_REQ check it alike: EINVAL unless mtu is 1..5,
+ * flow_label < 2^20, sl < 16, packet_life_time < 32, sgid_index names a GID
+ * the port has, and reserved is 0.
  */
 struct cepm_path_rec {
 	__u8 dgid[16];
@@ -264,7 +271,7 @@ struct cepm_connect {
 	__u8 rnr_retry_count;
 	__u8 max_cm_retries;             /* <= 15 */
 	__u8 srq;
-	__u8 qp_type;                    /* 0 RC, 1 UC */
+	__u8 qp_type;                    /* CEPM_TRANSPORT_*, else EINVAL */
 	__u8 pdata_len;                  /* <= CEPM_REQ_PDATA_MAX, else E2BIG */
 	__u8 reserved[2];
 	__u8 pdata[CEPM_REQ_PDATA_MAX];
