@@ -457,4 +457,28 @@ TEST_F(cepm, connect_and_sidr_req_check_the_path)
 	}
 }
 
+/* QUERY_CEP refuses a non-zero reserved field, either of its two. */
+TEST_F(cepm, query_cep_reserved_fields)
+{
+	struct cepm_cep_info info = { 0 };
+	struct cepm_destroy d = { 0 };
+	int h = create_cep(self->fd, 0);
+
+	ASSERT_GT(h, 0);
+	info.handle = h;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+	memset(&info, 0, sizeof(info));
+	info.handle = h;
+	info.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+	EXPECT_EQ(EINVAL, errno);
+	memset(&info, 0, sizeof(info));
+	info.handle = h;
+	info.reserved2 = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info)) TH_LOG("reserved2 = 1 was taken");
+	EXPECT_EQ(EINVAL, errno);
+	d.handle = h;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+}
+
 TEST_HARNESS_MAIN
