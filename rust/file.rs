@@ -618,7 +618,7 @@ impl CepmFile {
     fn query_cep(&self, arg: UserPtr, size: usize) -> Result {
         let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
         let req: uapi::cepm_cep_info = reader.read()?;
-        if req.reserved != 0 {
+        if req.reserved != 0 || req.reserved2 != 0 {
             return Err(EINVAL);
         }
         let info = self.cep(req.handle)?.info(req.handle);
