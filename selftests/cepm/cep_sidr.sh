@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # Service ID Resolution: a UD server answers a SIDR_REQ with its QPN and Q_Key, locally and
 # across the veth pair to the namespace cepm_peer; a service nobody serves gets status 1
-# (Linux's stateless answer); a server may also refuse (status 2).
+# (Linux's stateless answer); a server may also refuse (status 2).  A SIDR_REP lost on the
+# way is sent again, from the port's memory of its answers, when the request is retried:
+# the retry must not reach the listener as a new request, nor a listener that is gone.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 6
+ktap_set_plan 8
 
 out=$CEPM_ROOT/out/cep_sidr.$$
-trap 'peer_ns_down; rm -f "$out".*' EXIT
+trap 'drop_rx 0 0; peer_ns_down; rm -f "$out".*' EXIT
 listening() { grep -q '^serve-ud: listening' "$1"; }
 
 "$CEPMCTL" serve-ud --service-id 0x0000000001114e60 --qpn 0x4242 --qkey 0x11111111 >"$out.s1" 2>&1 &
@@ -34,6 +36,21 @@ wait_until 10 listening "$out.s3"
 wait $spid
 sed 's/^/# /' "$out.r3"
 ktap_check "a server that refuses: status 2" grep -q 'status 2,' "$out.r3"
+
+# The server answers once and exits; its SIDR_REP is lost (the first one received is dropped),
+# so the requester retries its SIDR_REQ.
+"$CEPMCTL" serve-ud --service-id 0x0000000001114e64 --qpn 0x4343 --qkey 0x33333333 >"$out.s5" 2>&1 &
+spid=$!
+wait_until 10 listening "$out.s5"
+dropped0=$(rx_dropped)
+drop_rx 0x18 1
+"$CEPMCTL" resolve --service-id 0x0000000001114e64 --timeout-ms 20000 >"$out.r5" 2>&1
+rrc=$?
+wait $spid
+sed 's/^/# /' "$out.s5" "$out.r5"
+ktap_check "the server's SIDR_REP was lost" test "$(rx_dropped)" = $((dropped0 + 1))
+ktap_check "... and the retry got the same answer: status 0, QPN 0x4343, Q_Key 0x33333333" \
+	sh -c "test $rrc = 0 && grep -q 'status 0, QPN 0x4343, Q_Key 0x33333333' '$out.r5'"
 
 ktap_check "second host up (rxe1 in namespace $PEER_NS)" peer_ns_up
 ip netns exec $PEER_NS "$CEPMCTL" serve-ud --device rxe1 --service-id 0x0000000001114e63 --qpn 0x777 --qkey 0x2222 \
