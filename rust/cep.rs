@@ -412,14 +412,17 @@ impl Cep {
             }
             Action::Send(Outgoing::SidrRep { status }) => {
                 // The user's answer, or (destroy of an unanswered SIDR_REQ) a bare status.
-                let msg = inner.peer.as_ref().map(|p| {
-                    let mut rep = inner.sidr_rep_msg.as_deref().copied().unwrap_or_default();
-                    rep.request_id = p.comm_id;
-                    rep.status = status;
-                    rep.service_id = inner.service_id;
-                    CmMsg::SidrRep(rep)
-                });
-                self.send_once(inner, msg);
+                let Some(peer) = &inner.peer else {
+                    return;
+                };
+                let mut rep = inner.sidr_rep_msg.as_deref().copied().unwrap_or_default();
+                rep.request_id = peer.comm_id;
+                rep.status = status;
+                rep.service_id = inner.service_id;
+                // For the request's retries, should this answer be lost.
+                peer.port
+                    .remember_sidr_answer((peer.comm_id, peer.ca_guid), rep);
+                self.send_once(inner, Some(CmMsg::SidrRep(rep)));
             }
             Action::Send(Outgoing::MraReq) => self.send_mra(inner, MessageCode::Req),
             Action::Send(Outgoing::MraRep) => self.send_mra(inner, MessageCode::Rep),
@@ -1236,10 +1239,7 @@ impl Cep {
         for (dst, src) in info.dev_name.iter_mut().zip(device_name.iter()) {
             *dst = *src;
         }
-        // No CA GUID in a SIDR_REQ: the requester's GID (interface ID half) stands in.
-        let mut guid = [0u8; 8];
-        guid.copy_from_slice(&ah_info.dgid[8..]);
-        let key = (sreq.request_id, u64::from_be_bytes(guid));
+        let key = tables::sidr_key(sreq.request_id, &ah_info.dgid);
         let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let (sm, _actions) = state::Cep::spawned_from_sidr_req();

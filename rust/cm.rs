@@ -207,11 +207,20 @@ fn sidr_req_received(
     sreq: &crate::proto::sidr_req::SidrReq,
     tid: u64,
 ) -> Option<Unmatched> {
-    let Some(listener) = tables::find_listener(sreq.service_id) else {
-        return Some(Unmatched::SidrReqNoListener);
-    };
+    // Allocation failures drop the SIDR_REQ: the requester retries it.
     let Ok(ah) = mad.reply_ah() else {
         return None;
+    };
+    // A retry of a request answered lately: its answer was lost, so send it again.
+    if let Ok(info) = ah.info() {
+        if let Some(rep) = port.sidr_answer(tables::sidr_key(sreq.request_id, &info.dgid)) {
+            port.count_duplicate();
+            reply(port, mad, tid, CmMsg::SidrRep(rep));
+            return None;
+        }
+    }
+    let Some(listener) = tables::find_listener(sreq.service_id) else {
+        return Some(Unmatched::SidrReqNoListener);
     };
     let device = port.device_name();
     let Ok(Some(cep)) = Cep::spawn_from_sidr_req(port, ah, sreq, tid, &device) else {

@@ -19,13 +19,20 @@ use kernel::{
     },
 };
 
+mod sidr_answers;
+
+use sidr_answers::SidrAnswers;
+
 use crate::{
     cep::Cep,
     cm,
-    proto::mad::{
-        AttrId,
-        MadHeader,
-        MAD_SIZE, //
+    proto::{
+        mad::{
+            AttrId,
+            MadHeader,
+            MAD_SIZE, //
+        },
+        sidr_rep::SidrRep,
     },
     shim::{
         AddressHandle,
@@ -111,6 +118,9 @@ pub(crate) struct CmPort {
     /// this lock, so none is mid-send when an agent goes away.
     #[pin]
     agents: SpinLock<Agents>,
+    /// The SIDR_REPs sent lately, for the retries of requests whose answer was lost.
+    #[pin]
+    sidr_answers: SpinLock<SidrAnswers>,
     rx: AttrCounters,
     /// Attribute ID at or above [`ATTR_SLOTS`].
     rx_other_attr: Atomic<u64>,
@@ -132,6 +142,7 @@ impl CmPort {
         ca_guid: u64,
         ack_delay: u8,
     ) -> Result<Arc<Self>> {
+        let sidr_answers = SidrAnswers::new()?;
         Arc::pin_init(
             pin_init!(Self {
                 device_name,
@@ -140,6 +151,7 @@ impl CmPort {
                 ca_guid,
                 ack_delay,
                 agents <- new_spinlock!(Agents::default(), "CmPort::agents"),
+                sidr_answers <- new_spinlock!(sidr_answers, "CmPort::sidr_answers"),
                 rx: AttrCounters::new(),
                 rx_other_attr: Atomic::new(0),
                 rx_malformed: Atomic::new(0),
@@ -312,6 +324,17 @@ impl CmPort {
     }
 
     /// Counts a duplicate of a message already handled.
+    /// Remembers `rep`, sent from this port in answer to the SIDR_REQ `key` (see
+    /// [`crate::tables::sidr_key`]). Never allocates; callable under a CEP's lock.
+    pub(crate) fn remember_sidr_answer(&self, key: (u32, u64), rep: SidrRep) {
+        self.sidr_answers.lock().remember(key, rep);
+    }
+
+    /// The answer this port sent lately to the SIDR_REQ `key`, if any.
+    pub(crate) fn sidr_answer(&self, key: (u32, u64)) -> Option<SidrRep> {
+        self.sidr_answers.lock().find(key)
+    }
+
     pub(crate) fn count_duplicate(&self) {
         self.rx_duplicates.add(1, Relaxed);
     }

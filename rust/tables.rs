@@ -233,6 +233,14 @@ pub(crate) enum PeerTable {
     SidrId,
 }
 
+/// The key of a SIDR_REQ with ID `request_id` from the port with GID `requester_gid`: a
+/// SIDR_REQ has no CA GUID, so the interface-ID half of the requester's GID stands in.
+pub(crate) fn sidr_key(request_id: u32, requester_gid: &[u8; 16]) -> (u32, u64) {
+    let mut guid = [0u8; 8];
+    guid.copy_from_slice(&requester_gid[8..]);
+    (request_id, u64::from_be_bytes(guid))
+}
+
 /// A key of the peer index: the table, and the peer's (ID, GUID) in it.
 type PeerKey = (PeerTable, (u32, u64));
 type PeerTree = Option<RBTree<PeerKey, Arc<Cep>>>;
