@@ -16,7 +16,7 @@ use cepm_proto::{
     mad::{MadHeader, BASE_VERSION, CM_CLASS_VERSION, MAD_SIZE, METHOD_GET},
     mra::{self, Mra},
     msg_code::MessageCode,
-    path::CmPath,
+    path::{CmPath, Gid},
     pdata::{AdditionalInfo, PrivateData, INFO_SIZE},
     rej::{self, Rej},
     rep::{self, Rep},
@@ -133,6 +133,10 @@ pub struct Fields {
     /// Private data, as text (every attribute but ClassPortInfo) [default: none].
     #[arg(long)]
     pub private_data: Option<String>,
+    /// REQ primary path's remote GID, the receiver's, in IPv6 notation (e.g. ::ffff:10.77.0.9)
+    /// [default: the GID the MAD is sent to, as a real peer's REQ has it].
+    #[arg(long)]
+    pub remote_gid: Option<std::net::Ipv6Addr>,
 }
 
 fn parse_u8(s: &str) -> Result<u8, String> {
@@ -211,7 +215,7 @@ impl Fields {
 
     /// The options given, each with the attributes it applies to (None: all of them).
     fn given(&self) -> Vec<(&'static str, Option<&'static [AttrId]>)> {
-        let options: [(&'static str, bool, Option<&'static [AttrId]>); 16] = [
+        let options: [(&'static str, bool, Option<&'static [AttrId]>); 17] = [
             ("--tid", self.tid.is_some(), None),
             (
                 "--local-comm-id",
@@ -282,6 +286,11 @@ impl Fields {
                 self.private_data.is_some(),
                 Some(CM_MESSAGES),
             ),
+            (
+                "--remote-gid",
+                self.remote_gid.is_some(),
+                Some(&[AttrId::Req]),
+            ),
         ];
         options
             .into_iter()
@@ -311,7 +320,9 @@ impl Fields {
     /// # Errors
     ///
     /// An option that does not apply to `attr`, or a value that does not fit its field.
-    pub fn mad(&self, attr: AttrId, i: u32) -> Result<[u8; MAD_SIZE], String> {
+    /// `to` is the GID the MAD goes to (and comes from: send-mad loops back), which a REQ's
+    /// primary path names on both ends unless --remote-gid says otherwise.
+    pub fn mad(&self, attr: AttrId, i: u32, to: &Gid) -> Result<[u8; MAD_SIZE], String> {
         let tid = self.tid.unwrap_or(0).wrapping_add(u64::from(i));
         let mut mad = [0u8; MAD_SIZE];
         if !self.is_valid() {
@@ -324,7 +335,7 @@ impl Fields {
             .unwrap_or(DEFAULT_COMM_ID)
             .wrapping_add(i);
         let mut patches = Vec::new();
-        let mut cm = CmMad::new(tid, 0, self.message(attr, comm_id, &mut patches)?);
+        let mut cm = CmMad::new(tid, 0, self.message(attr, comm_id, to, &mut patches)?);
         if attr == AttrId::ClassPortInfo {
             cm.header.method = METHOD_GET;
         }
@@ -350,6 +361,7 @@ impl Fields {
         &self,
         attr: AttrId,
         comm_id: u32,
+        to: &Gid,
         patches: &mut Vec<Patch>,
     ) -> Result<CmMsg, String> {
         let remote_comm_id = self.remote_comm_id.unwrap_or(comm_id ^ 0xffff_ffff);
@@ -423,6 +435,15 @@ impl Fields {
                     max_cm_retries: 15,
                     pkey: 0xffff,
                     path_mtu: 3,
+                    primary_path: CmPath {
+                        local_lid: 0xffff,
+                        remote_lid: 0xffff,
+                        local_gid: *to,
+                        remote_gid: self.remote_gid.map_or(*to, |g| g.octets()),
+                        hop_limit: 64,
+                        local_ack_timeout: 14,
+                        ..Default::default()
+                    },
                     private_data: self.private_data(attr)?,
                     ..Default::default()
                 })
@@ -543,6 +564,27 @@ mod tests {
     use cepm_proto::{error::DecodeError, mad::METHOD_SEND};
     use clap::Parser;
 
+    /// The GID the tests' MADs go to: rxe0's RoCE v2 GID in the selftests' VM.
+    const TO: Gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 1];
+
+    #[test]
+    fn req_primary_path_names_the_destination_unless_told() {
+        let CmMsg::Req(req) = decode(&["REQ", "--valid"]).msg else {
+            panic!("not a REQ");
+        };
+        assert_eq!(req.primary_path.local_gid, TO);
+        assert_eq!(req.primary_path.remote_gid, TO);
+        let CmMsg::Req(req) = decode(&["REQ", "--remote-gid", "::ffff:10.99.0.1"]).msg else {
+            panic!("not a REQ");
+        };
+        assert_eq!(req.primary_path.local_gid, TO);
+        assert_eq!(
+            req.primary_path.remote_gid,
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 99, 0, 1]
+        );
+        assert!(build(&["REP", "--remote-gid", "::1"], 0).is_err());
+    }
+
     /// `cepmctl send-mad rxe0 1 <args>` parsed: the attribute and the fields.
     fn parse(args: &[&str]) -> Result<(AttrId, Fields), String> {
         let argv = ["cepmctl", "send-mad", "rxe0", "1"]
@@ -560,7 +602,7 @@ mod tests {
     /// The `i`th MAD of `send-mad rxe0 1 <args>`.
     fn build(args: &[&str], i: u32) -> Result<[u8; MAD_SIZE], String> {
         let (attr, forge) = parse(args)?;
-        forge.mad(attr, i)
+        forge.mad(attr, i, &TO)
     }
 
     fn decode(args: &[&str]) -> CmMad {
@@ -622,7 +664,7 @@ mod tests {
                 let m = decode(&[name, "--valid", "--count", "2"]);
                 assert_eq!(local_comm_id(&m.msg), Some(DEFAULT_COMM_ID), "{name}");
                 let (attr, forge) = parse(&[name, "--local-comm-id", "0xabc"]).unwrap();
-                let second = CmMad::decode(&forge.mad(attr, 1).unwrap()).unwrap();
+                let second = CmMad::decode(&forge.mad(attr, 1, &TO).unwrap()).unwrap();
                 assert_eq!(local_comm_id(&second.msg), Some(0xabd), "{name}");
                 assert_eq!(second.header.tid, 1, "{name}");
                 let m = decode(&[name, "--private-data", "hello"]);
@@ -911,7 +953,9 @@ mod tests {
         assert_eq!(drep.remote_comm_id, 2);
     }
 
-    /// The REQ and DREQ that `--valid` sent before every attribute had a template.
+    /// The REQ and DREQ that `--valid` sent before every attribute had a template; the REQ
+    /// has since named the destination GID in its primary path, as a real peer's does (a
+    /// REQ whose path names a GID the port lacks is rejected with reason 12).
     #[test]
     fn existing_callers_get_the_same_bytes() {
         let old_req = |comm_id: u32, service_id: u64| {
@@ -928,6 +972,15 @@ mod tests {
                 max_cm_retries: 15,
                 pkey: 0xffff,
                 path_mtu: 3,
+                primary_path: CmPath {
+                    local_lid: 0xffff,
+                    remote_lid: 0xffff,
+                    local_gid: TO,
+                    remote_gid: TO,
+                    hop_limit: 64,
+                    local_ack_timeout: 14,
+                    ..Default::default()
+                },
                 ..Default::default()
             });
             CmMad::new(0, 0, msg).encode(&mut mad).unwrap();

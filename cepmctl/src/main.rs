@@ -686,11 +686,11 @@ fn run(cli: Cli) -> std::io::Result<()> {
             forge,
         } => {
             // Refuse bad options before touching the device.
-            forge.mad(attr, 0).map_err(invalid_input)?;
             let gid = umad::roce_v2_ipv4_gid(&device, port)?;
+            forge.mad(attr, 0, &gid.raw).map_err(invalid_input)?;
             let mut agent = umad::SendAgent::open(&device, port)?;
             for i in 0..count {
-                let mad = forge.mad(attr, i).map_err(invalid_input)?;
+                let mad = forge.mad(attr, i, &gid.raw).map_err(invalid_input)?;
                 agent.send(gid.index, gid.raw, &mad)?;
                 if verbose {
                     println!(
