@@ -275,6 +275,24 @@ int cepm_shim_query_gid(struct ib_mad_agent *agent, u8 index, u8 *gid)
 	return ret;
 }
 
+bool cepm_shim_agent_has_gid(struct ib_mad_agent *agent, const u8 *gid)
+{
+	/* IB_GID_TYPE_ROCE is IB_GID_TYPE_IB: these two cover RoCE v1, v2 and IB. */
+	static const enum ib_gid_type types[] = { IB_GID_TYPE_IB, IB_GID_TYPE_ROCE_UDP_ENCAP };
+	const struct ib_gid_attr *attr;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
+		attr = rdma_find_gid_by_port(agent->device, (const union ib_gid *)gid, types[i],
+					     agent->port_num, NULL);
+		if (!IS_ERR(attr)) {
+			rdma_put_gid_attr(attr);
+			return true;
+		}
+	}
+	return false;
+}
+
 int cepm_shim_query_ah(struct ib_ah *ah, struct cepm_ah_info *info)
 {
 	struct rdma_ah_attr attr;

@@ -148,6 +148,8 @@ struct cepm_ah_info {
 struct ib_ah *cepm_shim_create_ah(struct ib_mad_agent *agent, const struct cepm_ah_info *info);
 /* Our GID at index on the agent's port. */
 int cepm_shim_query_gid(struct ib_mad_agent *agent, u8 index, u8 *gid);
+/* Whether the agent's port has gid (16 bytes) in its GID table, of any type. */
+bool cepm_shim_agent_has_gid(struct ib_mad_agent *agent, const u8 *gid);
 /* Reads back what ah points at. */
 int cepm_shim_query_ah(struct ib_ah *ah, struct cepm_ah_info *info);
 /* Destroys an AH no send uses any more.  Atomic context is fine. */

@@ -66,7 +66,7 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
                 Req::invalid_transport(mad.bytes(), &e),
                 MadHeader::decode(mad.bytes()),
             ) {
-                if let Some(rej) = rej_req(comm_id, Unmatched::ReqInvalidTransport) {
+                if let Some(rej) = rej_req(comm_id, Unmatched::ReqInvalidTransport, &[]) {
                     reply(port, mad, header.tid, rej);
                 }
             }
@@ -174,6 +174,14 @@ fn req_received(
     let Some(listener) = tables::find_listener(req.service_id) else {
         return Some(Unmatched::ReqNoListener);
     };
+    // The primary path must lead to this port: else REJ 12, our GID 0 in the ARI.
+    if !port.has_gid(&req.primary_path.remote_gid) {
+        let ari = port.gid(0).unwrap_or_default();
+        if let Some(rej) = rej_req(req.local_comm_id, Unmatched::ReqInvalidGid, &ari) {
+            reply(port, mad, tid, rej);
+        }
+        return None;
+    }
     // Allocation failures drop the REQ: the peer retries it (Linux does the same).
     let Ok(ah) = mad.reply_ah() else {
         return None;
@@ -235,9 +243,9 @@ fn sidr_req_received(
     None
 }
 
-/// The stateless REJ of a REQ from comm ID `comm_id` that gets one because of `why`
-/// (`cm_issue_rej`: LocalCommID 0, MessageRejected REQ).
-fn rej_req(comm_id: u32, why: Unmatched) -> Option<CmMsg> {
+/// The stateless REJ, with additional information `ari`, of a REQ from comm ID `comm_id`
+/// that gets one because of `why` (`cm_issue_rej`: LocalCommID 0, MessageRejected REQ).
+fn rej_req(comm_id: u32, why: Unmatched, ari: &[u8]) -> Option<CmMsg> {
     let StatelessReply::RejReq(reason) = stateless_reply(why) else {
         return None;
     };
@@ -246,7 +254,7 @@ fn rej_req(comm_id: u32, why: Unmatched) -> Option<CmMsg> {
         remote_comm_id: comm_id,
         message_rejected: MessageCode::Req,
         reason,
-        ari: PrivateData::empty(),
+        ari: PrivateData::new(ari).ok()?,
         private_data: PrivateData::empty(),
     }))
 }
@@ -254,7 +262,7 @@ fn rej_req(comm_id: u32, why: Unmatched) -> Option<CmMsg> {
 /// The answer to `msg`, which matched no connection endpoint because of `why`, if any.
 fn stateless_answer(msg: &CmMsg, why: Unmatched) -> Option<CmMsg> {
     match (stateless_reply(why), msg) {
-        (StatelessReply::RejReq(_), CmMsg::Req(req)) => rej_req(req.local_comm_id, why),
+        (StatelessReply::RejReq(_), CmMsg::Req(req)) => rej_req(req.local_comm_id, why, &[]),
         (StatelessReply::SidrRep(status), CmMsg::SidrReq(sreq)) => Some(CmMsg::SidrRep(SidrRep {
             request_id: sreq.request_id,
             status,

@@ -308,6 +308,12 @@ impl CmPort {
         self.with_agent(|agent| agent.gid(index))
     }
 
+    /// Whether this port has `gid` (false once the device is going away).
+    pub(crate) fn has_gid(&self, gid: &[u8; 16]) -> bool {
+        self.with_agent(|agent| Ok(agent.has_gid(gid)))
+            .unwrap_or(false)
+    }
+
     /// Called by the MAD agent for every MAD it receives: count it, then handle it.
     pub(crate) fn mad_received(self: &Arc<Self>, mad: &ReceivedMad<'_>) {
         let counter = match MadHeader::decode(mad.bytes()) {

@@ -326,6 +326,12 @@ impl AgentRef<'_> {
         Ok(gid)
     }
 
+    /// Whether the agent's port has `gid` in its GID table (of any GID type).
+    pub(crate) fn has_gid(&self, gid: &[u8; 16]) -> bool {
+        // SAFETY: The agent is registered by the type invariant; `gid` is 16 readable bytes.
+        unsafe { shim::cepm_shim_agent_has_gid(self.0.as_ptr(), gid.as_ptr()) }
+    }
+
     /// An address handle on the agent's port for the peer `info` describes. Callable under a
     /// spinlock.
     pub(crate) fn create_ah(&self, info: &AhInfo) -> Result<Arc<AddressHandle>> {

@@ -880,6 +880,9 @@ pub enum Unmatched {
     /// REQ for a transport this CM does not serve (XRC, RD or reserved), or with QPN 0: REJ 9
     /// ([`super::req::Req::invalid_transport`]).
     ReqInvalidTransport,
+    /// REQ whose primary path names a GID the receiving port does not have (`cm_req_handler`
+    /// in `cm.c`, when `cm_init_av_by_path` fails: REJ 12, the port's GID 0 in the ARI).
+    ReqInvalidGid,
     /// REQ reusing the remote QPN + CA GUID of a live connection (`cm_match_req` in `cm.c`: REJ 10;
     /// the old connection gets [`Event::StaleConnection`]).
     ReqStale,
@@ -900,6 +903,7 @@ pub const fn stateless_reply(why: Unmatched) -> StatelessReply {
     match why {
         Unmatched::ReqNoListener => StatelessReply::RejReq(reason::INVALID_SERVICE_ID),
         Unmatched::ReqInvalidTransport => StatelessReply::RejReq(reason::INVALID_TRANSPORT_TYPE),
+        Unmatched::ReqInvalidGid => StatelessReply::RejReq(reason::INVALID_GID),
         Unmatched::ReqStale => StatelessReply::RejReq(reason::STALE_CONN),
         Unmatched::RepStale => StatelessReply::RejRep(reason::STALE_CONN),
         Unmatched::Dreq => StatelessReply::Drep,

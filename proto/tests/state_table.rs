@@ -735,6 +735,10 @@ fn stateless_replies() {
         stateless_reply(Unmatched::ReqInvalidTransport),
         StatelessReply::RejReq(9)
     );
+    assert_eq!(
+        stateless_reply(Unmatched::ReqInvalidGid),
+        StatelessReply::RejReq(12)
+    );
     assert_eq!(stateless_reply(Unmatched::Dreq), StatelessReply::Drep);
     assert_eq!(
         stateless_reply(Unmatched::SidrReqNoListener),
