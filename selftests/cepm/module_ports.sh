@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# After load, cepm owns the CM class on rxe0 and /dev/cepm reports it.
+# After load, cepm owns the CM class on rxe0 and /dev/cepm reports it.  A device renamed while
+# managed is known by its new name everywhere, the REQs it hands out included (cepm learns it
+# from the ib_client rename callback; it never reads a name the rename may be freeing).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 8
 
 abi=$(sed -n 's/^#define CEPM_ABI_VERSION \([0-9]*\).*/\1/p' "$CEPM_ROOT/include/uapi/cepm.h")
 
@@ -15,4 +17,20 @@ listed_as_roce() { "$CEPMCTL" ports | grep -qxF "$RXE_DEV port 1 (RoCE)"; }
 logged_managing() { dmesg | grep -qF "cepm: $RXE_DEV: managing the CM on 1 port(s)"; }
 ktap_check "$RXE_DEV port 1 is listed as RoCE" listed_as_roce
 ktap_check "the kernel log says cepm manages $RXE_DEV" logged_managing
+
+# Renamed: the port list, and a REQ received on it, name the device as it is called now.
+renamed=cepmtest0
+out=$CEPM_ROOT/out/module_ports.$$
+trap 'rdma dev set $renamed name $RXE_DEV 2>/dev/null; rm -f "$out".*' EXIT
+rdma dev set $RXE_DEV name $renamed
+ktap_check "after a rename, the port is listed as $renamed port 1" port_listed $renamed 1
+"$CEPMCTL" serve --service-id 0x0000000001064e7d --reason 28 --timeout-ms 20000 >"$out.serve" 2>&1 &
+spid=$!
+wait_until 10 grep -q '^serve: listening' "$out.serve"
+"$CEPMCTL" send-mad $renamed 1 REQ --service-id 0x0000000001064e7d
+wait $spid
+sed 's/^/# /' "$out.serve"
+ktap_check "a REQ received there names the device $renamed" grep -q "for 0x0000000001064e7d on $renamed port 1," "$out.serve"
+rdma dev set $renamed name $RXE_DEV
+ktap_check "renamed back, it is $RXE_DEV port 1 again" port_listed $RXE_DEV 1
 ktap_finished
