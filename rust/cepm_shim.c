@@ -47,10 +47,16 @@ static void cepm_client_remove(struct ib_device *device, void *client_data)
 	cepm_rust_remove_device(device);
 }
 
+static void cepm_client_rename(struct ib_device *device, void *client_data)
+{
+	cepm_rust_rename_device(device);
+}
+
 static struct ib_client cepm_client = {
 	.name = "cepm",
 	.add = cepm_client_add,
 	.remove = cepm_client_remove,
+	.rename = cepm_client_rename,
 };
 
 int cepm_shim_client_register(void)
@@ -63,9 +69,15 @@ void cepm_shim_client_unregister(void)
 	ib_unregister_client(&cepm_client);
 }
 
+/*
+ * ib_device.name, not dev_name(): a rename frees the string dev_name() points
+ * at, while name is an array in the device.  ib_device_rename writes it under
+ * devices_rwsem, which ib_core holds around the add and rename callbacks, the
+ * only places cepm reads it.
+ */
 void cepm_shim_device_name(struct ib_device *device, char *buf, size_t len)
 {
-	strscpy(buf, dev_name(&device->dev), len);
+	strscpy(buf, device->name, len);
 }
 
 u64 cepm_shim_device_node_guid(struct ib_device *device)

@@ -34,6 +34,8 @@ struct ib_mad_send_buf;
 typedef int cepm_add_device_fn(struct ib_device *device);
 /* ib_client.remove: must stop all use of the device before returning. */
 typedef void cepm_remove_device_fn(struct ib_device *device);
+/* ib_client.rename: the device (which add took) has a new name. */
+typedef void cepm_rename_device_fn(struct ib_device *device);
 /*
  * A MAD arrived for the agent registered with port_ctx.  recv and the buffer
  * are only valid during the call (recv can be passed to
@@ -52,6 +54,7 @@ typedef void cepm_send_done_fn(void *port_ctx, void *msg_ctx, int status);
 
 cepm_add_device_fn cepm_rust_add_device;
 cepm_remove_device_fn cepm_rust_remove_device;
+cepm_rename_device_fn cepm_rust_rename_device;
 cepm_recv_mad_fn cepm_rust_recv_mad;
 cepm_send_done_fn cepm_rust_send_done;
 
@@ -94,7 +97,10 @@ u32 cepm_shim_random_u32(void);
 int cepm_shim_client_register(void);
 void cepm_shim_client_unregister(void);
 
-/* Copies the device's current name (NUL-terminated, truncated to len). */
+/*
+ * Copies the device's name (NUL-terminated, truncated to len).  Stable only in
+ * the client's add and rename callbacks.
+ */
 void cepm_shim_device_name(struct ib_device *device, char *buf, size_t len);
 /* The device's node GUID (the CA GUID of CM messages), in host order. */
 u64 cepm_shim_device_node_guid(struct ib_device *device);

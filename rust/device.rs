@@ -12,6 +12,7 @@ use crate::{
     port::CmPort,
     shim::{
         AgentRole,
+        DeviceName,
         IbDevice,
         MadAgent, //
     },
@@ -67,6 +68,9 @@ impl ManagedPort {
 pub(crate) struct CmDevice {
     /// Dropped before `ib`: the agents are unregistered while the device is still valid.
     ports: KVec<ManagedPort>,
+    /// The device's name, as read in the `add` and `rename` callbacks (never elsewhere: a
+    /// rename may be under way).
+    name: DeviceName,
     ib: IbDevice,
 }
 
@@ -108,7 +112,19 @@ impl CmDevice {
             ports.len()
         );
         // INVARIANT: `ports` is not empty.
-        Ok(Self { ports, ib })
+        Ok(Self {
+            ports,
+            name: raw_name,
+            ib,
+        })
+    }
+
+    /// The device is now called `name`.
+    pub(crate) fn rename(&mut self, name: DeviceName) {
+        self.name = name;
+        for managed in self.ports.iter() {
+            managed.port.set_device_name(name);
+        }
     }
 
     /// The underlying RDMA device.
@@ -118,7 +134,7 @@ impl CmDevice {
 
     /// Port `num`, if this device is the one named `name` (NUL-padded) and manages it.
     pub(crate) fn port(&self, name: &[u8], num: u32) -> Option<Arc<CmPort>> {
-        let own = self.ib.name();
+        let own = &self.name;
         let len = own.iter().position(|&c| c == 0).unwrap_or(own.len());
         let wanted = name.iter().position(|&c| c == 0).unwrap_or(name.len());
         if own.get(..len) != name.get(..wanted) {
@@ -132,9 +148,8 @@ impl CmDevice {
 
     /// Appends the ABI description of each port to `out`.
     pub(crate) fn port_infos(&self, out: &mut KVec<uapi::cepm_port_info>) -> Result {
-        let name = self.ib.name();
         for managed in self.ports.iter() {
-            out.push(managed.port.info(&name), GFP_KERNEL)?;
+            out.push(managed.port.info(&self.name), GFP_KERNEL)?;
         }
         Ok(())
     }

@@ -106,8 +106,9 @@ impl Agents {
 /// A CM port of a managed device.
 #[pin_data]
 pub(crate) struct CmPort {
-    /// The device's name when the port was added.
-    device_name: DeviceName,
+    /// The device's name: as added, then as renamed (`CmDevice::rename`).
+    #[pin]
+    device_name: SpinLock<DeviceName>,
     num: u32,
     roce: bool,
     /// The device's node GUID, the CA GUID our CM messages carry.
@@ -145,7 +146,7 @@ impl CmPort {
         let sidr_answers = SidrAnswers::new()?;
         Arc::pin_init(
             pin_init!(Self {
-                device_name,
+                device_name <- new_spinlock!(device_name, "CmPort::device_name"),
                 num,
                 roce,
                 ca_guid,
@@ -169,9 +170,14 @@ impl CmPort {
         self.num
     }
 
-    /// The name of the port's device (as it was when the port was added).
+    /// The name of the port's device, as it is now called.
     pub(crate) fn device_name(&self) -> DeviceName {
-        self.device_name
+        *self.device_name.lock()
+    }
+
+    /// The device is now called `name`.
+    pub(crate) fn set_device_name(&self, name: DeviceName) {
+        *self.device_name.lock() = name;
     }
 
     /// The CA GUID of this port's device.

@@ -89,6 +89,18 @@ pub(crate) fn remove_device(device: *mut c_void) {
     drop(removed);
 }
 
+/// The device `device` is now called by its new name (the `rename` callback).
+pub(crate) fn rename_device(device: &IbDevice) {
+    let name = device.name();
+    let mut devices = DEVICES.lock();
+    if let Some(managed) = devices
+        .iter_mut()
+        .find(|d| d.ib().is(device.as_ptr().cast()))
+    {
+        managed.rename(name);
+    }
+}
+
 /// The managed port `num` of the device named `name` (NUL-padded).
 pub(crate) fn find_port(name: &[u8], num: u32) -> Option<kernel::sync::Arc<crate::port::CmPort>> {
     let devices = DEVICES.lock();

@@ -50,6 +50,7 @@ mod shim {
 // The callbacks C calls must have exactly the signatures the header declares.
 const _: shim::cepm_add_device_fn = Some(cepm_rust_add_device);
 const _: shim::cepm_remove_device_fn = Some(cepm_rust_remove_device);
+const _: shim::cepm_rename_device_fn = Some(cepm_rust_rename_device);
 const _: shim::cepm_recv_mad_fn = Some(cepm_rust_recv_mad);
 const _: shim::cepm_send_done_fn = Some(cepm_rust_send_done);
 const _: shim::cepm_open_fn = Some(cepm_rust_open);
@@ -196,7 +197,14 @@ impl IbDevice {
         self.ptr.as_ptr().cast::<c_void>() == ptr
     }
 
-    /// The device's current name (devices can be renamed while registered).
+    /// The C pointer, to compare with [`IbDevice::is`].
+    pub(crate) fn as_ptr(&self) -> *mut shim::ib_device {
+        self.ptr.as_ptr()
+    }
+
+    /// The device's name. Devices can be renamed while registered: this is only read in the
+    /// client's `add` and `rename` callbacks, where ib_core holds the rename lock
+    /// (`devices_rwsem`); the registry keeps what it read.
     pub(crate) fn name(&self) -> DeviceName {
         let mut name = [0u8; 64];
         // SAFETY: The device is valid by the type invariant, and the buffer's length is passed.
@@ -615,6 +623,22 @@ unsafe extern "C" fn cepm_rust_add_device(device: *mut shim::ib_device) -> c_int
 #[no_mangle]
 unsafe extern "C" fn cepm_rust_remove_device(device: *mut shim::ib_device) {
     registry::remove_device(device.cast());
+}
+
+/// `ib_client.rename`.
+///
+/// # Safety
+///
+/// `device` was passed to a successful [`cepm_rust_add_device`] and not yet to
+/// [`cepm_rust_remove_device`]; called only by the shim.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_rename_device(device: *mut shim::ib_device) {
+    let Some(ptr) = NonNull::new(device) else {
+        return;
+    };
+    // INVARIANT: ib_core calls `rename` only for a device whose `add` succeeded, before its
+    // `remove`; this value does not outlive the callback.
+    registry::rename_device(&IbDevice { ptr });
 }
 
 /// An agent's receive handler.
