@@ -105,11 +105,6 @@ bool cepm_shim_port_has_ib_cm(struct ib_device *device, u32 port)
 	return rdma_cap_ib_cm(device, port);
 }
 
-bool cepm_shim_port_is_roce(struct ib_device *device, u32 port)
-{
-	return rdma_protocol_roce(device, port);
-}
-
 /*
  * Fault injection for tests, in debugfs (root only): the next drop_rx_count
  * received CM MADs whose attribute ID is drop_rx_attr (0: any) are dropped
@@ -124,6 +119,9 @@ bool cepm_shim_port_is_roce(struct ib_device *device, u32 port)
  *
  * The next fail_handle_count handle reservations on a /dev/cepm file fail
  * with EMFILE, as if the file's handle numbers had run out.
+ *
+ * While pretend_ib is set, devices added are taken for native InfiniBand
+ * ones (the VM has only RoCE and iWARP devices).
  */
 static struct dentry *cepm_debugfs;
 static u32 cepm_destroy_delay_ms;
@@ -131,6 +129,13 @@ static u16 cepm_drop_rx_attr;
 static atomic_t cepm_drop_rx_count = ATOMIC_INIT(0);
 static atomic_t cepm_rx_dropped = ATOMIC_INIT(0);
 static atomic_t cepm_fail_handle_count = ATOMIC_INIT(0);
+static bool cepm_pretend_ib;
+
+/* pretend_ib: a RoCE port passes for native InfiniBand. */
+bool cepm_shim_port_is_roce(struct ib_device *device, u32 port)
+{
+	return rdma_protocol_roce(device, port) && !READ_ONCE(cepm_pretend_ib);
+}
 
 static bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc)
 {
@@ -155,6 +160,7 @@ void cepm_shim_debugfs_create(void)
 	debugfs_create_atomic_t("rx_dropped", 0400, cepm_debugfs, &cepm_rx_dropped);
 	debugfs_create_u32("destroy_delay_ms", 0600, cepm_debugfs, &cepm_destroy_delay_ms);
 	debugfs_create_atomic_t("fail_handle_count", 0600, cepm_debugfs, &cepm_fail_handle_count);
+	debugfs_create_bool("pretend_ib", 0600, cepm_debugfs, &cepm_pretend_ib);
 }
 
 /*

@@ -42,7 +42,7 @@ baseline_snapshot() {
 		case $line in *noqueue*) ;; *) echo "qdisc $line" ;; esac
 	done
 	ip neigh show dev veth0 nud permanent 2>/dev/null | sed 's/^/neighbour /'
-	for knob in drop_rx_count destroy_delay_ms fail_handle_count; do
+	for knob in drop_rx_count destroy_delay_ms fail_handle_count pretend_ib; do
 		[ -r /sys/kernel/debug/cepm/$knob ] && echo "$knob $(fact /sys/kernel/debug/cepm/$knob)"
 	done
 	for p in /proc/[0-9]*/comm; do
@@ -132,7 +132,7 @@ baseline_restore() {
 		[ -d /sys/module/cepm ] && rmmod cepm
 		insmod "$CEPM_ROOT/cepm.ko"
 	fi
-	for knob in drop_rx_count destroy_delay_ms fail_handle_count; do
+	for knob in drop_rx_count destroy_delay_ms fail_handle_count pretend_ib; do
 		[ -w /sys/kernel/debug/cepm/$knob ] && echo 0 >/sys/kernel/debug/cepm/$knob
 	done
 	# rxe0 must be back in cepm's port list before the next test uses it.
