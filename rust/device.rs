@@ -78,7 +78,10 @@ impl CmDevice {
     /// Registers a CM agent on every port of `ib` that speaks the IB CM protocol.
     ///
     /// The device is all or nothing: if any port cannot be claimed (typically because the in-tree
-    /// `ib_cm` owns it), no agent is kept and the device is skipped with one log line.
+    /// `ib_cm` owns it), no agent is kept and the device is skipped with one log line. So is a
+    /// device with a native InfiniBand port (`EOPNOTSUPP`): cepm has no IB addressing yet (LIDs,
+    /// P_Key indexes, SA path records), and declining the whole device leaves it to `ib_cm`,
+    /// which claims all of a device's ports or none.
     pub(crate) fn new(ib: IbDevice) -> Result<Self> {
         let raw_name = ib.name();
         let name = CStr::from_bytes_until_nul(&raw_name).unwrap_or(c"?");
@@ -88,7 +91,15 @@ impl CmDevice {
             if !ib.port_has_ib_cm(num) {
                 continue;
             }
-            let port = CmPort::new(raw_name, num, ib.port_is_roce(num), guid, ib.ack_delay())?;
+            if !ib.port_is_roce(num) {
+                pr_info!(
+                    "{}: port {} is native InfiniBand, which cepm does not serve yet (no LIDs, P_Key indexes or SA path records); left to ib_cm\n",
+                    name.to_str().unwrap_or("?"),
+                    num
+                );
+                return Err(EOPNOTSUPP);
+            }
+            let port = CmPort::new(raw_name, num, guid, ib.ack_delay())?;
             // Dropping `ports` (any error below) releases the ports registered so far.
             match ManagedPort::register(&ib, port) {
                 Ok(managed) => ports.push(managed, GFP_KERNEL)?,

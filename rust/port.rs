@@ -110,7 +110,6 @@ pub(crate) struct CmPort {
     #[pin]
     device_name: SpinLock<DeviceName>,
     num: u32,
-    roce: bool,
     /// The device's node GUID, the CA GUID our CM messages carry.
     ca_guid: u64,
     /// The CA's local ACK delay exponent.
@@ -139,7 +138,6 @@ impl CmPort {
     pub(crate) fn new(
         device_name: DeviceName,
         num: u32,
-        roce: bool,
         ca_guid: u64,
         ack_delay: u8,
     ) -> Result<Arc<Self>> {
@@ -148,7 +146,6 @@ impl CmPort {
             pin_init!(Self {
                 device_name <- new_spinlock!(device_name, "CmPort::device_name"),
                 num,
-                roce,
                 ca_guid,
                 ack_delay,
                 agents <- new_spinlock!(Agents::default(), "CmPort::agents"),
@@ -370,7 +367,8 @@ impl CmPort {
             *dst = *src;
         }
         info.port_num = self.num;
-        info.flags = if self.roce { uapi::CEPM_PORT_ROCE } else { 0 };
+        // Every managed port is RoCE: devices with native IB ports are declined.
+        info.flags = uapi::CEPM_PORT_ROCE;
         info.rx_by_attr = self.rx.snapshot();
         info.rx_other_attr = self.rx_other_attr.load(Relaxed);
         info.rx_malformed = self.rx_malformed.load(Relaxed);
