@@ -452,10 +452,24 @@ impl Cep {
                     peer.port.count_duplicate();
                 }
             }
-            other => pr_warn!(
-                "cep {:#x}: action {:?} is not supported yet\n",
+            // A listener's spawns: `cm::req_received` makes the new CEP (it needs the MAD),
+            // and `offer` asks the listener's rule whether it takes it; `apply` never sees
+            // these.
+            Action::SpawnConnection | Action::SpawnSidr => {}
+            // Pairings no transition asks for (proto's state_table test
+            // `sends_pair_messages_as_the_module_expects`): nothing to carry out.
+            Action::Send(Outgoing::Req | Outgoing::Rep | Outgoing::SidrReq)
+            | Action::SendRetried(
+                Outgoing::Rtu
+                | Outgoing::Drep
+                | Outgoing::MraReq
+                | Outgoing::MraRep
+                | Outgoing::SidrRep { .. }
+                | Outgoing::Rej { .. },
+            ) => pr_err!(
+                "cep {:#x}: the protocol core asked for {:?}\n",
                 self.local_id,
-                other
+                action
             ),
         }
     }
@@ -486,14 +500,9 @@ impl Cep {
                 u32::from(inner.sidr_status),
             ),
             UserEvent::SidrReqError => (uapi::CEPM_EVENT_SIDR_REQ_ERROR, inner.send_error),
-            other => {
-                pr_warn!(
-                    "cep {:#x}: event {:?} has no ABI yet\n",
-                    self.local_id,
-                    other
-                );
-                return;
-            }
+            // On a listener, for the CEP it was offered (`offer`).
+            UserEvent::ReqReceived => (uapi::CEPM_EVENT_REQ_RECEIVED, 0),
+            UserEvent::SidrReqReceived => (uapi::CEPM_EVENT_SIDR_REQ_RECEIVED, 0),
         };
         inner.deliver_raw(
             self.local_id,
@@ -795,36 +804,31 @@ impl Cep {
     /// is no longer listening (`ENOTCONN`) or already has [`BACKLOG`] REQs waiting (`EBUSY`).
     pub(crate) fn offer(&self, child: Arc<Cep>, sidr: bool) -> Result {
         let mut inner = self.inner.lock();
-        if inner.sm.state != State::Listen {
+        // The listener's rule for a REQ (SIDR_REQ): it spawns a CEP, or the listener takes
+        // none (not listening any more).
+        let (event, spawn, offered) = if sidr {
+            (
+                Event::RxSidrReq,
+                Action::SpawnSidr,
+                UserEvent::SidrReqReceived,
+            )
+        } else {
+            (
+                Event::RxReq,
+                Action::SpawnConnection,
+                UserEvent::ReqReceived,
+            )
+        };
+        let admitted =
+            state::transition(inner.sm, event).is_ok_and(|t| t.actions.as_slice().contains(&spawn));
+        if !admitted || inner.owner.is_none() {
             return Err(ENOTCONN);
         }
         if inner.pending.len() >= BACKLOG {
             return Err(EBUSY);
         }
-        let Some(owner) = &inner.owner else {
-            return Err(ENOTCONN);
-        };
-        let ev = uapi::cepm_event {
-            event: if sidr {
-                uapi::CEPM_EVENT_SIDR_REQ_RECEIVED
-            } else {
-                uapi::CEPM_EVENT_REQ_RECEIVED
-            },
-            handle: owner.handle,
-            user_context: owner.context,
-            ..Default::default()
-        };
         inner.pending.push(child, GFP_ATOMIC)?;
-        monitor::publish(|| uapi::cepm_trace {
-            service_id: inner.service_id,
-            local_comm_id: self.local_id,
-            event: ev.event,
-            state: uapi::CEPM_STATE_LISTEN,
-            ..Default::default()
-        });
-        if let Some(owner) = &inner.owner {
-            owner.file.push_event(ev);
-        }
+        self.deliver(&mut inner, offered);
         Ok(())
     }
 

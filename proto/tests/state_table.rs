@@ -746,3 +746,51 @@ fn stateless_replies() {
     );
     assert_eq!(stateless_reply(Unmatched::Other), StatelessReply::Drop);
 }
+
+/// The pairings of a send and its message that transitions ask for: REQ, REP, DREQ and
+/// SIDR_REQ retried; RTU, DREQ, DREP, MRA, SIDR_REP and REJ once. The kernel module carries
+/// out exactly these (`Cep::run` in rust/cep.rs); any other pairing has no code there.
+#[test]
+fn sends_pair_messages_as_the_module_expects() {
+    let once = |o: &Outgoing| {
+        matches!(
+            o,
+            Outgoing::Rtu
+                | Outgoing::Dreq
+                | Outgoing::Drep
+                | Outgoing::MraReq
+                | Outgoing::MraRep
+                | Outgoing::SidrRep { .. }
+                | Outgoing::Rej { .. }
+        )
+    };
+    let retried = |o: &Outgoing| {
+        matches!(
+            o,
+            Outgoing::Req | Outgoing::Rep | Outgoing::Dreq | Outgoing::SidrReq
+        )
+    };
+    let mut checked = 0;
+    let mut check = |actions: &[Action]| {
+        for a in actions {
+            match a {
+                Send(o) => assert!(once(o), "{a:?} is not sent once"),
+                SendRetried(o) => assert!(retried(o), "{a:?} is not retried"),
+                _ => {}
+            }
+            checked += 1;
+        }
+    };
+    for state in State::ALL {
+        for claimed in [false, true] {
+            for event in events() {
+                if let Ok(t) = transition(Cep { state, claimed }, event) {
+                    check(t.actions.as_slice());
+                }
+            }
+        }
+    }
+    check(Cep::spawned_from_req().1.as_slice());
+    check(Cep::spawned_from_sidr_req().1.as_slice());
+    assert!(checked > 100, "only {checked} actions seen");
+}
