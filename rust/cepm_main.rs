@@ -6,7 +6,8 @@
 //! port of the RDMA devices it manages, and exposes `/dev/cepm` to userspace.
 //!
 //! Files, one concept each:
-//! - [`shim`]: the only FFI: safe wrappers over the C shim (`cepm_shim.h`);
+//! - [`shim`]: the only FFI: safe wrappers over the C shim (`cepm_shim.h`), with its children
+//!   `shim/rdma.rs` (RDMA abstractions) and `shim/glue.rs` (the entry points C calls);
 //! - [`registry`]: the managed devices, added and removed by the `ib_client` callbacks;
 //! - [`device`] and [`port`]: one managed device and its CM ports;
 //! - [`cm`]: the receive path, from MAD to CEP or protocol answer;

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA abstractions over the shim: an RDMA device between its `add` and `remove` callbacks,
+//! MAD agents (registered, attached to their port, and lent to senders only under the port's
+//! lock), address handles, retried sends in flight, and received MADs.
+
+use core::marker::PhantomData;
+use core::{
+    ffi::c_void,
+    ops::RangeInclusive,
+    ptr::NonNull, //
+};
+use kernel::{
+    error::{
+        from_err_ptr,
+        to_result, //
+    },
+    prelude::*,
+    sync::Arc,
+    types::ForeignOwnable,
+};
+
+use super::{
+    shim,
+    MAD_SIZE, //
+};
+use crate::{
+    cep::Cep,
+    port::CmPort, //
+};
+
+/// The name of an RDMA device, as a NUL-terminated byte array.
+pub(crate) type DeviceName = [u8; 64];
+
+/// An RDMA device that cepm's `ib_client` has been told about.
+///
+/// # Invariants
+///
+/// `ptr` points at an `ib_device` for which the client's `add` callback ran and whose `remove`
+/// callback has not returned yet. Values are only created in `add`, and the registry drops them
+/// inside `remove`.
+pub(crate) struct IbDevice {
+    pub(super) ptr: NonNull<shim::ib_device>,
+}
+
+// SAFETY: The shim functions called through `IbDevice` only read immutable device attributes
+// (port range, capabilities) or take the device's own locks, so any thread may call them.
+unsafe impl Send for IbDevice {}
+// SAFETY: See `Send`; `&IbDevice` offers nothing that needs exclusive access.
+unsafe impl Sync for IbDevice {}
+
+impl IbDevice {
+    /// Whether this value wraps the C device `ptr`.
+    pub(crate) fn is(&self, ptr: *mut c_void) -> bool {
+        self.ptr.as_ptr().cast::<c_void>() == ptr
+    }
+
+    /// The C pointer, to compare with [`IbDevice::is`].
+    pub(crate) fn as_ptr(&self) -> *mut shim::ib_device {
+        self.ptr.as_ptr()
+    }
+
+    /// The device's name. Devices can be renamed while registered: this is only read in the
+    /// client's `add` and `rename` callbacks, where ib_core holds the rename lock
+    /// (`devices_rwsem`); the registry keeps what it read.
+    pub(crate) fn name(&self) -> DeviceName {
+        let mut name = [0u8; 64];
+        // SAFETY: The device is valid by the type invariant, and the buffer's length is passed.
+        unsafe { shim::cepm_shim_device_name(self.ptr.as_ptr(), name.as_mut_ptr(), name.len()) };
+        name
+    }
+
+    /// The device's node GUID: the CA GUID in CM messages.
+    pub(crate) fn node_guid(&self) -> u64 {
+        // SAFETY: The device is valid by the type invariant.
+        unsafe { shim::cepm_shim_device_node_guid(self.ptr.as_ptr()) }
+    }
+
+    /// The CA's local ACK delay exponent.
+    pub(crate) fn ack_delay(&self) -> u8 {
+        // SAFETY: The device is valid by the type invariant.
+        unsafe { shim::cepm_shim_device_ack_delay(self.ptr.as_ptr()) }
+    }
+
+    /// The device's port numbers.
+    pub(crate) fn ports(&self) -> RangeInclusive<u32> {
+        // SAFETY: The device is valid by the type invariant.
+        let (start, end) = unsafe {
+            (
+                shim::cepm_shim_start_port(self.ptr.as_ptr()),
+                shim::cepm_shim_end_port(self.ptr.as_ptr()),
+            )
+        };
+        start..=end
+    }
+
+    /// Whether `port` speaks the IB CM protocol (InfiniBand or RoCE, not iWARP).
+    pub(crate) fn port_has_ib_cm(&self, port: u32) -> bool {
+        // SAFETY: The device is valid by the type invariant; the shim checks nothing else.
+        unsafe { shim::cepm_shim_port_has_ib_cm(self.ptr.as_ptr(), port) }
+    }
+
+    /// Whether `port` runs RoCE.
+    pub(crate) fn port_is_roce(&self, port: u32) -> bool {
+        // SAFETY: The device is valid by the type invariant.
+        unsafe { shim::cepm_shim_port_is_roce(self.ptr.as_ptr(), port) }
+    }
+}
+
+/// A registered MAD agent, as the port it serves keeps it while attached. Neither `Copy` nor
+/// `Clone`: the only way to use it is [`AttachedAgent::get`] under the port's lock.
+///
+/// # Invariants
+///
+/// The agent is registered for as long as the [`CmPort`] holding this value has it attached:
+/// [`MadAgent`] attaches it after registration and detaches it (under the port's lock)
+/// before unregistering.
+pub(crate) struct AttachedAgent(NonNull<shim::ib_mad_agent>);
+
+// SAFETY: Posting sends on a registered agent is allowed from any thread.
+unsafe impl Send for AttachedAgent {}
+// SAFETY: See `Send`.
+unsafe impl Sync for AttachedAgent {}
+
+impl AttachedAgent {
+    /// The agent, for as long as `self` is borrowed (in practice: the port's lock guard).
+    pub(crate) fn get(&self) -> AgentRef<'_> {
+        AgentRef(self.0, PhantomData)
+    }
+}
+
+/// A registered MAD agent, borrowed from the port's lock guard: it cannot outlive the lock,
+/// so it cannot outlive the registration.
+///
+/// # Invariants
+///
+/// The agent is registered for as long as `'a` lasts (the [`AttachedAgent`] it came from is
+/// attached to its port, and detaching it needs the lock the borrow holds).
+pub(crate) struct AgentRef<'a>(NonNull<shim::ib_mad_agent>, PhantomData<&'a AttachedAgent>);
+
+impl AgentRef<'_> {
+    /// The high 32 bits of the TIDs of this agent's requests.
+    pub(crate) fn hi_tid(&self) -> u32 {
+        // SAFETY: The agent is registered by the type invariant.
+        unsafe { shim::cepm_shim_agent_hi_tid(self.0.as_ptr()) }
+    }
+
+    /// Sends `mad` once to `ah`. `may_sleep` is false under a spinlock.
+    pub(crate) fn send_once(
+        &self,
+        ah: &Arc<AddressHandle>,
+        mad: &[u8; MAD_SIZE],
+        may_sleep: bool,
+    ) -> Result {
+        // SAFETY: The agent is registered by the type invariant.
+        unsafe { post_mad(self.0, ah.clone(), mad, 0, 0, None, may_sleep) }.map(|_| ())
+    }
+
+    /// Sends `mad` to `ah`, resent every `timeout_ms` up to `retries` times until cancelled;
+    /// `owner` hears the outcome through [`Cep::send_done`]. Callable under a spinlock.
+    pub(crate) fn send_retried(
+        &self,
+        ah: &Arc<AddressHandle>,
+        mad: &[u8; MAD_SIZE],
+        timeout_ms: u32,
+        retries: u8,
+        owner: SendOwner,
+    ) -> Result<OutstandingSend> {
+        let seq = owner.seq;
+        // SAFETY: The agent is registered by the type invariant.
+        let buf = unsafe {
+            post_mad(
+                self.0,
+                ah.clone(),
+                mad,
+                timeout_ms,
+                retries,
+                Some(owner),
+                false,
+            )
+        }?;
+        // INVARIANT: the buffer was just posted; `owner`'s CEP keeps the value until its
+        // `send_done` for `seq`, which the shim calls before freeing the buffer.
+        Ok(OutstandingSend { buf, seq })
+    }
+
+    /// Our GID at `index` on the agent's port.
+    pub(crate) fn gid(&self, index: u8) -> Result<[u8; 16]> {
+        let mut gid = [0u8; 16];
+        // SAFETY: The agent is registered by the type invariant; `gid` has room for 16 bytes.
+        to_result(unsafe { shim::cepm_shim_query_gid(self.0.as_ptr(), index, gid.as_mut_ptr()) })?;
+        Ok(gid)
+    }
+
+    /// Whether the agent's port has `gid` in its GID table (of any GID type).
+    pub(crate) fn has_gid(&self, gid: &[u8; 16]) -> bool {
+        // SAFETY: The agent is registered by the type invariant; `gid` is 16 readable bytes.
+        unsafe { shim::cepm_shim_agent_has_gid(self.0.as_ptr(), gid.as_ptr()) }
+    }
+
+    /// An address handle on the agent's port for the peer `info` describes. Callable under a
+    /// spinlock.
+    pub(crate) fn create_ah(&self, info: &AhInfo) -> Result<Arc<AddressHandle>> {
+        // SAFETY: The agent is registered by the type invariant; `info` is readable.
+        let ah = from_err_ptr(unsafe { shim::cepm_shim_create_ah(self.0.as_ptr(), info) })?;
+        let ptr = NonNull::new(ah).ok_or(EINVAL)?;
+        // INVARIANT: `rdma_create_ah` returned a new AH that only we reference.
+        Ok(Arc::new(AddressHandle { ptr }, GFP_ATOMIC)?)
+    }
+}
+
+/// A CM MAD agent (class 0x07, version 2, method SEND) on one port.
+///
+/// # Invariants
+///
+/// `agent` is registered and attached to the port behind `port`, a reference obtained from
+/// [`Arc::into_foreign`], owned by this value and released after unregistration.
+pub(crate) struct MadAgent {
+    agent: NonNull<shim::ib_mad_agent>,
+    port: *mut c_void,
+    role: AgentRole,
+}
+
+// SAFETY: Unregistering an agent is allowed from any thread.
+unsafe impl Send for MadAgent {}
+// SAFETY: `&MadAgent` gives no access to the agent.
+unsafe impl Sync for MadAgent {}
+
+/// What a port's agent is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AgentRole {
+    /// Owns the CM class: receives every CM MAD, sends all but REPs.
+    Cm,
+    /// Send-only, for REPs: the MAD layer's flow control on the main agent's outstanding
+    /// requests (REQs, DREQs) can then never hold a REP back, so mutual connect storms cannot
+    /// deadlock (Linux's `rep_agent`, 2025).
+    Rep,
+}
+
+impl MadAgent {
+    /// Registers the agent; for [`AgentRole::Cm`], its received MADs go to
+    /// [`CmPort::mad_received`] on `port`.
+    ///
+    /// Fails with `EINVAL` when another CM (the in-tree `ib_cm`) already owns the class.
+    pub(crate) fn register(device: &IbDevice, port: Arc<CmPort>, role: AgentRole) -> Result<Self> {
+        let port_num = port.num();
+        let ctx = port.into_foreign();
+        // SAFETY: The device is valid by its type invariant; `ctx` stays valid until we call
+        // `from_foreign` on it below or in `drop`.
+        let agent = from_err_ptr(unsafe {
+            shim::cepm_shim_agent_register(
+                device.ptr.as_ptr(),
+                port_num,
+                ctx,
+                role == AgentRole::Rep,
+            )
+        });
+        match agent.ok().and_then(NonNull::new) {
+            Some(agent) => {
+                // SAFETY: `ctx` came from `into_foreign` above and is owned by the new value.
+                let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(ctx) };
+                // INVARIANT: registered just now; detached in `drop` before unregistering.
+                port.attach_agent(role, AttachedAgent(agent));
+                // INVARIANT: The agent is registered with `ctx` as its context.
+                Ok(Self {
+                    agent,
+                    port: ctx,
+                    role,
+                })
+            }
+            None => {
+                // SAFETY: `ctx` came from `into_foreign` above and no agent uses it.
+                drop(unsafe { Arc::<CmPort>::from_foreign(ctx) });
+                Err(agent.err().unwrap_or(ENOMEM))
+            }
+        }
+    }
+}
+
+impl Drop for MadAgent {
+    fn drop(&mut self) {
+        // SAFETY: `port` is live until `from_foreign` below, by the type invariant.
+        let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(self.port) };
+        // No new send can start once the port has no agent.
+        port.detach_agent(self.role);
+        // SAFETY: The agent is registered by the type invariant; unregistering flushes its
+        // sends and waits until no handler runs, so nothing uses the context afterwards.
+        unsafe { shim::cepm_shim_agent_unregister(self.agent.as_ptr()) };
+        // SAFETY: By the type invariant `port` came from `Arc::into_foreign` and is owned by us.
+        drop(unsafe { Arc::<CmPort>::from_foreign(self.port) });
+    }
+}
+
+/// An address handle: where a MAD goes (for RoCE, GIDs and the rest of the GRH).
+///
+/// # Invariants
+///
+/// `ptr` is a live AH owned by this value.
+pub(crate) struct AddressHandle {
+    ptr: NonNull<shim::ib_ah>,
+}
+
+// SAFETY: Destroying an AH is allowed from any thread, in any context.
+unsafe impl Send for AddressHandle {}
+// SAFETY: `&AddressHandle` only lends the pointer to the MAD layer, which shares AHs freely.
+unsafe impl Sync for AddressHandle {}
+
+impl Drop for AddressHandle {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the AH is live and ours; every send using it holds an
+        // `Arc` to it, so none is pending.
+        unsafe { shim::cepm_shim_destroy_ah(self.ptr.as_ptr()) };
+    }
+}
+
+/// Where an address handle points: the shim's `struct cepm_ah_info`.
+pub(crate) type AhInfo = shim::cepm_ah_info;
+
+impl AddressHandle {
+    /// What the AH points at.
+    pub(crate) fn info(&self) -> Result<AhInfo> {
+        let mut info = AhInfo::default();
+        // SAFETY: The AH is live by the type invariant and `info` is writable.
+        to_result(unsafe { shim::cepm_shim_query_ah(self.ptr.as_ptr(), &mut info) })?;
+        Ok(info)
+    }
+}
+
+/// The CEP waiting for a retried send's outcome, and which of its sends this is.
+pub(crate) struct SendOwner {
+    pub(crate) cep: Arc<Cep>,
+    pub(crate) seq: u64,
+}
+
+/// What the MAD layer holds while a MAD is in flight: it keeps the AH alive and knows whom to
+/// tell about the outcome.
+pub(super) struct InFlight {
+    _ah: Arc<AddressHandle>,
+    pub(super) owner: Option<SendOwner>,
+}
+
+/// A retried MAD still in flight, which its owner may cancel.
+///
+/// # Invariants
+///
+/// `buf` is a send buffer the MAD layer has not freed. Only [`AgentRef::send_retried`] creates
+/// values, and it hands them to the [`SendOwner`]'s CEP, which drops the value no later than in
+/// its `send_done` for `seq`, which runs before the MAD layer frees the buffer.
+pub(crate) struct OutstandingSend {
+    buf: NonNull<shim::ib_mad_send_buf>,
+    seq: u64,
+}
+
+// SAFETY: Cancelling a send is allowed from any thread.
+unsafe impl Send for OutstandingSend {}
+// SAFETY: `&OutstandingSend` only allows `cancel`, which the MAD layer serialises.
+unsafe impl Sync for OutstandingSend {}
+
+impl OutstandingSend {
+    /// Which send of its owner this is.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Stops resending; the completion then reports it as cancelled (or has already come).
+    pub(crate) fn cancel(&self) {
+        // SAFETY: The buffer is not freed yet, by the type invariant.
+        unsafe { shim::cepm_shim_cancel_mad(self.buf.as_ptr()) };
+    }
+
+    /// Waits `timeout_ms` for the answer from now on (the peer sent an MRA).
+    pub(crate) fn extend(&self, timeout_ms: u32) -> Result {
+        // SAFETY: The buffer is not freed yet, by the type invariant.
+        to_result(unsafe { shim::cepm_shim_modify_mad(self.buf.as_ptr(), timeout_ms) })
+    }
+}
+
+/// Posts `mad` through `agent` to `ah`; the AH lives until the send completes. A non-zero
+/// `timeout_ms` keeps it outstanding, resent up to `retries` times.
+///
+/// # Safety
+///
+/// `agent` is a registered agent.
+unsafe fn post_mad(
+    agent: NonNull<shim::ib_mad_agent>,
+    ah: Arc<AddressHandle>,
+    mad: &[u8; MAD_SIZE],
+    timeout_ms: u32,
+    retries: u8,
+    owner: Option<SendOwner>,
+    may_sleep: bool,
+) -> Result<NonNull<shim::ib_mad_send_buf>> {
+    let flags = if may_sleep { GFP_KERNEL } else { GFP_ATOMIC };
+    let ah_ptr = ah.ptr.as_ptr();
+    let timeout = c_int::try_from(timeout_ms).map_err(|_| EINVAL)?;
+    let ctx = KBox::new(InFlight { _ah: ah, owner }, flags)?.into_foreign();
+    // SAFETY: `agent` is registered (function safety requirement), `ah_ptr` is kept alive by
+    // `ctx`, which the MAD layer owns until `cepm_rust_send_done`, and `mad` is 256 bytes.
+    let sent = from_err_ptr(unsafe {
+        shim::cepm_shim_send_mad(
+            agent.as_ptr(),
+            ah_ptr,
+            0,
+            mad.as_ptr(),
+            timeout,
+            retries.into(),
+            ctx,
+            may_sleep,
+        )
+    });
+    match sent.ok().and_then(NonNull::new) {
+        Some(buf) => Ok(buf),
+        None => {
+            // SAFETY: The send was not posted, so `ctx` is still ours; it came from
+            // `into_foreign`.
+            drop(unsafe { KBox::<InFlight>::from_foreign(ctx) });
+            Err(sent.err().unwrap_or(EINVAL))
+        }
+    }
+}
+
+/// A MAD being received: valid only inside the agent's receive callback.
+///
+/// # Invariants
+///
+/// `agent` is the registered agent that received `recv`, and `recv` is the MAD layer's receive
+/// work completion, both valid for `'a`.
+pub(crate) struct ReceivedMad<'a> {
+    pub(super) agent: NonNull<shim::ib_mad_agent>,
+    pub(super) recv: NonNull<shim::ib_mad_recv_wc>,
+    pub(super) bytes: &'a [u8],
+}
+
+impl ReceivedMad<'_> {
+    /// The MAD as received (256 bytes unless the sender was broken).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.bytes
+    }
+
+    /// Sends `mad` once (no retries) back to the sender of this MAD. May sleep.
+    pub(crate) fn reply(&self, mad: &[u8; MAD_SIZE]) -> Result {
+        let ah = self.reply_ah()?;
+        // SAFETY: The agent is registered: it is receiving this MAD.
+        unsafe { post_mad(self.agent, ah, mad, 0, 0, None, true) }.map(|_| ())
+    }
+
+    /// An address handle for answering the sender later (it outlives this MAD). May sleep.
+    pub(crate) fn reply_ah(&self) -> Result<Arc<AddressHandle>> {
+        // SAFETY: Both pointers are valid during the callback by the type invariant.
+        let ah = from_err_ptr(unsafe {
+            shim::cepm_shim_recv_reply_ah(self.agent.as_ptr(), self.recv.as_ptr())
+        })?;
+        let ah = NonNull::new(ah).ok_or(EINVAL)?;
+        // INVARIANT: `ib_create_ah_from_wc` returned a new AH that only we reference.
+        Ok(Arc::new(AddressHandle { ptr: ah }, GFP_KERNEL)?)
+    }
+}
