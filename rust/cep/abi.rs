@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A CEP as the ABI shows it: its events (`struct cepm_event`, queued to the owner's file or
+//! parked until the CEP is claimed), `CEPM_IOC_QUERY_CEP` and `CEPM_IOC_GET_PRIVATE_DATA`.
+
+use kernel::prelude::*;
+
+use crate::{
+    monitor,
+    proto::{
+        state::{
+            State,
+            UserEvent, //
+        }, //
+    },
+    uapi, //
+};
+
+use super::{
+    Cep, //
+    CepInner,
+};
+
+impl Cep {
+    /// Queues `event` for the owner (or parks it until the CEP is claimed).
+    pub(super) fn deliver(&self, inner: &mut CepInner, event: UserEvent) {
+        let (kind, status) = match event {
+            UserEvent::RejReceived => (
+                uapi::CEPM_EVENT_REJ_RECEIVED,
+                u32::from(inner.last_rej_reason),
+            ),
+            UserEvent::RepReceived => (uapi::CEPM_EVENT_REP_RECEIVED, 0),
+            UserEvent::RtuReceived | UserEvent::UserEstablished => {
+                (uapi::CEPM_EVENT_ESTABLISHED, 0)
+            }
+            UserEvent::ReqError => (uapi::CEPM_EVENT_REQ_ERROR, inner.send_error),
+            UserEvent::RepError => (uapi::CEPM_EVENT_REP_ERROR, inner.send_error),
+            UserEvent::DreqReceived => (uapi::CEPM_EVENT_DREQ_RECEIVED, 0),
+            UserEvent::DrepReceived => (uapi::CEPM_EVENT_DREP_RECEIVED, 0),
+            UserEvent::DreqError => (uapi::CEPM_EVENT_DREQ_ERROR, inner.send_error),
+            UserEvent::TimewaitExit => (uapi::CEPM_EVENT_TIMEWAIT_EXIT, 0),
+            UserEvent::MraReceived => (
+                uapi::CEPM_EVENT_MRA_RECEIVED,
+                u32::from(inner.mra_service_timeout),
+            ),
+            UserEvent::SidrRepReceived => (
+                uapi::CEPM_EVENT_SIDR_REP_RECEIVED,
+                u32::from(inner.sidr_status),
+            ),
+            UserEvent::SidrReqError => (uapi::CEPM_EVENT_SIDR_REQ_ERROR, inner.send_error),
+            // On a listener, for the CEP it was offered (`offer`).
+            UserEvent::ReqReceived => (uapi::CEPM_EVENT_REQ_RECEIVED, 0),
+            UserEvent::SidrReqReceived => (uapi::CEPM_EVENT_SIDR_REQ_RECEIVED, 0),
+        };
+        inner.deliver_raw(
+            self.local_id,
+            uapi::cepm_event {
+                event: kind,
+                status,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// The ABI description of this CEP; `handle` is the caller's name for it.
+    pub(crate) fn info(&self, handle: u32) -> uapi::cepm_cep_info {
+        let inner = self.inner.lock();
+        uapi::cepm_cep_info {
+            handle,
+            state: state_to_abi(inner.sm.state),
+            user_context: inner.owner.as_ref().map_or(0, |o| o.context),
+            service_id: inner.service_id,
+            local_comm_id: self.local_id,
+            remote_comm_id: inner.peer.as_ref().map_or(0, |p| p.comm_id),
+            pending_requests: u32::try_from(inner.pending.len()).unwrap_or(u32::MAX),
+            reserved: 0,
+            remote_qpn: inner
+                .negotiated
+                .as_ref()
+                .and_then(|n| n.remote_qpn)
+                .unwrap_or(inner.sidr_qpn),
+            remote_qkey: inner.remote_qkey,
+            sidr_status: inner.sidr_status.into(),
+            reserved2: 0,
+        }
+    }
+
+    /// The private data of the last message received.
+    pub(crate) fn private_data(&self, out: &mut uapi::cepm_private_data) {
+        let inner = self.inner.lock();
+        out.attr_id = inner.pdata.attr;
+        out.len = inner.pdata.len;
+        out.data = inner.pdata.data;
+    }
+}
+
+impl CepInner {
+    /// Queues `ev` for the owner, or parks it until the CEP is claimed.
+    /// Delivers `ev` of the CEP with comm ID `local_id` to its owner (or parks it), with a
+    /// copy to the monitors.
+    pub(super) fn deliver_raw(&mut self, local_id: u32, mut ev: uapi::cepm_event) {
+        monitor::publish(|| uapi::cepm_trace {
+            service_id: self.service_id,
+            local_comm_id: local_id,
+            remote_comm_id: self.peer.as_ref().map_or(0, |p| p.comm_id),
+            event: ev.event,
+            status: ev.status,
+            state: state_to_abi(self.sm.state),
+            ..Default::default()
+        });
+        match &self.owner {
+            Some(owner) => {
+                ev.handle = owner.handle;
+                ev.user_context = owner.context;
+                owner.file.push_event(ev);
+            }
+            None => {
+                // Kept for whoever claims the CEP; lost only if memory is short.
+                let _ = self.parked_events.push(ev, GFP_ATOMIC);
+            }
+        }
+    }
+}
+
+/// The ABI's number for a state.
+pub(super) fn state_to_abi(s: State) -> u32 {
+    match s {
+        State::Idle => uapi::CEPM_STATE_IDLE,
+        State::Listen => uapi::CEPM_STATE_LISTEN,
+        State::ReqSent => uapi::CEPM_STATE_REQ_SENT,
+        State::ReqRcvd => uapi::CEPM_STATE_REQ_RCVD,
+        State::MraReqSent => uapi::CEPM_STATE_MRA_REQ_SENT,
+        State::MraReqRcvd => uapi::CEPM_STATE_MRA_REQ_RCVD,
+        State::RepSent => uapi::CEPM_STATE_REP_SENT,
+        State::RepRcvd => uapi::CEPM_STATE_REP_RCVD,
+        State::MraRepSent => uapi::CEPM_STATE_MRA_REP_SENT,
+        State::MraRepRcvd => uapi::CEPM_STATE_MRA_REP_RCVD,
+        State::Established => uapi::CEPM_STATE_ESTABLISHED,
+        State::DreqSent => uapi::CEPM_STATE_DREQ_SENT,
+        State::DreqRcvd => uapi::CEPM_STATE_DREQ_RCVD,
+        State::Timewait => uapi::CEPM_STATE_TIMEWAIT,
+        State::SidrReqSent => uapi::CEPM_STATE_SIDR_REQ_SENT,
+        State::SidrReqRcvd => uapi::CEPM_STATE_SIDR_REQ_RCVD,
+        State::RepPrepared => uapi::CEPM_STATE_REP_PREPARED,
+        State::RepPreparedMraSent => uapi::CEPM_STATE_REP_PREPARED_MRA_SENT,
+        State::Destroyed => uapi::CEPM_STATE_DESTROYED,
+    }
+}

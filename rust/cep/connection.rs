@@ -1,0 +1,628 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Connections: the active side's REQ, the passive side's CEP spawned from a REQ, and
+//! every later exchange (REP, RTU, MRA, REJ, DREQ, DREP), with the QP attributes they
+//! settle.
+
+use kernel::{
+    prelude::*,
+    rbtree::RBTreeNodeReservation,
+    sync::Arc, //
+};
+
+use crate::{
+    port::CmPort,
+    proto::{
+        cm_mad::CmMsg,
+        drep::Drep,
+        dreq::Dreq,
+        mad::{
+            AttrId,
+            MAD_SIZE, //
+        },
+        mra::Mra,
+        msg_code::MessageCode,
+        path::CmPath,
+        pdata::PrivateData,
+        qp_attr::{
+            self,
+            Negotiated,
+            QpState, //
+        },
+        rej::Rej,
+        rej_match::RejTarget,
+        rep::Rep,
+        req::{
+            Req,
+            Transport, //
+        },
+        rtu::Rtu,
+        state::{
+            self,
+            Action,
+            Event,
+            State,
+            UserEvent, //
+        },
+        timing::{
+            self,
+            RetryTimer, //
+        }, //
+    },
+    shim::{
+        AddressHandle,
+        AhInfo, //
+    },
+    tables::{
+        self,
+        PeerTable, //
+    },
+    uapi, //
+};
+
+use super::{
+    Cep, //
+    CepInner,
+    Peer,
+    RejectArgs,
+    Spawned,
+};
+
+impl Cep {
+    /// The CEP a listener spawns for a new REQ: unclaimed, in REQ_RCVD, findable by its
+    /// peer's IDs. `None` if the REQ duplicates a connection that already exists, which then
+    /// gets the duplicate instead.
+    pub(crate) fn spawn_from_req(
+        port: &Arc<CmPort>,
+        ah: Arc<AddressHandle>,
+        req: &Req,
+        tid: u64,
+        device_name: &[u8],
+    ) -> Result<Spawned> {
+        let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL)?;
+        info.service_id = req.service_id;
+        info.remote_ca_guid = req.local_ca_guid;
+        info.remote_comm_id = req.local_comm_id;
+        info.remote_qpn = req.local_qpn;
+        info.starting_psn = req.starting_psn;
+        info.responder_resources = req.responder_resources;
+        info.initiator_depth = req.initiator_depth;
+        info.path_mtu = req.path_mtu;
+        info.transport = match req.transport {
+            Transport::Rc => uapi::CEPM_TRANSPORT_RC,
+            Transport::Uc => uapi::CEPM_TRANSPORT_UC,
+            // Answered with REJ 9 before any CEP is made (`cm::req_received`).
+            Transport::Xrc => return Err(EINVAL),
+        } as u8;
+        info.remote_cm_response_timeout = req.remote_cm_response_timeout;
+        info.local_cm_response_timeout = req.local_cm_response_timeout;
+        info.retry_count = req.retry_count;
+        info.rnr_retry_count = req.rnr_retry_count;
+        info.max_cm_retries = req.max_cm_retries;
+        info.srq = req.srq.into();
+        info.port_num = u8::try_from(port.num()).unwrap_or(0);
+        info.pdata_len = uapi::CEPM_REQ_PDATA_MAX as u8;
+        let pdata = req.private_data.as_bytes();
+        let len = pdata.len().min(info.pdata.len());
+        info.pdata[..len].copy_from_slice(&pdata[..len]);
+        for (dst, src) in info.dev_name.iter_mut().zip(device_name.iter()) {
+            *dst = *src;
+        }
+
+        let ah_info = ah.info()?;
+        let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let qpn_reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let (sm, actions) = state::Cep::spawned_from_req();
+        let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
+        let key = (req.local_comm_id, req.local_ca_guid);
+        if let Some(existing) = tables::insert_peer(PeerTable::CommId, key, &cep, reservation) {
+            tables::remove_local(cep.local_id);
+            existing.duplicate_req();
+            return Ok(Spawned::Duplicate);
+        }
+        let qpn_key = (req.local_qpn, req.local_ca_guid);
+        if let Some(old) = tables::insert_peer(PeerTable::Qpn, qpn_key, &cep, qpn_reservation) {
+            tables::remove_peer(PeerTable::CommId, key, &cep);
+            tables::remove_local(cep.local_id);
+            return Ok(Spawned::Stale(old));
+        }
+        {
+            let mut inner = cep.inner.lock();
+            if let Err(e) = port.adopt_user(&cep, user_node) {
+                // The device is going away: nothing of this REQ may stay.
+                drop(inner);
+                tables::remove_peer(PeerTable::Qpn, qpn_key, &cep);
+                tables::remove_peer(PeerTable::CommId, key, &cep);
+                tables::remove_local(cep.local_id);
+                return Err(e);
+            }
+            inner.service_id = req.service_id;
+            inner.peer = Some(Peer {
+                comm_id: req.local_comm_id,
+                ca_guid: req.local_ca_guid,
+                port: port.clone(),
+                ah,
+                ah_info,
+            });
+            inner.remote_key = Some((PeerTable::CommId, key));
+            inner.tid = tid;
+            inner.remote_qpn_key = Some(qpn_key);
+            inner.set_pdata(AttrId::Req, req.private_data.as_bytes());
+            inner.negotiated = Some(Negotiated::passive(
+                req,
+                0,
+                u8::try_from(port.num()).unwrap_or(0),
+            ));
+            inner.retry = RetryTimer::rep(req.local_cm_response_timeout, req.max_cm_retries);
+            inner.req = Some(info);
+            for action in actions.as_slice() {
+                // The REQ event itself goes to the listener (`offer`), not to the new CEP.
+                if *action != Action::Deliver(UserEvent::ReqReceived) {
+                    cep.run(&mut inner, *action, None);
+                }
+            }
+        }
+        Ok(Spawned::New(cep))
+    }
+
+    /// The user rejects the connection.
+    pub(crate) fn reject(self: &Arc<Self>, args: &RejectArgs<'_>) -> Result {
+        let mut inner = self.inner.lock();
+        self.apply(
+            &mut inner,
+            Event::SendRej {
+                reason: args.reason,
+            },
+            Some(args),
+        )?;
+        Ok(())
+    }
+
+    /// A REJ for this CEP arrived.
+    /// `target` is how it was found; it is taken only if it names this CEP's peer as the
+    /// CEP knows it (a spoofed LocalCommID 0 does not), and whether it was is returned.
+    pub(crate) fn rej_received(self: &Arc<Self>, rej: &Rej, target: RejTarget) -> bool {
+        let mut inner = self.inner.lock();
+        let Some(peer) = inner.peer.as_ref() else {
+            return false;
+        };
+        let known_peer = (peer.comm_id != 0).then_some(peer.comm_id);
+        if !target.accepted_by(known_peer) {
+            return false;
+        }
+        inner.set_pdata(AttrId::Rej, rej.private_data.as_bytes());
+        inner.last_rej_reason = rej.reason;
+        let _ = self.apply(&mut inner, Event::RxRej { reason: rej.reason }, None);
+        true
+    }
+
+    /// Sends a REQ for the connection `args` describes, from `port`.
+    pub(crate) fn connect(
+        self: &Arc<Self>,
+        port: Arc<CmPort>,
+        args: &uapi::cepm_connect,
+    ) -> Result {
+        let path = &args.path;
+        let info = ah_info(path, &port)?;
+        // A source GID the port lacks is the caller's mistake.
+        let local_gid = port.gid(path.sgid_index).map_err(|_| EINVAL)?;
+        let req = KBox::new(
+            Req {
+                local_comm_id: self.local_id,
+                service_id: args.service_id,
+                local_ca_guid: port.ca_guid(),
+                local_qpn: args.local_qpn,
+                responder_resources: args.responder_resources,
+                initiator_depth: args.initiator_depth,
+                remote_cm_response_timeout: args.remote_cm_response_timeout,
+                transport: if u32::from(args.qp_type) == uapi::CEPM_TRANSPORT_UC {
+                    Transport::Uc
+                } else {
+                    Transport::Rc
+                },
+                starting_psn: args.starting_psn,
+                local_cm_response_timeout: args.local_cm_response_timeout,
+                retry_count: args.retry_count,
+                pkey: if path.pkey == 0 { 0xffff } else { path.pkey },
+                path_mtu: path.mtu,
+                rnr_retry_count: args.rnr_retry_count,
+                max_cm_retries: args.max_cm_retries,
+                srq: args.srq != 0,
+                primary_path: CmPath {
+                    local_gid,
+                    remote_gid: path.dgid,
+                    flow_label: path.flow_label,
+                    traffic_class: path.traffic_class,
+                    hop_limit: path.hop_limit,
+                    sl: path.sl,
+                    subnet_local: path.hop_limit <= 1,
+                    local_ack_timeout: timing::ack_timeout(port.ack_delay(), path.packet_life_time),
+                    ..Default::default()
+                },
+                private_data: PrivateData::new(
+                    args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?,
+                )
+                .map_err(|_| E2BIG)?,
+                ..Default::default()
+            },
+            GFP_KERNEL,
+        )?;
+        // Encoding refuses out-of-range values (QPN 0 or over 24 bits, ...): check before any
+        // state changes.
+        CmMsg::Req(*req)
+            .encode(&mut [0u8; MAD_SIZE])
+            .map_err(|_| EINVAL)?;
+        let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let mut inner = self.inner.lock();
+        inner.attach_first_peer(self, Event::SendReq, port, info, node)?;
+        inner.service_id = args.service_id;
+        inner.local_qpn = args.local_qpn;
+        inner.negotiated = Some(negotiated);
+        inner.retry = RetryTimer::req(
+            path.packet_life_time,
+            args.remote_cm_response_timeout,
+            args.max_cm_retries,
+        );
+        inner.req_msg = Some(req);
+        self.apply(&mut inner, Event::SendReq, None)?;
+        Ok(())
+    }
+
+    /// A REP for this CEP's REQ arrived.
+    pub(crate) fn rep_received(self: &Arc<Self>, rep: &Rep) {
+        let (Ok(reservation), Ok(qpn_reservation)) = (
+            RBTreeNodeReservation::new(GFP_KERNEL),
+            RBTreeNodeReservation::new(GFP_KERNEL),
+        ) else {
+            return; // Dropped: the peer resends the REP.
+        };
+        let mut inner = self.inner.lock();
+        if !matches!(inner.sm.state, State::ReqSent | State::MraReqRcvd) {
+            // Duplicates and strays: the state machine decides (e.g. resend the RTU).
+            let _ = self.apply(&mut inner, Event::RxRep, None);
+            return;
+        }
+        // From now on the peer's (comm ID, CA GUID) finds this CEP (a timeout REJ needs it).
+        // Another connection holding them already makes this REP a duplicate: dropped, as
+        // `cm_rep_handler` drops it when `cm_insert_remote_id` fails.
+        let key = (rep.local_comm_id, rep.local_ca_guid);
+        if tables::insert_peer(PeerTable::CommId, key, self, reservation).is_some() {
+            return;
+        }
+        let qpn_key = (rep.local_qpn, rep.local_ca_guid);
+        if let Some(old) = tables::insert_peer(PeerTable::Qpn, qpn_key, self, qpn_reservation) {
+            tables::remove_peer(PeerTable::CommId, key, self);
+            // The peer's QP is already connected to `old`: REJ 10 the REP, disconnect `old`;
+            // this CEP stays as it is (`cm_rep_handler`'s stale-connection check).
+            let rej = CmMsg::Rej(Rej {
+                local_comm_id: self.local_id,
+                remote_comm_id: rep.local_comm_id,
+                message_rejected: MessageCode::Rep,
+                reason: crate::proto::rej::reason::STALE_CONN,
+                ari: PrivateData::empty(),
+                private_data: PrivateData::empty(),
+            });
+            self.send_once(&mut inner, Some(rej));
+            drop(inner);
+            old.stale();
+            return;
+        }
+        inner.remote_key = Some((PeerTable::CommId, key));
+        inner.remote_qpn_key = Some(qpn_key);
+        if let Some(peer) = inner.peer.as_mut() {
+            peer.comm_id = rep.local_comm_id;
+            peer.ca_guid = rep.local_ca_guid;
+        }
+        if let Some(n) = inner.negotiated.as_mut() {
+            n.apply_received_rep(rep);
+        }
+        inner.set_pdata(AttrId::Rep, rep.private_data.as_bytes());
+        let _ = self.apply(&mut inner, Event::RxRep, None);
+    }
+
+    /// An RTU for this CEP's REP arrived.
+    pub(crate) fn rtu_received(self: &Arc<Self>, rtu: &Rtu) {
+        let mut inner = self.inner.lock();
+        if inner
+            .peer
+            .as_ref()
+            .is_none_or(|p| p.comm_id != rtu.local_comm_id)
+        {
+            return;
+        }
+        inner.set_pdata(AttrId::Rtu, rtu.private_data.as_bytes());
+        let _ = self.apply(&mut inner, Event::RxRtu, None);
+    }
+
+    /// Formats the REP for a claimed REQ without sending it.
+    pub(crate) fn prepare_rep(self: &Arc<Self>, args: &uapi::cepm_accept) -> Result {
+        let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
+        let private_data = PrivateData::new(pdata).map_err(|_| E2BIG)?;
+        let mut inner = self.inner.lock();
+        let peer = inner.peer.as_ref().ok_or(EINVAL)?;
+        let rep = Rep {
+            local_comm_id: self.local_id,
+            remote_comm_id: peer.comm_id,
+            local_qpn: args.local_qpn,
+            starting_psn: args.starting_psn,
+            responder_resources: args.responder_resources,
+            initiator_depth: args.initiator_depth,
+            // The device's, as Linux's `cm_format_rep` (drivers/infiniband/core/cm.c) sends it.
+            target_ack_delay: peer.port.ack_delay(),
+            rnr_retry_count: args.rnr_retry_count,
+            srq: args.srq != 0,
+            local_ca_guid: peer.port.ca_guid(),
+            private_data,
+            ..Default::default()
+        };
+        CmMsg::Rep(rep)
+            .encode(&mut [0u8; MAD_SIZE])
+            .map_err(|_| EINVAL)?;
+        state::transition(inner.sm, Event::PrepareRep).map_err(|_| EINVAL)?;
+        inner.rep_msg = Some(KBox::new(rep, GFP_ATOMIC)?);
+        inner.local_qpn = args.local_qpn;
+        if let Some(n) = inner.negotiated.as_mut() {
+            n.apply_sent_rep(&rep);
+        }
+        self.apply(&mut inner, Event::PrepareRep, None)?;
+        Ok(())
+    }
+
+    /// Sends the prepared REP.
+    pub(crate) fn send_rep(self: &Arc<Self>) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.rep_msg.is_none() {
+            return Err(EINVAL);
+        }
+        self.apply(&mut inner, Event::SendRep, None)?;
+        Ok(())
+    }
+
+    /// Sends the RTU (active side, after the REP).
+    pub(crate) fn send_rtu(self: &Arc<Self>, pdata: &[u8]) -> Result {
+        if pdata.len() > uapi::CEPM_PDATA_MAX as usize {
+            return Err(E2BIG);
+        }
+        self.send_with_pdata(Event::SendRtu, AttrId::Rtu, pdata)
+    }
+
+    /// Disconnects: sends a DREQ (retried).
+    pub(crate) fn send_dreq(self: &Arc<Self>, pdata: &[u8]) -> Result {
+        if pdata.len() > uapi::CEPM_DREQ_PDATA_MAX as usize {
+            return Err(E2BIG);
+        }
+        self.send_with_pdata(Event::SendDreq, AttrId::Dreq, pdata)
+    }
+
+    /// Answers a DREQ.
+    pub(crate) fn send_drep(self: &Arc<Self>, pdata: &[u8]) -> Result {
+        self.send_with_pdata(Event::SendDrep, AttrId::Drep, pdata)
+    }
+
+    /// The passive QP heard from the peer before the RTU did (`IB_EVENT_COMM_EST`): established
+    /// now, the REP's retries cancelled, as Linux does in `cm_establish`
+    /// (drivers/infiniband/core/cm.c, reached from `ib_cm_notify`).
+    pub(crate) fn establish(self: &Arc<Self>) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.peer.is_none() {
+            return Err(EINVAL);
+        }
+        self.apply(&mut inner, Event::Establish, None).map(|_| ())
+    }
+
+    /// A local call whose message (`attr`) carries just `pdata`.
+    pub(super) fn send_with_pdata(
+        self: &Arc<Self>,
+        event: Event,
+        attr: AttrId,
+        pdata: &[u8],
+    ) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.peer.is_none() {
+            return Err(EINVAL);
+        }
+        state::transition(inner.sm, event).map_err(|_| EINVAL)?;
+        inner.out_pdata.set(attr, pdata);
+        self.apply(&mut inner, event, None)?;
+        Ok(())
+    }
+
+    /// Arms an MRA for the REQ or REP just received (sent on its duplicate), and sends it
+    /// at once with `send_now`; `service_timeout` replaces Linux's 24 for this MRA and the
+    /// later ones. Nothing changes if the call is not legal now.
+    pub(crate) fn prepare_mra(
+        self: &Arc<Self>,
+        send_now: bool,
+        service_timeout: Option<u8>,
+    ) -> Result {
+        let event = if send_now {
+            Event::SendMra
+        } else {
+            Event::PrepareMra
+        };
+        let mut inner = self.inner.lock();
+        state::transition(inner.sm, event).map_err(|_| EINVAL)?;
+        if let Some(timeout) = service_timeout {
+            inner.mra_timeout_out = timeout;
+        }
+        self.apply(&mut inner, event, None)?;
+        Ok(())
+    }
+
+    /// An MRA for our REQ or REP arrived.
+    pub(crate) fn mra_received(self: &Arc<Self>, mra: &Mra) {
+        let mut inner = self.inner.lock();
+        // Before the REP we do not know the peer's comm ID: any is fine, as for a REJ.
+        let from_peer = inner
+            .peer
+            .as_ref()
+            .is_some_and(|p| p.comm_id == 0 || p.comm_id == mra.local_comm_id);
+        if !from_peer {
+            return;
+        }
+        inner.mra_service_timeout = mra.service_timeout;
+        inner.set_pdata(AttrId::Mra, mra.private_data.as_bytes());
+        let _ = self.apply(&mut inner, Event::RxMra(mra.message_mraed), None);
+    }
+
+    /// A DREQ for this connection arrived.
+    pub(crate) fn dreq_received(self: &Arc<Self>, dreq: &Dreq, tid: u64) {
+        let mut inner = self.inner.lock();
+        if inner
+            .peer
+            .as_ref()
+            .is_none_or(|p| p.comm_id != dreq.local_comm_id)
+        {
+            return;
+        }
+        // The DREP answers this DREQ.
+        inner.tid = tid;
+        let qpn_matches = dreq.remote_qpn == inner.local_qpn;
+        if qpn_matches {
+            inner.set_pdata(AttrId::Dreq, dreq.private_data.as_bytes());
+        }
+        let _ = self.apply(&mut inner, Event::RxDreq { qpn_matches }, None);
+    }
+
+    /// A DREP for this connection arrived.
+    pub(crate) fn drep_received(self: &Arc<Self>, drep: &Drep) {
+        let mut inner = self.inner.lock();
+        if inner
+            .peer
+            .as_ref()
+            .is_none_or(|p| p.comm_id != drep.local_comm_id)
+        {
+            return;
+        }
+        inner.set_pdata(AttrId::Drep, drep.private_data.as_bytes());
+        let _ = self.apply(&mut inner, Event::RxDrep, None);
+    }
+
+    /// The attributes that move the connection's QP to `args.qp_state`.
+    pub(crate) fn qp_attr(&self, args: &mut uapi::cepm_qp_attr) -> Result {
+        let target = match args.qp_state {
+            uapi::CEPM_QPS_INIT => QpState::Init,
+            uapi::CEPM_QPS_RTR => QpState::Rtr,
+            uapi::CEPM_QPS_RTS => QpState::Rts,
+            _ => return Err(EINVAL),
+        };
+        let inner = self.inner.lock();
+        let negotiated = inner.negotiated.as_ref().ok_or(EINVAL)?;
+        let a = qp_attr::derive(inner.sm.state, target, negotiated).map_err(|_| EINVAL)?;
+        let info = inner.peer.as_ref().ok_or(EINVAL)?.ah_info;
+        drop(inner);
+        args.attr_mask = a.mask;
+        args.qp_access_flags = a.access_flags;
+        args.dest_qp_num = a.dest_qp_num;
+        args.rq_psn = a.rq_psn;
+        args.sq_psn = a.sq_psn;
+        args.pkey_index = a.pkey_index;
+        args.port_num = a.port_num;
+        args.path_mtu = a.path_mtu;
+        args.max_dest_rd_atomic = a.max_dest_rd_atomic;
+        args.max_rd_atomic = a.max_rd_atomic;
+        args.min_rnr_timer = a.min_rnr_timer;
+        args.timeout = a.timeout;
+        args.retry_cnt = a.retry_cnt;
+        args.rnr_retry = a.rnr_retry;
+        args.ah.dgid = info.dgid;
+        args.ah.dmac = info.dmac;
+        args.ah.sgid_index = info.sgid_index;
+        args.ah.hop_limit = info.hop_limit;
+        args.ah.flow_label = info.flow_label;
+        args.ah.traffic_class = info.traffic_class;
+        args.ah.sl = info.sl;
+        args.ah.mtu = a.path_mtu;
+        Ok(())
+    }
+
+    /// A duplicate of the REQ that created this CEP arrived.
+    pub(crate) fn duplicate_req(self: &Arc<Self>) {
+        let mut inner = self.inner.lock();
+        let _ = self.apply(&mut inner, Event::RxDupReq, None);
+    }
+
+    /// A new connection reuses this one's peer QP: this one is stale, disconnect it.
+    pub(crate) fn stale(self: &Arc<Self>) {
+        let mut inner = self.inner.lock();
+        let _ = self.apply(&mut inner, Event::StaleConnection, None);
+    }
+
+    /// Sends a REJ to the peer: the user's reason, ARI and private data, or the protocol's.
+    pub(super) fn send_rej(
+        &self,
+        inner: &mut CepInner,
+        reason: u16,
+        rejected: MessageCode,
+        zero_local_id: bool,
+        ari_ca_guid: bool,
+        args: Option<&RejectArgs<'_>>,
+    ) {
+        let Some(peer) = &inner.peer else {
+            return;
+        };
+        let mut ari = PrivateData::empty();
+        let mut pdata = PrivateData::empty();
+        if ari_ca_guid {
+            ari = PrivateData::new(&peer.port.ca_guid().to_be_bytes()).unwrap_or(ari);
+        }
+        if let Some(args) = args {
+            ari = PrivateData::new(args.ari).unwrap_or(ari);
+            pdata = PrivateData::new(args.pdata).unwrap_or(pdata);
+        }
+        let msg = CmMsg::Rej(Rej {
+            local_comm_id: if zero_local_id { 0 } else { self.local_id },
+            remote_comm_id: peer.comm_id,
+            message_rejected: rejected,
+            reason,
+            ari,
+            private_data: pdata,
+        });
+        self.send_once(inner, Some(msg));
+    }
+
+    /// Sends an MRA for the peer's `what` (REQ or REP) with the CEP's service timeout.
+    pub(super) fn send_mra(&self, inner: &mut CepInner, what: MessageCode) {
+        let msg = inner.peer.as_ref().map(|p| {
+            CmMsg::Mra(Mra {
+                local_comm_id: self.local_id,
+                remote_comm_id: p.comm_id,
+                message_mraed: what,
+                service_timeout: inner.mra_timeout_out,
+                private_data: PrivateData::empty(),
+            })
+        });
+        self.send_once(inner, msg);
+    }
+
+    /// The DREQ for this connection: it names the peer's QP.
+    pub(super) fn dreq(&self, inner: &CepInner) -> Option<CmMsg> {
+        let peer = inner.peer.as_ref()?;
+        let remote_qpn = inner.negotiated.as_ref()?.remote_qpn?;
+        let pdata = inner.out_pdata.for_msg(AttrId::Dreq);
+        Some(CmMsg::Dreq(Dreq {
+            local_comm_id: self.local_id,
+            remote_comm_id: peer.comm_id,
+            remote_qpn,
+            private_data: PrivateData::new(pdata.get(..pdata.len().min(220)).unwrap_or(&[]))
+                .unwrap_or(PrivateData::empty()),
+        }))
+    }
+}
+
+/// The address a caller's path describes, on `port`.
+pub(super) fn ah_info(path: &uapi::cepm_path_rec, port: &CmPort) -> Result<AhInfo> {
+    Ok(AhInfo {
+        dgid: path.dgid,
+        dmac: path.dmac,
+        sgid_index: path.sgid_index,
+        hop_limit: path.hop_limit,
+        flow_label: path.flow_label,
+        traffic_class: path.traffic_class,
+        sl: path.sl,
+        port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
+        reserved: 0,
+    })
+}

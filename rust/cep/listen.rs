@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Listeners: listening on a service ID, the backlog of REQs and SIDR_REQs offered to it
+//! (each a CEP spawned for the request), and the claim that gives one to the caller.
+
+use kernel::{
+    prelude::*,
+    sync::Arc, //
+};
+
+use crate::{
+    proto::{
+        state::{
+            self,
+            Action,
+            Event,
+            State,
+            UserEvent, //
+        }, //
+    },
+    tables,
+    uapi, //
+};
+
+use super::{
+    Cep,
+    Owner,
+    BACKLOG, //
+};
+
+impl Cep {
+    /// Starts listening on `service_id` under `mask`.
+    pub(crate) fn listen(self: &Arc<Self>, service_id: u64, mask: u64) -> Result {
+        let mut inner = self.inner.lock();
+        let t = state::transition(inner.sm, Event::Listen).map_err(|_| EINVAL)?;
+        tables::add_listener(service_id, mask, self.clone())?;
+        inner.sm = t.next;
+        inner.service_id = service_id;
+        inner.listen_mask = mask;
+        Ok(())
+    }
+
+    /// Hands a spawned CEP to this listener; it waits there until claimed. Fails if this CEP
+    /// is no longer listening (`ENOTCONN`) or already has [`BACKLOG`] REQs waiting (`EBUSY`).
+    pub(crate) fn offer(&self, child: Arc<Cep>, sidr: bool) -> Result {
+        let mut inner = self.inner.lock();
+        // The listener's rule for a REQ (SIDR_REQ): it spawns a CEP, or the listener takes
+        // none (not listening any more).
+        let (event, spawn, offered) = if sidr {
+            (
+                Event::RxSidrReq,
+                Action::SpawnSidr,
+                UserEvent::SidrReqReceived,
+            )
+        } else {
+            (
+                Event::RxReq,
+                Action::SpawnConnection,
+                UserEvent::ReqReceived,
+            )
+        };
+        let admitted =
+            state::transition(inner.sm, event).is_ok_and(|t| t.actions.as_slice().contains(&spawn));
+        if !admitted || inner.owner.is_none() {
+            return Err(ENOTCONN);
+        }
+        if inner.pending.len() >= BACKLOG {
+            return Err(EBUSY);
+        }
+        inner.pending.push(child, GFP_ATOMIC)?;
+        self.deliver(&mut inner, offered);
+        Ok(())
+    }
+
+    /// Takes the oldest pending REQ off this listener.
+    pub(crate) fn take_pending(&self) -> Result<Arc<Cep>> {
+        let mut inner = self.inner.lock();
+        if inner.sm.state != State::Listen {
+            return Err(EINVAL);
+        }
+        if inner.pending.is_empty() {
+            return Err(EAGAIN);
+        }
+        inner.pending.remove(0).map_err(|_| EAGAIN)
+    }
+
+    /// Gives an unclaimed CEP to `owner`; returns the REQ it was born from. Events raised
+    /// while it was parked are delivered now, in order.
+    pub(crate) fn claim(&self, owner: Owner) -> Result<uapi::cepm_req_info> {
+        let mut inner = self.inner.lock();
+        let t = state::transition(inner.sm, Event::Claim).map_err(|_| EINVAL)?;
+        let req = inner.req.as_deref().copied().ok_or(EINVAL)?;
+        inner.sm = t.next;
+        for mut ev in core::mem::take(&mut inner.parked_events) {
+            ev.handle = owner.handle;
+            ev.user_context = owner.context;
+            owner.file.push_event(ev);
+        }
+        inner.owner = Some(owner);
+        Ok(req)
+    }
+}
