@@ -318,7 +318,20 @@ impl Cep {
         event: Event,
         rej: Option<&RejectArgs<'_>>,
     ) -> Result<State> {
-        let t = state::transition(inner.sm, event).map_err(|_| EINVAL)?;
+        let checked = inner.check(event)?;
+        Ok(self.commit(inner, checked, rej))
+    }
+
+    /// Carries out a transition [`CepInner::check`] allowed, under the same lock guard: the
+    /// new state, then each action in order; a return to IDLE forgets the peer's keys.
+    /// Returns the new state. The one place a CEP's state changes.
+    fn commit(
+        self: &Arc<Self>,
+        inner: &mut CepInner,
+        checked: Checked,
+        rej: Option<&RejectArgs<'_>>,
+    ) -> State {
+        let Checked(t) = checked;
         let before = inner.sm.state;
         inner.sm = t.next;
         for action in t.actions.as_slice() {
@@ -330,7 +343,7 @@ impl Cep {
             // (`cm_reset_to_idle`; the QPN went already if it passed through timewait).
             self.forget_peer_keys(inner);
         }
-        Ok(inner.sm.state)
+        inner.sm.state
     }
 
     /// Takes this CEP out of the tables keyed by its peer.
@@ -450,8 +463,8 @@ impl Cep {
                 }
             }
             // A listener's spawns: `cm::req_received` makes the new CEP (it needs the MAD),
-            // and `offer` asks the listener's rule whether it takes it; `apply` never sees
-            // these.
+            // and `offer`, which the rule allowed, has put it in the backlog before it
+            // commits.
             Action::SpawnConnection | Action::SpawnSidr => {}
             // Pairings no transition asks for (proto's state_table test
             // `sends_pair_messages_as_the_module_expects`): nothing to carry out.
@@ -659,9 +672,31 @@ impl Cep {
     }
 }
 
+/// A transition the protocol core allowed in the CEP's state when it was asked, not carried
+/// out yet: the caller prepares what the actions need, then hands it to [`Cep::commit`] under
+/// the same lock guard. Not `Copy` or `Clone`: it is carried out once, or dropped.
+#[must_use = "a checked transition does nothing until committed"]
+struct Checked(state::Transition);
+
+impl Checked {
+    /// Whether carrying it out includes `action`.
+    fn asks_for(&self, action: Action) -> bool {
+        self.0.actions.as_slice().contains(&action)
+    }
+}
+
 impl CepInner {
+    /// Asks the protocol core whether `event` is legal now; `EINVAL` if it is not. Nothing
+    /// changes until [`Cep::commit`].
+    fn check(&self, event: Event) -> Result<Checked> {
+        state::transition(self.sm, event)
+            .map(Checked)
+            .map_err(|_| EINVAL)
+    }
+
     /// Ties a CEP that never had a peer to the one `info` describes, for the local call
-    /// `event` (REQ or SIDR_REQ), which must be legal now; nothing changes on error.
+    /// `event` (REQ or SIDR_REQ), which must be legal now; nothing changes on error. Returns
+    /// the checked transition, for the caller to commit once the message is in place.
     ///
     /// The AH is made under the CEP lock, and the port records this CEP as its user under its
     /// own: device removal has then either released the port already (`ENODEV`) or will find
@@ -673,8 +708,8 @@ impl CepInner {
         port: Arc<CmPort>,
         info: AhInfo,
         node: RBTreeNodeReservation<u32, Arc<Cep>>,
-    ) -> Result {
-        state::transition(self.sm, event).map_err(|_| EINVAL)?;
+    ) -> Result<Checked> {
+        let checked = self.check(event)?;
         if self.peer.is_some() || self.remote_key.is_some() {
             return Err(EINVAL);
         }
@@ -686,7 +721,7 @@ impl CepInner {
             ah,
             ah_info: info,
         });
-        Ok(())
+        Ok(checked)
     }
 
     fn set_pdata(&mut self, attr: AttrId, data: &[u8]) {

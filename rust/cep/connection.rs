@@ -256,7 +256,7 @@ impl Cep {
         let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut inner = self.inner.lock();
-        inner.attach_first_peer(self, Event::SendReq, port, info, node)?;
+        let checked = inner.attach_first_peer(self, Event::SendReq, port, info, node)?;
         inner.service_id = args.service_id;
         inner.local_qpn = args.local_qpn;
         inner.negotiated = Some(negotiated);
@@ -266,7 +266,7 @@ impl Cep {
             args.max_cm_retries,
         );
         inner.req_msg = Some(req);
-        self.apply(&mut inner, Event::SendReq, None)?;
+        self.commit(&mut inner, checked, None);
         Ok(())
     }
 
@@ -360,13 +360,13 @@ impl Cep {
         CmMsg::Rep(rep)
             .encode(&mut [0u8; MAD_SIZE])
             .map_err(|_| EINVAL)?;
-        state::transition(inner.sm, Event::PrepareRep).map_err(|_| EINVAL)?;
+        let checked = inner.check(Event::PrepareRep)?;
         inner.rep_msg = Some(KBox::new(rep, GFP_ATOMIC)?);
         inner.local_qpn = args.local_qpn;
         if let Some(n) = inner.negotiated.as_mut() {
             n.apply_sent_rep(&rep);
         }
-        self.apply(&mut inner, Event::PrepareRep, None)?;
+        self.commit(&mut inner, checked, None);
         Ok(())
     }
 
@@ -423,9 +423,9 @@ impl Cep {
         if inner.peer.is_none() {
             return Err(EINVAL);
         }
-        state::transition(inner.sm, event).map_err(|_| EINVAL)?;
+        let checked = inner.check(event)?;
         inner.out_pdata.set(attr, pdata);
-        self.apply(&mut inner, event, None)?;
+        self.commit(&mut inner, checked, None);
         Ok(())
     }
 
@@ -443,11 +443,11 @@ impl Cep {
             Event::PrepareMra
         };
         let mut inner = self.inner.lock();
-        state::transition(inner.sm, event).map_err(|_| EINVAL)?;
+        let checked = inner.check(event)?;
         if let Some(timeout) = service_timeout {
             inner.mra_timeout_out = timeout;
         }
-        self.apply(&mut inner, event, None)?;
+        self.commit(&mut inner, checked, None);
         Ok(())
     }
 

@@ -9,14 +9,11 @@ use kernel::{
 };
 
 use crate::{
-    proto::{
-        state::{
-            self,
-            Action,
-            Event,
-            State,
-            UserEvent, //
-        }, //
+    proto::state::{
+        Action,
+        Event,
+        State,
+        UserEvent, //
     },
     tables,
     uapi, //
@@ -32,17 +29,17 @@ impl Cep {
     /// Starts listening on `service_id` under `mask`.
     pub(crate) fn listen(self: &Arc<Self>, service_id: u64, mask: u64) -> Result {
         let mut inner = self.inner.lock();
-        let t = state::transition(inner.sm, Event::Listen).map_err(|_| EINVAL)?;
+        let checked = inner.check(Event::Listen)?;
         tables::add_listener(service_id, mask, self.clone())?;
-        inner.sm = t.next;
         inner.service_id = service_id;
         inner.listen_mask = mask;
+        self.commit(&mut inner, checked, None);
         Ok(())
     }
 
     /// Hands a spawned CEP to this listener; it waits there until claimed. Fails if this CEP
     /// is no longer listening (`ENOTCONN`) or already has [`BACKLOG`] REQs waiting (`EBUSY`).
-    pub(crate) fn offer(&self, child: Arc<Cep>, sidr: bool) -> Result {
+    pub(crate) fn offer(self: &Arc<Self>, child: Arc<Cep>, sidr: bool) -> Result {
         let mut inner = self.inner.lock();
         // The listener's rule for a REQ (SIDR_REQ): it spawns a CEP, or the listener takes
         // none (not listening any more).
@@ -59,16 +56,17 @@ impl Cep {
                 UserEvent::ReqReceived,
             )
         };
-        let admitted =
-            state::transition(inner.sm, event).is_ok_and(|t| t.actions.as_slice().contains(&spawn));
-        if !admitted || inner.owner.is_none() {
+        let checked = inner.check(event).map_err(|_| ENOTCONN)?;
+        if !checked.asks_for(spawn) || inner.owner.is_none() {
             return Err(ENOTCONN);
         }
         if inner.pending.len() >= BACKLOG {
             return Err(EBUSY);
         }
+        // The spawn itself: the new CEP joins the backlog, and the owner hears of it.
         inner.pending.push(child, GFP_ATOMIC)?;
         self.deliver(&mut inner, offered);
+        self.commit(&mut inner, checked, None);
         Ok(())
     }
 
@@ -86,11 +84,11 @@ impl Cep {
 
     /// Gives an unclaimed CEP to `owner`; returns the REQ it was born from. Events raised
     /// while it was parked are delivered now, in order.
-    pub(crate) fn claim(&self, owner: Owner) -> Result<uapi::cepm_req_info> {
+    pub(crate) fn claim(self: &Arc<Self>, owner: Owner) -> Result<uapi::cepm_req_info> {
         let mut inner = self.inner.lock();
-        let t = state::transition(inner.sm, Event::Claim).map_err(|_| EINVAL)?;
+        let checked = inner.check(Event::Claim)?;
         let req = inner.req.as_deref().copied().ok_or(EINVAL)?;
-        inner.sm = t.next;
+        self.commit(&mut inner, checked, None);
         for mut ev in core::mem::take(&mut inner.parked_events) {
             ev.handle = owner.handle;
             ev.user_context = owner.context;

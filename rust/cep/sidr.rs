@@ -63,7 +63,7 @@ impl Cep {
         )?;
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut inner = self.inner.lock();
-        inner.attach_first_peer(self, Event::SendSidrReq, port, info, node)?;
+        let checked = inner.attach_first_peer(self, Event::SendSidrReq, port, info, node)?;
         inner.service_id = args.service_id;
         inner.retry = RetryTimer::req(
             path.packet_life_time,
@@ -71,7 +71,7 @@ impl Cep {
             args.max_cm_retries,
         );
         inner.sidr_req_msg = Some(req);
-        self.apply(&mut inner, Event::SendSidrReq, None)?;
+        self.commit(&mut inner, checked, None);
         Ok(())
     }
 
@@ -107,21 +107,11 @@ impl Cep {
             .encode(&mut [0u8; MAD_SIZE])
             .map_err(|_| EINVAL)?;
         let mut inner = self.inner.lock();
-        state::transition(
-            inner.sm,
-            Event::SendSidrRep {
-                status: args.status,
-            },
-        )
-        .map_err(|_| EINVAL)?;
+        let checked = inner.check(Event::SendSidrRep {
+            status: args.status,
+        })?;
         inner.sidr_rep_msg = Some(rep);
-        self.apply(
-            &mut inner,
-            Event::SendSidrRep {
-                status: args.status,
-            },
-            None,
-        )?;
+        self.commit(&mut inner, checked, None);
         Ok(())
     }
 
