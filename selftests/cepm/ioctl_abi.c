@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -479,6 +480,49 @@ TEST_F(cepm, query_cep_reserved_fields)
 	EXPECT_EQ(EINVAL, errno);
 	d.handle = h;
 	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+}
+
+/*
+ * A struct can grow without a new ioctl number.  The kernel finds the call by its type,
+ * number and direction; the size field says how big the caller's struct is, as DRM's
+ * ioctls take it.  A longer struct is served if the bytes the kernel does not know are
+ * zero (E2BIG if not); a shorter one reads as if the missing fields were zero, and only
+ * the bytes the caller has are written back.
+ */
+TEST_F(cepm, structs_can_grow_and_shrink)
+{
+	struct {
+		struct cepm_create c;
+		__u64 future;
+	} longer = { .c.user_context = 7 };
+	unsigned long create_longer = _IOC(_IOC_READ | _IOC_WRITE, CEPM_IOC_MAGIC,
+					   _IOC_NR(CEPM_IOC_CREATE), sizeof(longer));
+	struct cepm_cep_info info = { 0 };
+	unsigned long query_shorter = _IOC(_IOC_READ | _IOC_WRITE, CEPM_IOC_MAGIC,
+					   _IOC_NR(CEPM_IOC_QUERY_CEP),
+					   offsetof(struct cepm_cep_info, reserved2));
+	struct cepm_destroy d = { 0 };
+
+	ASSERT_EQ(0, ioctl(self->fd, create_longer, &longer))
+		TH_LOG("CREATE with 8 more (zero) bytes: %s", strerror(errno));
+	ASSERT_GT(longer.c.handle, 0);
+	info.handle = longer.c.handle;
+	info.reserved2 = 0xdeadbeef; /* beyond the caller's struct: left alone */
+	ASSERT_EQ(0, ioctl(self->fd, query_shorter, &info))
+		TH_LOG("QUERY_CEP without its last field: %s", strerror(errno));
+	EXPECT_EQ(CEPM_STATE_IDLE, info.state);
+	EXPECT_EQ(7, info.user_context);
+	EXPECT_EQ(0xdeadbeef, info.reserved2);
+	d.handle = longer.c.handle;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+
+	longer.future = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, create_longer, &longer));
+	EXPECT_EQ(E2BIG, errno);
+	/* Another direction is another call. */
+	EXPECT_EQ(-1, ioctl(self->fd, _IOC(_IOC_WRITE, CEPM_IOC_MAGIC, _IOC_NR(CEPM_IOC_CREATE),
+					   sizeof(struct cepm_create)), &longer.c));
+	EXPECT_EQ(ENOTTY, errno);
 }
 
 TEST_HARNESS_MAIN
