@@ -29,6 +29,39 @@ use kernel::{
     },
 };
 
+mod ioctl_arg;
+
+use ioctl_arg::{
+    IoctlArg,
+    KnownIoctl, //
+};
+
+/// Every ioctl, as the header numbers it for its struct's size today (see [`ioctl_arg`]).
+/// A struct that grows keeps its entry, with the size of its first version.
+const KNOWN_IOCTLS: [KnownIoctl; 21] = [
+    KnownIoctl::new(uapi::CEPM_IOCTL_QUERY),
+    KnownIoctl::new(uapi::CEPM_IOCTL_CREATE),
+    KnownIoctl::new(uapi::CEPM_IOCTL_DESTROY),
+    KnownIoctl::new(uapi::CEPM_IOCTL_LISTEN),
+    KnownIoctl::new(uapi::CEPM_IOCTL_GET_REQUEST),
+    KnownIoctl::new(uapi::CEPM_IOCTL_REJECT),
+    KnownIoctl::new(uapi::CEPM_IOCTL_QUERY_CEP),
+    KnownIoctl::new(uapi::CEPM_IOCTL_GET_PRIVATE_DATA),
+    KnownIoctl::new(uapi::CEPM_IOCTL_CONNECT),
+    KnownIoctl::new(uapi::CEPM_IOCTL_PREPARE_REP),
+    KnownIoctl::new(uapi::CEPM_IOCTL_SEND_REP),
+    KnownIoctl::new(uapi::CEPM_IOCTL_SEND_RTU),
+    KnownIoctl::new(uapi::CEPM_IOCTL_INIT_QP_ATTR),
+    KnownIoctl::new(uapi::CEPM_IOCTL_SEND_DREQ),
+    KnownIoctl::new(uapi::CEPM_IOCTL_SEND_DREP),
+    KnownIoctl::new(uapi::CEPM_IOCTL_PREPARE_MRA),
+    KnownIoctl::new(uapi::CEPM_IOCTL_SIDR_REQ),
+    KnownIoctl::new(uapi::CEPM_IOCTL_SIDR_REP),
+    KnownIoctl::new(uapi::CEPM_IOCTL_LIST_CEPS),
+    KnownIoctl::new(uapi::CEPM_IOCTL_ESTABLISH),
+    KnownIoctl::new(uapi::CEPM_IOCTL_MONITOR),
+];
+
 use crate::{
     cep::{
         Cep,
@@ -241,36 +274,34 @@ impl CepmFile {
 
     /// Dispatches an ioctl.
     pub(crate) fn ioctl(self: &Arc<Self>, cmd: u32, arg: usize) -> Result {
-        let arg = UserPtr::from_addr(arg);
-        let size = kernel::ioctl::_IOC_SIZE(cmd);
+        let (cmd, arg) =
+            ioctl_arg::find(cmd, UserPtr::from_addr(arg), &KNOWN_IOCTLS).ok_or(ENOTTY)?;
         match cmd {
-            uapi::CEPM_IOCTL_QUERY => query(arg, size),
-            uapi::CEPM_IOCTL_CREATE => self.create(arg, size),
-            uapi::CEPM_IOCTL_DESTROY => self.destroy(arg, size),
-            uapi::CEPM_IOCTL_LISTEN => self.listen(arg, size),
-            uapi::CEPM_IOCTL_GET_REQUEST => self.get_request(arg, size),
-            uapi::CEPM_IOCTL_REJECT => self.reject(arg, size),
-            uapi::CEPM_IOCTL_QUERY_CEP => self.query_cep(arg, size),
-            uapi::CEPM_IOCTL_GET_PRIVATE_DATA => self.get_private_data(arg, size),
-            uapi::CEPM_IOCTL_CONNECT => self.connect(arg, size),
-            uapi::CEPM_IOCTL_PREPARE_REP => self.prepare_rep(arg, size),
-            uapi::CEPM_IOCTL_SEND_REP => self.send_rep(arg, size),
-            uapi::CEPM_IOCTL_SEND_RTU => {
-                self.send_pdata_msg(arg, size, |cep, pdata| cep.send_rtu(pdata))
-            }
-            uapi::CEPM_IOCTL_INIT_QP_ATTR => self.init_qp_attr(arg, size),
+            uapi::CEPM_IOCTL_QUERY => query(arg),
+            uapi::CEPM_IOCTL_CREATE => self.create(arg),
+            uapi::CEPM_IOCTL_DESTROY => self.destroy(arg),
+            uapi::CEPM_IOCTL_LISTEN => self.listen(arg),
+            uapi::CEPM_IOCTL_GET_REQUEST => self.get_request(arg),
+            uapi::CEPM_IOCTL_REJECT => self.reject(arg),
+            uapi::CEPM_IOCTL_QUERY_CEP => self.query_cep(arg),
+            uapi::CEPM_IOCTL_GET_PRIVATE_DATA => self.get_private_data(arg),
+            uapi::CEPM_IOCTL_CONNECT => self.connect(arg),
+            uapi::CEPM_IOCTL_PREPARE_REP => self.prepare_rep(arg),
+            uapi::CEPM_IOCTL_SEND_REP => self.send_rep(arg),
+            uapi::CEPM_IOCTL_SEND_RTU => self.send_pdata_msg(arg, |cep, pdata| cep.send_rtu(pdata)),
+            uapi::CEPM_IOCTL_INIT_QP_ATTR => self.init_qp_attr(arg),
             uapi::CEPM_IOCTL_SEND_DREQ => {
-                self.send_pdata_msg(arg, size, |cep, pdata| cep.send_dreq(pdata))
+                self.send_pdata_msg(arg, |cep, pdata| cep.send_dreq(pdata))
             }
-            uapi::CEPM_IOCTL_PREPARE_MRA => self.prepare_mra(arg, size),
-            uapi::CEPM_IOCTL_LIST_CEPS => self.list_ceps(arg, size),
-            uapi::CEPM_IOCTL_SIDR_REQ => self.sidr_req(arg, size),
-            uapi::CEPM_IOCTL_SIDR_REP => self.sidr_rep(arg, size),
+            uapi::CEPM_IOCTL_PREPARE_MRA => self.prepare_mra(arg),
+            uapi::CEPM_IOCTL_LIST_CEPS => self.list_ceps(arg),
+            uapi::CEPM_IOCTL_SIDR_REQ => self.sidr_req(arg),
+            uapi::CEPM_IOCTL_SIDR_REP => self.sidr_rep(arg),
             uapi::CEPM_IOCTL_SEND_DREP => {
-                self.send_pdata_msg(arg, size, |cep, pdata| cep.send_drep(pdata))
+                self.send_pdata_msg(arg, |cep, pdata| cep.send_drep(pdata))
             }
-            uapi::CEPM_IOCTL_ESTABLISH => self.establish(arg, size),
-            uapi::CEPM_IOCTL_MONITOR => self.start_monitor(arg, size),
+            uapi::CEPM_IOCTL_ESTABLISH => self.establish(arg),
+            uapi::CEPM_IOCTL_MONITOR => self.start_monitor(arg),
             _ => Err(ENOTTY),
         }
     }
@@ -286,9 +317,8 @@ impl CepmFile {
             .ok_or(EINVAL)
     }
 
-    fn create(self: &Arc<Self>, arg: UserPtr, size: usize) -> Result {
-        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
-        let mut req: uapi::cepm_create = reader.read()?;
+    fn create(self: &Arc<Self>, arg: IoctlArg) -> Result {
+        let mut req: uapi::cepm_create = arg.read()?;
         if req.reserved != 0 {
             return Err(EINVAL);
         }
@@ -302,7 +332,7 @@ impl CepmFile {
         let cep = Cep::create(owner)?;
         self.fill_handle(handle, cep.clone())?;
         req.handle = handle;
-        if let Err(e) = writer.write(&req) {
+        if let Err(e) = arg.write(&req) {
             // Destroy first, as `destroy` does: no event can then follow the purge.
             cep.destroy();
             self.remove_handle(handle);
@@ -365,20 +395,19 @@ impl CepmFile {
         Some((h.cep, h.events_reported))
     }
 
-    fn destroy(&self, arg: UserPtr, size: usize) -> Result {
-        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
-        let mut req: uapi::cepm_destroy = reader.read()?;
+    fn destroy(&self, arg: IoctlArg) -> Result {
+        let mut req: uapi::cepm_destroy = arg.read()?;
         let cep = self.cep(req.handle)?;
         // Destroy first: afterwards the CEP raises no event, so none can slip in after the
         // handle's queue is purged.
         cep.destroy();
         let (_, reported) = self.remove_handle(req.handle).ok_or(EINVAL)?;
         req.events_reported = reported;
-        writer.write(&req)
+        arg.write(&req)
     }
 
-    fn listen(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_listen = UserSlice::new(arg, size).reader().read()?;
+    fn listen(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_listen = arg.read()?;
         if req.reserved != 0 {
             return Err(EINVAL);
         }
@@ -390,9 +419,8 @@ impl CepmFile {
         self.cep(req.handle)?.listen(req.service_id, mask)
     }
 
-    fn get_request(self: &Arc<Self>, arg: UserPtr, size: usize) -> Result {
-        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
-        let mut req: uapi::cepm_get_request = reader.read()?;
+    fn get_request(self: &Arc<Self>, arg: IoctlArg) -> Result {
+        let mut req: uapi::cepm_get_request = arg.read()?;
         if req.handle != 0 {
             return Err(EINVAL);
         }
@@ -412,7 +440,7 @@ impl CepmFile {
                 Ok(info) => {
                     req.handle = handle;
                     req.req = info;
-                    let written = writer.write(&req);
+                    let written = arg.write(&req);
                     // The caller cannot learn the handle: the CEP must not outlive the call.
                     if written.is_err() {
                         child.destroy();
@@ -429,8 +457,8 @@ impl CepmFile {
         }
     }
 
-    fn reject(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_reject = UserSlice::new(arg, size).reader().read()?;
+    fn reject(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_reject = arg.read()?;
         let ari = req.ari.get(..usize::from(req.ari_len)).ok_or(E2BIG)?;
         let pdata = req.pdata.get(..usize::from(req.pdata_len)).ok_or(E2BIG)?;
         if pdata.len() > REJ_PDATA_MAX {
@@ -444,8 +472,8 @@ impl CepmFile {
         })
     }
 
-    fn connect(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_connect = UserSlice::new(arg, size).reader().read()?;
+    fn connect(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_connect = arg.read()?;
         if req.reserved != [0; 2] || req.reserved2 != [0; 4] {
             return Err(EINVAL);
         }
@@ -465,8 +493,8 @@ impl CepmFile {
         cep.connect(port, &req)
     }
 
-    fn prepare_rep(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_accept = UserSlice::new(arg, size).reader().read()?;
+    fn prepare_rep(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_accept = arg.read()?;
         if req.reserved != [0; 2] || req.reserved_ack_delay != 0 {
             return Err(EINVAL);
         }
@@ -476,16 +504,16 @@ impl CepmFile {
         self.cep(req.handle)?.prepare_rep(&req)
     }
 
-    fn send_rep(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_send_rep = UserSlice::new(arg, size).reader().read()?;
+    fn send_rep(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_send_rep = arg.read()?;
         if req.reserved != 0 {
             return Err(EINVAL);
         }
         self.cep(req.handle)?.send_rep()
     }
 
-    fn start_monitor(self: &Arc<Self>, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_monitor = UserSlice::new(arg, size).reader().read()?;
+    fn start_monitor(self: &Arc<Self>, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_monitor = arg.read()?;
         if req.flags != 0 || req.reserved != 0 {
             return Err(EINVAL);
         }
@@ -504,8 +532,8 @@ impl CepmFile {
         monitor::add(self.clone())
     }
 
-    fn establish(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_establish = UserSlice::new(arg, size).reader().read()?;
+    fn establish(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_establish = arg.read()?;
         if req.reserved != 0 {
             return Err(EINVAL);
         }
@@ -515,11 +543,10 @@ impl CepmFile {
     /// RTU, DREQ and DREP: a handle and private data.
     fn send_pdata_msg(
         &self,
-        arg: UserPtr,
-        size: usize,
+        arg: IoctlArg,
         send: impl FnOnce(&Arc<Cep>, &[u8]) -> Result,
     ) -> Result {
-        let req: uapi::cepm_send_pdata = UserSlice::new(arg, size).reader().read()?;
+        let req: uapi::cepm_send_pdata = arg.read()?;
         if req.reserved != [0; 3] {
             return Err(EINVAL);
         }
@@ -527,9 +554,8 @@ impl CepmFile {
         send(&self.cep(req.handle)?, pdata)
     }
 
-    fn list_ceps(&self, arg: UserPtr, size: usize) -> Result {
-        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
-        let mut req: uapi::cepm_list = reader.read()?;
+    fn list_ceps(&self, arg: IoctlArg) -> Result {
+        let mut req: uapi::cepm_list = arg.read()?;
         let ceps = tables::all_ceps()?;
         let filled = ceps.len().min(req.capacity as usize);
         let mut infos = KVec::with_capacity(filled, GFP_KERNEL)?;
@@ -556,11 +582,11 @@ impl CepmFile {
             }
         }
         req.count = u32::try_from(ceps.len()).unwrap_or(u32::MAX);
-        writer.write(&req)
+        arg.write(&req)
     }
 
-    fn sidr_req(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_sidr_req = UserSlice::new(arg, size).reader().read()?;
+    fn sidr_req(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_sidr_req = arg.read()?;
         if req.reserved != 0 {
             return Err(EINVAL);
         }
@@ -576,8 +602,8 @@ impl CepmFile {
         cep.sidr_req(port, &req)
     }
 
-    fn sidr_rep(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_sidr_rep = UserSlice::new(arg, size).reader().read()?;
+    fn sidr_rep(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_sidr_rep = arg.read()?;
         if req.reserved != 0 {
             return Err(EINVAL);
         }
@@ -589,8 +615,8 @@ impl CepmFile {
         self.cep(req.handle)?.sidr_rep(&req)
     }
 
-    fn prepare_mra(&self, arg: UserPtr, size: usize) -> Result {
-        let req: uapi::cepm_prepare_mra = UserSlice::new(arg, size).reader().read()?;
+    fn prepare_mra(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_prepare_mra = arg.read()?;
         const KNOWN: u8 = (uapi::CEPM_MRA_SEND_NOW | uapi::CEPM_MRA_SERVICE_TIMEOUT) as u8;
         let with_timeout = req.flags & uapi::CEPM_MRA_SERVICE_TIMEOUT as u8 != 0;
         if req.reserved != 0
@@ -605,41 +631,37 @@ impl CepmFile {
         self.cep(req.handle)?.prepare_mra(send_now, timeout)
     }
 
-    fn init_qp_attr(&self, arg: UserPtr, size: usize) -> Result {
-        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
-        let mut req: uapi::cepm_qp_attr = reader.read()?;
+    fn init_qp_attr(&self, arg: IoctlArg) -> Result {
+        let mut req: uapi::cepm_qp_attr = arg.read()?;
         if req.reserved != [0; 2] || req.ah.reserved != [0; 2] {
             return Err(EINVAL);
         }
         self.cep(req.handle)?.qp_attr(&mut req)?;
-        writer.write(&req)
+        arg.write(&req)
     }
 
-    fn query_cep(&self, arg: UserPtr, size: usize) -> Result {
-        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
-        let req: uapi::cepm_cep_info = reader.read()?;
+    fn query_cep(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_cep_info = arg.read()?;
         if req.reserved != 0 || req.reserved2 != 0 {
             return Err(EINVAL);
         }
         let info = self.cep(req.handle)?.info(req.handle);
-        writer.write(&info)
+        arg.write(&info)
     }
 
-    fn get_private_data(&self, arg: UserPtr, size: usize) -> Result {
-        let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
-        let mut req: uapi::cepm_private_data = reader.read()?;
+    fn get_private_data(&self, arg: IoctlArg) -> Result {
+        let mut req: uapi::cepm_private_data = arg.read()?;
         if req.reserved != 0 {
             return Err(EINVAL);
         }
         self.cep(req.handle)?.private_data(&mut req);
-        writer.write(&req)
+        arg.write(&req)
     }
 }
 
 /// `CEPM_IOC_QUERY`: the ABI version and the managed ports with their counters.
-fn query(arg: UserPtr, size: usize) -> Result {
-    let (mut reader, mut writer) = UserSlice::new(arg, size).reader_writer();
-    let mut q: cepm_query = reader.read()?;
+fn query(arg: IoctlArg) -> Result {
+    let mut q: cepm_query = arg.read()?;
     if q.reserved != 0 || q.reserved2 != 0 {
         return Err(EINVAL);
     }
@@ -658,7 +680,7 @@ fn query(arg: UserPtr, size: usize) -> Result {
     q.abi_version = uapi::CEPM_ABI_VERSION;
     q.num_ports = u32::try_from(infos.len()).map_err(|_| EOVERFLOW)?;
     q.num_ceps = u32::try_from(tables::count_local()).unwrap_or(u32::MAX);
-    writer.write(&q)
+    arg.write(&q)
 }
 
 /// The checks a path from userspace passes before any CEP sees it (CONNECT and SIDR_REQ

@@ -16,7 +16,7 @@
 #include <linux/ioctl.h>
 
 /* Bumped on any incompatible change to this file. */
-#define CEPM_ABI_VERSION 3
+#define CEPM_ABI_VERSION 4
 
 #define CEPM_IOC_MAGIC 0xCE
 
