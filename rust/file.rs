@@ -11,6 +11,10 @@ use kernel::{
     fs::File,
     new_spinlock,
     prelude::*,
+    rbtree::{
+        RBTree,
+        RBTreeNodeReservation, //
+    },
     sync::{
         poll::{
             PollCondVar,
@@ -30,11 +34,13 @@ use kernel::{
 };
 
 mod ioctl_arg;
+mod ring;
 
 use ioctl_arg::{
     IoctlArg,
     KnownIoctl, //
 };
+use ring::Ring;
 
 /// Every ioctl, as the header numbers it for its struct's size today (see [`ioctl_arg`]).
 /// A struct that grows keeps its entry, with the size of its first version.
@@ -79,17 +85,27 @@ use crate::{
 
 /// One CEP as this file knows it.
 struct Handle {
-    id: u32,
     cep: Arc<Cep>,
     /// Events for this CEP read so far (reported by destroy).
     events_reported: u32,
 }
 
+/// Room for one handle in a file's tree, taken where allocating is allowed.
+type HandleNode = RBTreeNodeReservation<u32, Handle>;
+
+/// Events that may wait in one file: one that finds the queue full is lost, and the next
+/// `read` after the queue has drained says so (`EOVERFLOW`), so none is lost silently.
+const EVENT_QUEUE_MAX: usize = uapi::CEPM_EVENT_QUEUE_MAX as usize;
+
 /// The fields of [`CepmFile`] protected by its lock.
 struct FileInner {
-    handles: KVec<Handle>,
+    /// The file's CEPs by handle.
+    handles: RBTree<u32, Handle>,
     next_handle: u32,
-    events: KVec<uapi::cepm_event>,
+    /// Room allocated with the first handle ([`CepmFile::reserve_handle`]).
+    events: Ring<uapi::cepm_event>,
+    /// Events lost since the last `read` (the queue was full).
+    events_lost: u32,
     /// Set by release: no handle or event is added afterwards.
     closed: bool,
     /// Set by `CEPM_IOC_MONITOR`: the file reads trace records, and owns no CEP.
@@ -99,7 +115,8 @@ struct FileInner {
 /// A monitoring file's records.
 struct MonitorQueue {
     started: Instant<Monotonic>,
-    traces: KVec<uapi::cepm_trace>,
+    /// At most `CEPM_MONITOR_QUEUE_MAX` records, room allocated when monitoring starts.
+    traces: Ring<uapi::cepm_trace>,
     /// Records dropped since the last one queued (the queue was full).
     lost: u32,
 }
@@ -122,9 +139,10 @@ impl CepmFile {
         Arc::pin_init(
             try_pin_init!(Self {
                 inner <- new_spinlock!(FileInner {
-                    handles: KVec::new(),
+                    handles: RBTree::new(),
                     next_handle: 1,
-                    events: KVec::new(),
+                    events: Ring::empty(),
+                    events_lost: 0,
                     closed: false,
                     monitor: None,
                 }, "CepmFile::inner"),
@@ -140,25 +158,47 @@ impl CepmFile {
             let mut inner = self.inner.lock();
             inner.closed = true;
             inner.events.clear();
-            (core::mem::take(&mut inner.handles), inner.monitor.is_some())
+            (
+                core::mem::replace(&mut inner.handles, RBTree::new()),
+                inner.monitor.is_some(),
+            )
         };
         if monitoring {
             monitor::remove(&self);
         }
-        for handle in handles.iter() {
+        for handle in handles.values() {
             handle.cep.destroy();
         }
     }
 
-    /// Queues `event`; called by CEPs under their lock.
+    /// Queues `event`; called by CEPs under their lock. Never allocates: a full queue
+    /// counts the event as lost, which the next `read` reports.
     pub(crate) fn push_event(&self, event: uapi::cepm_event) {
         let mut inner = self.inner.lock();
-        if inner.closed || !inner.handles.iter().any(|h| h.id == event.handle) {
+        if inner.closed || inner.handles.get(&event.handle).is_none() {
             return;
         }
-        if inner.events.push(event, GFP_ATOMIC).is_ok() {
-            drop(inner);
-            self.readable.notify_all();
+        if inner.events.push(event).is_err() {
+            inner.events_lost = inner.events_lost.saturating_add(1);
+        }
+        drop(inner);
+        self.readable.notify_all();
+    }
+
+    /// A request of listener `handle` was claimed, and `still_pending` wait: if more
+    /// `REQ_RECEIVED`s are queued for it than requests wait (the caller claimed before it
+    /// read), the oldest is stale and goes.
+    fn purge_claimed_req(&self, handle: u32, still_pending: usize) {
+        let is_req = |ev: &uapi::cepm_event| {
+            ev.handle == handle
+                && matches!(
+                    ev.event,
+                    uapi::CEPM_EVENT_REQ_RECEIVED | uapi::CEPM_EVENT_SIDR_REQ_RECEIVED
+                )
+        };
+        let mut inner = self.inner.lock();
+        if inner.events.count(is_req) > still_pending {
+            inner.events.remove_first(is_req);
         }
     }
 
@@ -169,13 +209,9 @@ impl CepmFile {
         let Some(m) = inner.monitor.as_mut() else {
             return;
         };
-        if m.traces.len() >= uapi::CEPM_MONITOR_QUEUE_MAX as usize {
-            m.lost = m.lost.saturating_add(1);
-            return;
-        }
         record.timestamp_ns = (now - m.started).as_nanos().try_into().unwrap_or(0);
         record.lost = m.lost;
-        if m.traces.push(record, GFP_ATOMIC).is_ok() {
+        if m.traces.push(record).is_ok() {
             m.lost = 0;
             drop(inner);
             self.readable.notify_all();
@@ -192,51 +228,60 @@ impl CepmFile {
                 buf,
                 len,
                 nonblock,
-                |inner| inner.monitor.as_ref().map(|m| m.traces.len()).ok_or(EINVAL),
-                |inner| {
-                    inner
-                        .monitor
-                        .as_mut()
-                        .ok_or(EINVAL)?
-                        .traces
-                        .remove(0)
-                        .map_err(|_| EINVAL)
-                },
+                |inner| inner.monitor.as_ref().map(|_| ()).ok_or(EINVAL),
+                |inner| inner.monitor.as_ref().map_or(0, |m| m.traces.len()),
+                |inner| inner.monitor.as_mut()?.traces.pop(),
             );
         }
         self.read_records(
             buf,
             len,
             nonblock,
-            |inner| Ok(inner.events.len()),
             |inner| {
-                let ev = inner.events.remove(0).map_err(|_| EINVAL)?;
-                if let Some(h) = inner.handles.iter_mut().find(|h| h.id == ev.handle) {
+                // Lost events are reported once the queue has drained, in their place.
+                if inner.events.is_empty() && inner.events_lost > 0 {
+                    inner.events_lost = 0;
+                    return Err(EOVERFLOW);
+                }
+                Ok(())
+            },
+            |inner| inner.events.len(),
+            |inner| {
+                let ev = inner.events.pop()?;
+                if let Some(h) = inner.handles.get_mut(&ev.handle) {
                     h.events_reported = h.events_reported.saturating_add(1);
                 }
-                Ok(ev)
+                Some(ev)
             },
         )
     }
 
-    /// The body of `read` for either kind of record: waits (unless `nonblock`) until `queued`
-    /// is non-zero, takes as many records with `take` as fit in `len` bytes, and copies them
-    /// out after dropping the lock, since copying may fault and sleep.
-    fn read_records<T: AsBytes>(
+    /// The body of `read` for either kind of record: fails with what `check` says, or waits
+    /// (unless `nonblock`) until `queued` is non-zero; then takes as many records with `take`
+    /// as fit in `len` bytes, a few at a time, and copies each few out after dropping the
+    /// lock, since copying may fault and sleep. Never allocates.
+    fn read_records<T: AsBytes + Copy + Default>(
         &self,
         buf: UserPtr,
         len: usize,
         nonblock: bool,
-        queued: impl Fn(&FileInner) -> Result<usize>,
-        mut take: impl FnMut(&mut FileInner) -> Result<T>,
+        mut check: impl FnMut(&mut FileInner) -> Result,
+        queued: impl Fn(&FileInner) -> usize,
+        mut take: impl FnMut(&mut FileInner) -> Option<T>,
     ) -> Result<usize> {
+        const BATCH: usize = 8;
         let size = size_of::<T>();
         let max = len / size;
         if max == 0 {
             return Err(EINVAL);
         }
+        let mut out = UserSlice::new(buf, max * size).writer();
         let mut inner = self.inner.lock();
-        while queued(&inner)? == 0 {
+        loop {
+            check(&mut inner)?;
+            if queued(&inner) > 0 {
+                break;
+            }
             if nonblock {
                 return Err(EAGAIN);
             }
@@ -244,17 +289,29 @@ impl CepmFile {
                 return Err(ERESTARTSYS);
             }
         }
-        let n = queued(&inner)?.min(max);
-        let mut taken = KVec::with_capacity(n, GFP_ATOMIC)?;
-        for _ in 0..n {
-            taken.push(take(&mut inner)?, GFP_ATOMIC)?;
+        let mut done = 0;
+        loop {
+            let mut batch = [T::default(); BATCH];
+            let mut n = 0;
+            while n < BATCH && done + n < max {
+                let Some(record) = take(&mut inner) else {
+                    break;
+                };
+                if let Some(slot) = batch.get_mut(n) {
+                    *slot = record;
+                }
+                n += 1;
+            }
+            drop(inner);
+            for record in batch.iter().take(n) {
+                out.write(record)?;
+            }
+            done += n;
+            if n < BATCH || done == max {
+                return Ok(done * size);
+            }
+            inner = self.inner.lock();
         }
-        drop(inner);
-        let mut out = UserSlice::new(buf, n * size).writer();
-        for record in taken.iter() {
-            out.write(record)?;
-        }
-        Ok(n * size)
     }
 
     /// `poll`: readable when an event is queued.
@@ -263,7 +320,8 @@ impl CepmFile {
         let inner = self.inner.lock();
         let empty = match &inner.monitor {
             Some(m) => m.traces.is_empty(),
-            None => inner.events.is_empty(),
+            // A loss to report makes the file readable too (`read` says `EOVERFLOW`).
+            None => inner.events.is_empty() && inner.events_lost == 0,
         };
         if empty {
             0
@@ -311,8 +369,7 @@ impl CepmFile {
         let inner = self.inner.lock();
         inner
             .handles
-            .iter()
-            .find(|h| h.id == handle)
+            .get(&handle)
             .map(|h| h.cep.clone())
             .ok_or(EINVAL)
     }
@@ -323,14 +380,15 @@ impl CepmFile {
             return Err(EINVAL);
         }
         // The handle must exist before the CEP can raise events, so reserve its number first.
-        let handle = self.reserve_handle()?;
+        let reserved = self.reserve_handle()?;
+        let handle = reserved.0;
         let owner = Owner {
             file: self.clone(),
             handle,
             context: req.user_context,
         };
         let cep = Cep::create(owner)?;
-        self.fill_handle(handle, cep.clone())?;
+        self.fill_handle(reserved, cep.clone())?;
         req.handle = handle;
         if let Err(e) = arg.write(&req) {
             // Destroy first, as `destroy` does: no event can then follow the purge.
@@ -341,8 +399,14 @@ impl CepmFile {
         Ok(())
     }
 
-    /// Takes the next handle number; `fill_handle` attaches the CEP.
-    fn reserve_handle(&self) -> Result<u32> {
+    /// Takes the next handle number and the room to file it under; `fill_handle` attaches
+    /// the CEP. The file's event queue gets its room with the first handle. May sleep.
+    fn reserve_handle(&self) -> Result<(u32, HandleNode)> {
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let mut room = None;
+        if !self.inner.lock().events.has_room() {
+            room = Some(Ring::with_capacity(EVENT_QUEUE_MAX)?);
+        }
         let mut inner = self.inner.lock();
         if inner.closed {
             return Err(EBADF);
@@ -355,11 +419,14 @@ impl CepmFile {
         }
         let id = inner.next_handle;
         inner.next_handle = id.checked_add(1).ok_or(EMFILE)?;
-        Ok(id)
+        if let Some(room) = room.filter(|_| !inner.events.has_room()) {
+            inner.events = room;
+        }
+        Ok((id, node))
     }
 
     /// Attaches `cep` to the reserved handle `id`; on failure the CEP is destroyed.
-    fn fill_handle(&self, id: u32, cep: Arc<Cep>) -> Result {
+    fn fill_handle(&self, (id, node): (u32, HandleNode), cep: Arc<Cep>) -> Result {
         let mut inner = self.inner.lock();
         let added = if inner.closed {
             Err(EBADF)
@@ -367,17 +434,14 @@ impl CepmFile {
             // It became a monitor since the handle was reserved.
             Err(EBUSY)
         } else {
-            inner
-                .handles
-                .push(
-                    Handle {
-                        id,
-                        cep: cep.clone(),
-                        events_reported: 0,
-                    },
-                    GFP_ATOMIC,
-                )
-                .map_err(|_| ENOMEM)
+            inner.handles.insert(node.into_node(
+                id,
+                Handle {
+                    cep: cep.clone(),
+                    events_reported: 0,
+                },
+            ));
+            Ok(())
         };
         drop(inner);
         if added.is_err() {
@@ -389,8 +453,7 @@ impl CepmFile {
     /// Forgets `handle` and its queued events; returns its CEP and the events read for it.
     fn remove_handle(&self, handle: u32) -> Option<(Arc<Cep>, u32)> {
         let mut inner = self.inner.lock();
-        let i = inner.handles.iter().position(|h| h.id == handle)?;
-        let h = inner.handles.remove(i).ok()?;
+        let h = inner.handles.remove(&handle)?;
         inner.events.retain(|ev| ev.handle != handle);
         Some((h.cep, h.events_reported))
     }
@@ -428,14 +491,16 @@ impl CepmFile {
         loop {
             // The handle first: a REQ taken from the backlog must end up owned or destroyed,
             // and a handle number that goes unused costs nothing.
-            let handle = self.reserve_handle()?;
+            let reserved = self.reserve_handle()?;
+            let handle = reserved.0;
             let child = listener.take_pending()?;
+            self.purge_claimed_req(req.listen_handle, listener.pending_count());
             let owner = Owner {
                 file: self.clone(),
                 handle,
                 context: req.user_context,
             };
-            self.fill_handle(handle, child.clone())?;
+            self.fill_handle(reserved, child.clone())?;
             match child.claim(owner) {
                 Ok(info) => {
                     req.handle = handle;
@@ -517,7 +582,7 @@ impl CepmFile {
         if req.flags != 0 || req.reserved != 0 {
             return Err(EINVAL);
         }
-        let traces = KVec::with_capacity(64, GFP_KERNEL)?;
+        let traces = Ring::with_capacity(uapi::CEPM_MONITOR_QUEUE_MAX as usize)?;
         {
             let mut inner = self.inner.lock();
             if inner.monitor.is_some() || !inner.handles.is_empty() {
@@ -566,8 +631,8 @@ impl CepmFile {
                 inner
                     .handles
                     .iter()
-                    .find(|h| Arc::ptr_eq(&h.cep, cep))
-                    .map_or(0, |h| h.id)
+                    .find(|(_, h)| Arc::ptr_eq(&h.cep, cep))
+                    .map_or(0, |(&id, _)| id)
             };
             infos.push(cep.info(handle), GFP_KERNEL)?;
         }

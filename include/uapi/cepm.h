@@ -368,6 +368,15 @@ struct cepm_establish {
  */
 #define CEPM_MONITOR_QUEUE_MAX 4096
 
+/*
+ * At most CEPM_EVENT_QUEUE_MAX events wait on one file.  An event that finds
+ * the queue full is lost; the first read() after the queue has drained then
+ * fails with EOVERFLOW (once), and poll() says the file is readable until it
+ * has, so no event is lost silently.  A REQ_RECEIVED (or SIDR_REQ_RECEIVED)
+ * whose request was claimed before it was read is dropped from the queue.
+ */
+#define CEPM_EVENT_QUEUE_MAX 4096
+
 struct cepm_monitor {
 	__u32 flags;
 	__u32 reserved;

@@ -70,6 +70,11 @@ impl Cep {
         Ok(())
     }
 
+    /// How many requests wait in this listener's backlog.
+    pub(crate) fn pending_count(&self) -> usize {
+        self.inner.lock().pending.len()
+    }
+
     /// Takes the oldest pending REQ off this listener.
     pub(crate) fn take_pending(&self) -> Result<Arc<Cep>> {
         let mut inner = self.inner.lock();

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A bounded first-in, first-out queue whose room is allocated once, where sleeping is
+//! allowed: pushing (under a CEP's lock, or the monitor list's) never allocates, and taking
+//! the oldest record is O(1).
+
+use kernel::{
+    alloc::KVVec,
+    prelude::*, //
+};
+
+/// At most `capacity` records, oldest first.
+///
+/// # Invariants
+///
+/// `slots` never grows past its allocated capacity; the `len` records start at `head` and
+/// wrap around the end of `slots`; `head < slots.capacity()` unless the capacity is 0.
+pub(crate) struct Ring<T: Copy> {
+    slots: KVVec<T>,
+    head: usize,
+    len: usize,
+}
+
+impl<T: Copy> Ring<T> {
+    /// An empty queue with no room: [`Ring::with_capacity`] makes one that can hold records.
+    pub(crate) const fn empty() -> Self {
+        Self {
+            slots: KVVec::new(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// An empty queue with room for `capacity` records, allocated now (may sleep).
+    pub(crate) fn with_capacity(capacity: usize) -> Result<Self> {
+        Ok(Self {
+            slots: KVVec::with_capacity(capacity, GFP_KERNEL)?,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    /// Whether room was allocated (a queue made by [`Ring::empty`] has none).
+    pub(crate) fn has_room(&self) -> bool {
+        self.slots.capacity() > 0
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends `record`; gives it back if the queue is full. Never allocates.
+    pub(crate) fn push(&mut self, record: T) -> core::result::Result<(), T> {
+        let capacity = self.slots.capacity();
+        if self.len == capacity {
+            return Err(record);
+        }
+        let tail = (self.head + self.len) % capacity;
+        if tail == self.slots.len() {
+            // Filling the allocation for the first time: within its capacity.
+            self.slots.push_within_capacity(record).map_err(|e| e.0)?;
+        } else {
+            let slot = self.slots.get_mut(tail).ok_or(record)?;
+            *slot = record;
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Takes the oldest record. O(1).
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let record = *self.slots.get(self.head)?;
+        self.head = (self.head + 1) % self.slots.capacity();
+        self.len -= 1;
+        Some(record)
+    }
+
+    /// Keeps only the records `keep` accepts, in order. O(len); for purges, not the hot path.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        let capacity = self.slots.capacity();
+        let mut kept = 0;
+        for i in 0..self.len {
+            let Some(&record) = self.slots.get((self.head + i) % capacity) else {
+                break;
+            };
+            if keep(&record) {
+                if let Some(slot) = self.slots.get_mut((self.head + kept) % capacity) {
+                    *slot = record;
+                }
+                kept += 1;
+            }
+        }
+        self.len = kept;
+    }
+
+    /// How many records `matches` accepts. O(len).
+    pub(crate) fn count(&self, matches: impl Fn(&T) -> bool) -> usize {
+        let capacity = self.slots.capacity();
+        (0..self.len)
+            .filter_map(|i| self.slots.get((self.head + i) % capacity))
+            .filter(|record| matches(record))
+            .count()
+    }
+
+    /// Removes the oldest record `matches` accepts, if any. O(len).
+    pub(crate) fn remove_first(&mut self, matches: impl Fn(&T) -> bool) -> bool {
+        let mut found = false;
+        self.retain(|record| {
+            if !found && matches(record) {
+                found = true;
+                return false;
+            }
+            true
+        });
+        found
+    }
+
+    /// Drops every record; the room stays.
+    pub(crate) fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
+}
