@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -521,6 +523,106 @@ TEST_F(cepm, structs_can_grow)
 	EXPECT_EQ(-1, ioctl(self->fd, _IOC(_IOC_WRITE, CEPM_IOC_MAGIC, _IOC_NR(CEPM_IOC_CREATE),
 					   sizeof(struct cepm_create)), &longer.c));
 	EXPECT_EQ(ENOTTY, errno);
+}
+
+/*
+ * The event queue is bounded (CEPM_EVENT_QUEUE_MAX) and loses nothing silently: 4100
+ * SIDR_REQs to a neighbour that does not answer (one try each) give 4100 SIDR_REQ_ERRORs,
+ * unread; 4096 are read, then read() says EOVERFLOW once, then EAGAIN.
+ */
+TEST_F(cepm, full_event_queue_says_overflow)
+{
+	enum { N = CEPM_EVENT_QUEUE_MAX + 4 };
+	static int handles[N];
+	struct cepm_event ev;
+	int idle = 0, read_ok = 0;
+
+	for (int i = 0; i < N; i++) {
+		struct cepm_path_rec p = good_path();
+
+		handles[i] = create_cep(self->fd, i);
+		ASSERT_GT(handles[i], 0);
+		p.packet_life_time = 0;
+		ASSERT_EQ(0, sidr_req_on(self->fd, handles[i], p)) TH_LOG("SIDR_REQ %d: %s", i, strerror(errno));
+	}
+	/* Each fails after one try of a few ms: wait until every CEP is idle again. */
+	for (int round = 0; round < 600 && idle < N; round++) {
+		idle = 0;
+		for (int i = 0; i < N; i++) {
+			struct cepm_cep_info info = { .handle = handles[i] };
+
+			ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+			idle += info.state == CEPM_STATE_IDLE;
+		}
+		if (idle < N)
+			usleep(100000);
+	}
+	ASSERT_EQ(N, idle) TH_LOG("only %d of %d SIDR_REQs have failed", idle, N);
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK));
+	while (read(self->fd, &ev, sizeof(ev)) == sizeof(ev)) {
+		EXPECT_EQ(CEPM_EVENT_SIDR_REQ_ERROR, ev.event);
+		read_ok++;
+	}
+	EXPECT_EQ(CEPM_EVENT_QUEUE_MAX, read_ok);
+	EXPECT_EQ(EOVERFLOW, errno);
+	EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev)));
+	EXPECT_EQ(EAGAIN, errno);
+}
+
+/*
+ * A REQ_RECEIVED whose request was claimed before it was read is not left behind, and one
+ * already read takes no other with it.  Two REQs (cepmctl send-mad, rxe0 loopback) for a
+ * listener: one event read, both claimed, nothing more to read; again, neither read.
+ */
+static void send_req(const char *service, unsigned int comm_id)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "%s/target/release/cepmctl send-mad rxe0 1 REQ --service-id %s "
+		 "--comm-id %#x", getenv("CEPM_ROOT"), service, comm_id);
+	if (system(cmd))
+		fprintf(stderr, "# %s failed\n", cmd);
+}
+
+static int pending_requests(int fd, int listener)
+{
+	struct cepm_cep_info info = { .handle = listener };
+
+	return ioctl(fd, CEPM_IOC_QUERY_CEP, &info) ? -1 : (int)info.pending_requests;
+}
+
+TEST_F(cepm, claimed_requests_leave_no_stale_events)
+{
+	struct cepm_listen l = { .service_id = 0x1064e7e };
+	struct cepm_event ev;
+
+	ASSERT_NE(NULL, getenv("CEPM_ROOT"));
+	l.handle = create_cep(self->fd, 0);
+	ASSERT_GT(l.handle, 0);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK));
+	for (int read_first = 1; read_first >= 0; read_first--) {
+		send_req("0x0000000001064e7e", 0xc1a10000 + 2 * read_first);
+		send_req("0x0000000001064e7e", 0xc1a10001 + 2 * read_first);
+		for (int i = 0; i < 200 && pending_requests(self->fd, l.handle) < 2; i++)
+			usleep(50000);
+		ASSERT_EQ(2, pending_requests(self->fd, l.handle));
+		if (read_first) {
+			ASSERT_EQ(sizeof(ev), read(self->fd, &ev, sizeof(ev)));
+			EXPECT_EQ(CEPM_EVENT_REQ_RECEIVED, ev.event);
+		}
+		for (int i = 0; i < 2; i++) {
+			struct cepm_get_request g = { .listen_handle = l.handle };
+			struct cepm_reject r = { .reason = 28 };
+
+			ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g)) TH_LOG("%s", strerror(errno));
+			r.handle = g.handle;
+			EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_REJECT, &r));
+		}
+		/* Only the REJ's own events could follow, and a REJ sent raises none. */
+		EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev))) TH_LOG("left: event %u", ev.event);
+		EXPECT_EQ(EAGAIN, errno);
+	}
 }
 
 TEST_HARNESS_MAIN
