@@ -9,7 +9,8 @@
 //!   `E2BIG` (the rule of `copy_struct_from_user`); only the kernel's bytes are written back;
 //! - shorter than the kernel's but no shorter than the first ABI version's: the fields it
 //!   lacks read as zero, and only its bytes are written back;
-//! - shorter still: `EINVAL`. (Today every struct is at its first version.)
+//! - shorter still: no ioctl of ours (`ENOTTY`). (Today every struct is at its first
+//!   version.)
 
 use core::mem::size_of;
 use kernel::{
@@ -41,8 +42,8 @@ impl KnownIoctl {
     }
 }
 
-/// The ioctl among `known` with the type, number and direction of `cmd`, whatever size `cmd`
-/// gives, and the caller's argument at `ptr`.
+/// The ioctl among `known` with the type, number and direction of `cmd` and a size no
+/// smaller than its struct's first version, and the caller's argument at `ptr`.
 pub(super) fn find(cmd: u32, ptr: UserPtr, known: &[KnownIoctl]) -> Option<(u32, IoctlArg)> {
     use kernel::ioctl::{
         _IOC_DIR,
@@ -54,13 +55,13 @@ pub(super) fn find(cmd: u32, ptr: UserPtr, known: &[KnownIoctl]) -> Option<(u32,
         _IOC_TYPE(k.cmd) == _IOC_TYPE(cmd)
             && _IOC_NR(k.cmd) == _IOC_NR(cmd)
             && _IOC_DIR(k.cmd) == _IOC_DIR(cmd)
+            && _IOC_SIZE(cmd) >= k.first_size
     })?;
     Some((
         k.cmd,
         IoctlArg {
             ptr,
             size: _IOC_SIZE(cmd),
-            first_size: k.first_size,
         },
     ))
 }
@@ -70,17 +71,12 @@ pub(super) fn find(cmd: u32, ptr: UserPtr, known: &[KnownIoctl]) -> Option<(u32,
 pub(crate) struct IoctlArg {
     ptr: UserPtr,
     size: usize,
-    /// The smallest struct a caller may pass (its first ABI version).
-    first_size: usize,
 }
 
 impl IoctlArg {
     /// The caller's struct as a `T`: fields it lacks are zero; `E2BIG` if it has non-zero
-    /// bytes beyond `T`, `EINVAL` if it is older than any ABI version.
+    /// bytes beyond `T`.
     pub(crate) fn read<T: FromBytes + AsBytes + Default>(&self) -> Result<T> {
-        if self.size < self.first_size {
-            return Err(EINVAL);
-        }
         let mut value = T::default();
         let known = self.size.min(size_of::<T>());
         let mut reader = UserSlice::new(self.ptr, self.size).reader();
