@@ -75,7 +75,9 @@ ktap_check "REP, RTU, MRA and REJ carry the TID of the REQ they answer" replies_
 ktap_check "the DREP carries the TID of the DREQ it answers" replies_answer 0x0015 0x0016
 
 ack_delay=$(ibv_devinfo -v -d "$SERVER_DEV" | awk '/local_ca_ack_delay:/ { print $2 }')
-rep_ack_delays=$(awk -F'\t' '$1 == "0x0013" { print $3 }' "$out.frames" | sort -u | tr '\n' ' ')
+# tshark prints the field in hex (0x0f), ibv_devinfo in decimal: compare numbers.
+rep_ack_delays=$(awk -F'\t' '$1 == "0x0013" { print $3 }' "$out.frames" | while read -r d; do echo $((d)); done |
+	sort -u | tr '\n' ' ')
 ktap_print_msg "$SERVER_DEV's local CA ACK delay: $ack_delay; TargetAckDelay in the REPs: $rep_ack_delays"
 ktap_check "every REP's TargetAckDelay is the device's local CA ACK delay" \
 	sh -c "test -n '$ack_delay' && test '$rep_ack_delays' = '$ack_delay '"
