@@ -44,17 +44,18 @@ ktap_check "closing a listener rejects the REQ it left unclaimed" wait_until 10 
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00003
 ktap_check "after the listener is gone, a REQ gets the stateless REJ" wait_until 10 tx_rej_is $((rej0 + 3))
 
-# A GET_REQUEST that cannot reserve a handle fails, and leaves the REQ where it was.
-echo 1 >$CEPM_DEBUGFS/fail_handle_count
+# A GET_REQUEST that cannot reserve a handle fails, and leaves the REQ where it was.  The
+# fault is armed once serve listens, so that it hits the GET_REQUEST and not serve's CREATE.
 "$CEPMCTL" serve --service-id $SID --timeout-ms 20000 >"$out.3" 2>&1 &
 pid=$!
 wait_until 10 listening "$out.3"
+echo 1 >$CEPM_DEBUGFS/fail_handle_count
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00004
 wait $pid
 rc=$?
 sed 's/^/# /' "$out.3"
 ktap_check "a GET_REQUEST without a handle to give fails with EMFILE" \
-	sh -c "test $rc != 0 && grep -q 'os error 24' '$out.3'"
+	sh -c "test $rc != 0 && grep -q 'event REQ_RECEIVED' '$out.3' && grep -q 'os error 24' '$out.3'"
 ktap_check "... and the REQ stayed in the backlog: closing the listener rejects it" \
 	wait_until 10 tx_rej_is $((rej0 + 4))
 ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
