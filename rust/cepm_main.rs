@@ -66,6 +66,10 @@ module! {
     description: "InfiniBand/RoCE Connection Manager with a /dev/cepm interface",
     license: "GPL",
     params: {
+        event_queue_max: u32 {
+            default: 4096,
+            description: "Events that may wait on one /dev/cepm file (default CEPM_EVENT_QUEUE_MAX, 4096; 1 to 65536); more are lost and read() says EOVERFLOW",
+        },
         timewait_ms: u32 {
             default: 0,
             description: "Timewait length in ms; 0 (default) follows the protocol (the QP's local ACK timeout)",

@@ -94,8 +94,12 @@ struct Handle {
 type HandleNode = RBTreeNodeReservation<u32, Handle>;
 
 /// Events that may wait in one file: one that finds the queue full is lost, and the next
-/// `read` after the queue has drained says so (`EOVERFLOW`), so none is lost silently.
-const EVENT_QUEUE_MAX: usize = uapi::CEPM_EVENT_QUEUE_MAX as usize;
+/// `read` after the queue has drained says so (`EOVERFLOW`), so none is lost silently. The
+/// `event_queue_max` module parameter (default `CEPM_EVENT_QUEUE_MAX`), within 1..=65536.
+fn event_queue_max() -> usize {
+    let max = crate::module_parameters::event_queue_max.value();
+    usize::try_from(max.clamp(1, 65536)).unwrap_or(uapi::CEPM_EVENT_QUEUE_MAX as usize)
+}
 
 /// The fields of [`CepmFile`] protected by its lock.
 struct FileInner {
@@ -405,7 +409,7 @@ impl CepmFile {
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut room = None;
         if !self.inner.lock().events.has_room() {
-            room = Some(Ring::with_capacity(EVENT_QUEUE_MAX)?);
+            room = Some(Ring::with_capacity(event_queue_max())?);
         }
         let mut inner = self.inner.lock();
         if inner.closed {

@@ -369,7 +369,8 @@ struct cepm_establish {
 #define CEPM_MONITOR_QUEUE_MAX 4096
 
 /*
- * At most CEPM_EVENT_QUEUE_MAX events wait on one file.  An event that finds
+ * At most CEPM_EVENT_QUEUE_MAX events wait on one file (the module parameter
+ * event_queue_max changes that, for all files opened later).  An event that finds
  * the queue full is lost; the first read() after the queue has drained then
  * fails with EOVERFLOW (once), and poll() says the file is readable until it
  * has, so no event is lost silently.  A REQ_RECEIVED (or SIDR_REQ_RECEIVED)

@@ -59,7 +59,7 @@ impl<T: Copy> Ring<T> {
         if self.len == capacity {
             return Err(record);
         }
-        let tail = (self.head + self.len) % capacity;
+        let tail = self.wrap(self.head + self.len);
         if tail == self.slots.len() {
             // Filling the allocation for the first time: within its capacity.
             self.slots.push_within_capacity(record).map_err(|e| e.0)?;
@@ -77,21 +77,21 @@ impl<T: Copy> Ring<T> {
             return None;
         }
         let record = *self.slots.get(self.head)?;
-        self.head = (self.head + 1) % self.slots.capacity();
+        self.head = self.wrap(self.head + 1);
         self.len -= 1;
         Some(record)
     }
 
     /// Keeps only the records `keep` accepts, in order. O(len); for purges, not the hot path.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
-        let capacity = self.slots.capacity();
         let mut kept = 0;
         for i in 0..self.len {
-            let Some(&record) = self.slots.get((self.head + i) % capacity) else {
+            let Some(&record) = self.slots.get(self.wrap(self.head + i)) else {
                 break;
             };
             if keep(&record) {
-                if let Some(slot) = self.slots.get_mut((self.head + kept) % capacity) {
+                let at = self.wrap(self.head + kept);
+                if let Some(slot) = self.slots.get_mut(at) {
                     *slot = record;
                 }
                 kept += 1;
@@ -102,9 +102,8 @@ impl<T: Copy> Ring<T> {
 
     /// How many records `matches` accepts. O(len).
     pub(crate) fn count(&self, matches: impl Fn(&T) -> bool) -> usize {
-        let capacity = self.slots.capacity();
         (0..self.len)
-            .filter_map(|i| self.slots.get((self.head + i) % capacity))
+            .filter_map(|i| self.slots.get(self.wrap(self.head + i)))
             .filter(|record| matches(record))
             .count()
     }
@@ -120,6 +119,12 @@ impl<T: Copy> Ring<T> {
             true
         });
         found
+    }
+
+    /// Index `i` of the ring, wrapped around its room (no division that could panic: a ring
+    /// without room holds no record to index).
+    fn wrap(&self, i: usize) -> usize {
+        i.checked_rem(self.slots.capacity()).unwrap_or(0)
     }
 
     /// Drops every record; the room stays.
