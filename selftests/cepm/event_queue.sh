@@ -8,15 +8,14 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 3
+ktap_set_plan 2
 
 out=$CEPM_ROOT/out/event_queue.$$
 trap 'rmmod cepm 2>/dev/null; insmod "$CEPM_KO"; rm -f "$out"' EXIT
 reload() { rmmod cepm && insmod "$CEPM_KO" "$@" && wait_until 20 port_listed "$RXE_DEV" 1; }
 ktap_check "cepm reloaded with event_queue_max=16" reload event_queue_max=16
-ktap_check "... and its parameter says 16" test "$(cat /sys/module/cepm/parameters/event_queue_max)" = 16
-"$CEPM_ROOT/out/selftests/ioctl_abi" -t full_event_queue_says_overflow -t claimed_requests_leave_no_stale_events \
-	>"$out" 2>&1
+CEPM_EVENT_QUEUE_MAX=16 "$CEPM_ROOT/out/selftests/ioctl_abi" -t full_event_queue_says_overflow \
+	-t claimed_requests_leave_no_stale_events >"$out" 2>&1
 rc=$?
 sed 's/^/# /' "$out"
 ran() { grep -Eq "^ok [0-9]+ cepm\.$1\$" "$out"; }

@@ -525,18 +525,15 @@ TEST_F(cepm, structs_can_grow)
 	EXPECT_EQ(ENOTTY, errno);
 }
 
-/* The module's event_queue_max parameter (CEPM_EVENT_QUEUE_MAX by default). */
+/*
+ * The bound the module was loaded with: CEPM_EVENT_QUEUE_MAX unless the caller, which loaded
+ * it with another event_queue_max, says so in $CEPM_EVENT_QUEUE_MAX (event_queue.sh).
+ */
 static int event_queue_max(void)
 {
-	FILE *f = fopen("/sys/module/cepm/parameters/event_queue_max", "r");
-	int max = CEPM_EVENT_QUEUE_MAX;
+	const char *env = getenv("CEPM_EVENT_QUEUE_MAX");
 
-	if (f) {
-		if (fscanf(f, "%d", &max) != 1)
-			max = CEPM_EVENT_QUEUE_MAX;
-		fclose(f);
-	}
-	return max;
+	return env ? atoi(env) : CEPM_EVENT_QUEUE_MAX;
 }
 
 /*
@@ -590,14 +587,15 @@ TEST_F_TIMEOUT(cepm, full_event_queue_says_overflow, 300)
 /*
  * A REQ_RECEIVED whose request was claimed before it was read is not left behind, and one
  * already read takes no other with it.  Two REQs (cepmctl send-mad, rxe0 loopback) for a
- * listener: one event read, both claimed, nothing more to read; again, neither read.
+ * listener: one event read, both claimed, nothing more to read; again, neither read.  Each
+ * REQ comes from its own QP: a second REQ from the same QP would be a stale connection.
  */
 static void send_req(const char *service, unsigned int comm_id)
 {
 	char cmd[512];
 
 	snprintf(cmd, sizeof(cmd), "%s/target/release/cepmctl send-mad rxe0 1 REQ --service-id %s "
-		 "--comm-id %#x", getenv("CEPM_ROOT"), service, comm_id);
+		 "--comm-id %#x --qpn %#x", getenv("CEPM_ROOT"), service, comm_id, 0x100 + (comm_id & 0xff));
 	if (system(cmd))
 		fprintf(stderr, "# %s failed\n", cmd);
 }
