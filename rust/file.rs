@@ -423,9 +423,15 @@ impl CepmFile {
         }
         let id = inner.next_handle;
         inner.next_handle = id.checked_add(1).ok_or(EMFILE)?;
-        if let Some(room) = room.filter(|_| !inner.events.has_room()) {
-            inner.events = room;
+        if !inner.events.has_room() {
+            if let Some(room) = room.take() {
+                inner.events = room;
+            }
         }
+        // On every path the guard goes before `room` (declared later, it is dropped first),
+        // so room left unused (an error, or another call gave the file its queue meanwhile)
+        // is never freed under the lock, where freeing a vmalloc'ed queue could sleep.
+        drop(inner);
         Ok((id, node))
     }
 
