@@ -686,6 +686,11 @@ impl Checked {
 }
 
 impl CepInner {
+    /// Whether a message whose sender's comm ID is `comm_id` comes from this CEP's peer.
+    fn is_from_peer(&self, comm_id: u32) -> bool {
+        self.peer.as_ref().is_some_and(|p| p.comm_id == comm_id)
+    }
+
     /// Asks the protocol core whether `event` is legal now; `EINVAL` if it is not. Nothing
     /// changes until [`Cep::commit`].
     fn check(&self, event: Event) -> Result<Checked> {

@@ -186,8 +186,7 @@ fn req_received(
     let Ok(ah) = mad.reply_ah() else {
         return None;
     };
-    let device = port.device_name();
-    let cep = match Cep::spawn_from_req(port, ah, req, tid, &device) {
+    let cep = match Cep::spawn_from_req(port, ah, req, tid) {
         Ok(Spawned::New(cep)) => cep,
         // Answered inside (a duplicate), or nothing to do until the peer retries.
         Ok(Spawned::Duplicate) | Err(_) => return None,
@@ -230,8 +229,7 @@ fn sidr_req_received(
     let Some(listener) = tables::find_listener(sreq.service_id) else {
         return Some(Unmatched::SidrReqNoListener);
     };
-    let device = port.device_name();
-    let Ok(Some(cep)) = Cep::spawn_from_sidr_req(port, ah, sreq, tid, &device) else {
+    let Ok(Some(cep)) = Cep::spawn_from_sidr_req(port, ah, sreq, tid) else {
         return None;
     };
     match listener.offer(cep.clone(), true) {

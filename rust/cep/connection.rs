@@ -77,7 +77,6 @@ impl Cep {
         ah: Arc<AddressHandle>,
         req: &Req,
         tid: u64,
-        device_name: &[u8],
     ) -> Result<Spawned> {
         let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL)?;
         info.service_id = req.service_id;
@@ -105,7 +104,7 @@ impl Cep {
         let pdata = req.private_data.as_bytes();
         let len = pdata.len().min(info.pdata.len());
         info.pdata[..len].copy_from_slice(&pdata[..len]);
-        for (dst, src) in info.dev_name.iter_mut().zip(device_name.iter()) {
+        for (dst, src) in info.dev_name.iter_mut().zip(port.device_name().iter()) {
             *dst = *src;
         }
 
@@ -325,11 +324,7 @@ impl Cep {
     /// An RTU for this CEP's REP arrived.
     pub(crate) fn rtu_received(self: &Arc<Self>, rtu: &Rtu) {
         let mut inner = self.inner.lock();
-        if inner
-            .peer
-            .as_ref()
-            .is_none_or(|p| p.comm_id != rtu.local_comm_id)
-        {
+        if !inner.is_from_peer(rtu.local_comm_id) {
             return;
         }
         inner.set_pdata(AttrId::Rtu, rtu.private_data.as_bytes());
@@ -470,11 +465,7 @@ impl Cep {
     /// A DREQ for this connection arrived.
     pub(crate) fn dreq_received(self: &Arc<Self>, dreq: &Dreq, tid: u64) {
         let mut inner = self.inner.lock();
-        if inner
-            .peer
-            .as_ref()
-            .is_none_or(|p| p.comm_id != dreq.local_comm_id)
-        {
+        if !inner.is_from_peer(dreq.local_comm_id) {
             return;
         }
         // The DREP answers this DREQ.
@@ -489,11 +480,7 @@ impl Cep {
     /// A DREP for this connection arrived.
     pub(crate) fn drep_received(self: &Arc<Self>, drep: &Drep) {
         let mut inner = self.inner.lock();
-        if inner
-            .peer
-            .as_ref()
-            .is_none_or(|p| p.comm_id != drep.local_comm_id)
-        {
+        if !inner.is_from_peer(drep.local_comm_id) {
             return;
         }
         inner.set_pdata(AttrId::Drep, drep.private_data.as_bytes());

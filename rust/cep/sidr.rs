@@ -122,7 +122,6 @@ impl Cep {
         ah: Arc<AddressHandle>,
         sreq: &SidrReq,
         tid: u64,
-        device_name: &[u8],
     ) -> Result<Option<Arc<Self>>> {
         let ah_info = ah.info()?;
         let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL)?;
@@ -134,7 +133,7 @@ impl Cep {
         let len = pdata.len().min(info.pdata.len());
         info.pdata[..len].copy_from_slice(&pdata[..len]);
         info.pdata_len = u8::try_from(len).unwrap_or(0);
-        for (dst, src) in info.dev_name.iter_mut().zip(device_name.iter()) {
+        for (dst, src) in info.dev_name.iter_mut().zip(port.device_name().iter()) {
             *dst = *src;
         }
         let key = tables::sidr_key(sreq.request_id, &ah_info.dgid);
