@@ -130,16 +130,24 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
 /// Sends `answer` once back to the sender of `mad`, with the request's TID `tid`, as Linux's
 /// response MADs carry it.
 fn reply(port: &CmPort, mad: &ReceivedMad<'_>, tid: u64, answer: CmMsg) {
-    let mut buf = [0u8; MAD_SIZE];
-    let reply = CmMad::new(tid, 0, answer);
-    if reply.encode(&mut buf).is_err() {
-        port.count_tx_error();
+    let Some(buf) = encode_answer(port, tid, answer) else {
         return;
-    }
+    };
     match mad.reply(&buf) {
         Ok(()) => port.count_tx(answer.attr()),
         Err(_) => port.count_tx_error(),
     }
+}
+
+/// `answer` as a MAD with the TID `tid` of the request it answers; `None`, counted as a send
+/// error, if it cannot be encoded.
+fn encode_answer(port: &CmPort, tid: u64, answer: CmMsg) -> Option<[u8; MAD_SIZE]> {
+    let mut buf = [0u8; MAD_SIZE];
+    if CmMad::new(tid, 0, answer).encode(&mut buf).is_err() {
+        port.count_tx_error();
+        return None;
+    }
+    Some(buf)
 }
 
 /// Hands a REJ to the CEP it is for ([`RejTarget`]); whether one took it.
@@ -218,11 +226,15 @@ fn sidr_req_received(
     let Ok(ah) = mad.reply_ah() else {
         return None;
     };
-    // A retry of a request answered lately: its answer was lost, so send it again.
+    // A retry of a request answered lately: its answer was lost, so send it again, through
+    // the AH just made (`reply` would make another).
     if let Ok(info) = ah.info() {
         if let Some(rep) = port.sidr_answer(tables::sidr_key(sreq.request_id, &info.dgid)) {
             port.count_duplicate();
-            reply(port, mad, tid, CmMsg::SidrRep(rep));
+            let answer = CmMsg::SidrRep(rep);
+            if let Some(buf) = encode_answer(port, tid, answer) {
+                port.send_once(&ah, &buf, answer.attr());
+            }
             return None;
         }
     }
