@@ -192,7 +192,9 @@ impl CepmFile {
     /// A request of listener `handle` was claimed, and `still_pending` wait: if more
     /// `REQ_RECEIVED`s are queued for it than requests wait (the caller claimed before it
     /// read), the oldest is stale and goes.
-    fn purge_claimed_req(&self, handle: u32, still_pending: usize) {
+    /// Called by the listener under its own lock (CEP → file, the usual order), so that no
+    /// request can be offered between the two counts.
+    pub(crate) fn purge_claimed_req(&self, handle: u32, still_pending: usize) {
         let is_req = |ev: &uapi::cepm_event| {
             ev.handle == handle
                 && matches!(
@@ -504,7 +506,6 @@ impl CepmFile {
             let reserved = self.reserve_handle()?;
             let handle = reserved.0;
             let child = listener.take_pending()?;
-            self.purge_claimed_req(req.listen_handle, listener.pending_count());
             let owner = Owner {
                 file: self.clone(),
                 handle,

@@ -70,11 +70,6 @@ impl Cep {
         Ok(())
     }
 
-    /// How many requests wait in this listener's backlog.
-    pub(crate) fn pending_count(&self) -> usize {
-        self.inner.lock().pending.len()
-    }
-
     /// Takes the oldest pending REQ off this listener.
     pub(crate) fn take_pending(&self) -> Result<Arc<Cep>> {
         let mut inner = self.inner.lock();
@@ -84,7 +79,15 @@ impl Cep {
         if inner.pending.is_empty() {
             return Err(EAGAIN);
         }
-        inner.pending.remove(0).map_err(|_| EAGAIN)
+        let child = inner.pending.remove(0).map_err(|_| EAGAIN)?;
+        // Under this lock, which `offer` holds while it adds a request and its event, so that
+        // the backlog and the owner's queued REQ_RECEIVEDs are compared as one state.
+        if let Some(owner) = &inner.owner {
+            owner
+                .file
+                .purge_claimed_req(owner.handle, inner.pending.len());
+        }
+        Ok(child)
     }
 
     /// Gives an unclaimed CEP to `owner`; returns the REQ it was born from. Events raised
