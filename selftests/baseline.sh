@@ -47,7 +47,8 @@ baseline_snapshot() {
 	done
 	for p in /proc/[0-9]*/comm; do
 		comm=
-		read -r comm <"$p" 2>/dev/null
+		# The error redirection first: a process may exit between the glob and the read.
+		read -r comm 2>/dev/null <"$p"
 		for m in "${BASELINE_TOOLS[@]}"; do
 			# comm keeps 15 characters of the name.
 			[ "$comm" = "${m:0:15}" ] && echo "process $m"
