@@ -70,6 +70,10 @@ module! {
             default: 4096,
             description: "Events that may wait on one /dev/cepm file (default CEPM_EVENT_QUEUE_MAX, 4096; 1 to 65536); more are lost and read() says EOVERFLOW",
         },
+        inject_init_failure: u32 {
+            default: 0,
+            description: "For tests: make one step of module init fail with ENOMEM (1: the ib_client registration, 2: the /dev/cepm registration); 0 (default): none",
+        },
         timewait_ms: u32 {
             default: 0,
             description: "Timewait length in ms; 0 (default) follows the protocol (the QP's local ACK timeout)",
@@ -98,8 +102,10 @@ impl kernel::Module for CepmModule {
         let monitors = monitor::Monitors::new();
         let devices = registry::Devices::new();
         let faults = shim::FaultInjection::new();
+        InitStep::Chardev.inject_failure()?;
         let chardev = shim::ChardevRegistration::new()?;
         // Last, so that devices only appear once everything they may need exists.
+        InitStep::Client.inject_failure()?;
         let client = shim::ClientRegistration::new()?;
         Ok(Self {
             _client: client,
@@ -109,5 +115,25 @@ impl kernel::Module for CepmModule {
             _monitors: monitors,
             _tables: tables,
         })
+    }
+}
+
+/// The steps of module init that can fail, numbered as the `inject_init_failure` parameter
+/// names them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum InitStep {
+    Client = 1,
+    Chardev = 2,
+}
+
+impl InitStep {
+    /// Fails with `ENOMEM` if the `inject_init_failure` parameter names this step, so that a
+    /// test can reach init's unwinding (as i915's `inject_probe_failure` does).
+    fn inject_failure(self) -> Result {
+        if module_parameters::inject_init_failure.value() == self as u32 {
+            pr_info!("injected failure of init step {}\n", self as u32);
+            return Err(ENOMEM);
+        }
+        Ok(())
     }
 }
