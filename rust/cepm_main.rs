@@ -83,13 +83,13 @@ module! {
 
 /// The loaded module.
 ///
-/// Fields are dropped in declaration order: the `ib_client` goes first, so that every device
-/// is released (and no MAD handler runs) before `/dev/cepm`, the device list and the CEP
-/// tables go away. No file can be open at unload (open files pin the module), so no CEP
-/// exists by then.
+/// Fields are dropped in declaration order, the reverse of init's: `/dev/cepm` goes first,
+/// then the `ib_client`, so that every device is released (and no MAD handler runs) before
+/// the device list and the CEP tables go away. No file can be open at unload (open files pin
+/// the module), so no CEP exists by then.
 struct CepmModule {
-    _client: shim::ClientRegistration,
     _chardev: shim::ChardevRegistration,
+    _client: shim::ClientRegistration,
     _faults: shim::FaultInjection,
     _devices: registry::Devices,
     _monitors: monitor::Monitors,
@@ -102,14 +102,15 @@ impl kernel::Module for CepmModule {
         let monitors = monitor::Monitors::new();
         let devices = registry::Devices::new();
         let faults = shim::FaultInjection::new();
-        InitStep::Chardev.inject_failure()?;
-        let chardev = shim::ChardevRegistration::new()?;
-        // Last, so that devices only appear once everything they may need exists.
         InitStep::Client.inject_failure()?;
         let client = shim::ClientRegistration::new()?;
+        // Last: once it exists, userspace can open it and pin the module, so nothing after
+        // it may fail.
+        InitStep::Chardev.inject_failure()?;
+        let chardev = shim::ChardevRegistration::new()?;
         Ok(Self {
-            _client: client,
             _chardev: chardev,
+            _client: client,
             _faults: faults,
             _devices: devices,
             _monitors: monitors,
