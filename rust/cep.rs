@@ -33,13 +33,13 @@ use kernel::{
     },
     time::msecs_to_jiffies,
     workqueue::{
-        self,
         DelayedWork,
         WorkItem, //
     }, //
 };
 
 use crate::{
+    context::Cm,
     file::CepmFile,
     port::CmPort,
     proto::{
@@ -79,10 +79,7 @@ use crate::{
         OutstandingSend,
         SendOwner, //
     },
-    tables::{
-        self,
-        PeerTable, //
-    },
+    tables::PeerTable,
     uapi, //
 };
 
@@ -215,6 +212,8 @@ struct CepInner {
 /// A connection endpoint.
 #[pin_data]
 pub(crate) struct Cep {
+    /// The CM whose tables hold this CEP.
+    cm: Arc<Cm>,
     /// Our comm ID on the wire; also the key of the local-ID table.
     pub(crate) local_id: u32,
     #[pin]
@@ -236,9 +235,9 @@ pub(crate) const BACKLOG: usize = 1024;
 /// 4.096 µs · 2^31, about 2.4 hours); an owner should hear TIMEWAIT_EXIT within a bound.
 const TIMEWAIT_MAX_MS: u32 = 30_000;
 
-/// Timewait's end. Destroy cancels a pending one and waits for a running one
-/// ([`Cep::cancel_timewait`]), so no timewait work outlives its CEP's destroy, and module
-/// unload, which comes after every CEP's destroy, has none to wait for.
+/// Timewait's end, on the CM's own workqueue. Destroy cancels a pending one and waits for a
+/// running one ([`Cep::cancel_timewait`]), so no timewait work outlives its CEP's destroy;
+/// the CM drains the queue as it goes at unload, which comes after every CEP's destroy.
 impl WorkItem for Cep {
     type Pointer = Arc<Cep>;
 
@@ -261,9 +260,10 @@ pub(crate) fn release_port(port: &CmPort) {
 }
 
 impl Cep {
-    fn new(local_id: u32, sm: state::Cep, owner: Option<Owner>) -> Result<Arc<Self>> {
+    fn new(cm: Arc<Cm>, local_id: u32, sm: state::Cep, owner: Option<Owner>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
+                cm,
                 local_id,
                 timewait <- new_delayed_work!("Cep::timewait"),
                 inner <- new_spinlock!(CepInner {
@@ -306,9 +306,10 @@ impl Cep {
         )
     }
 
-    /// A new idle CEP owned by `owner`.
-    pub(crate) fn create(owner: Owner) -> Result<Arc<Self>> {
-        tables::insert_new_local(|id| Self::new(id, state::Cep::new(), Some(owner)))
+    /// A new idle CEP of `cm`, owned by `owner`.
+    pub(crate) fn create(cm: &Arc<Cm>, owner: Owner) -> Result<Arc<Self>> {
+        cm.tables
+            .insert_new_local(|id| Self::new(cm.clone(), id, state::Cep::new(), Some(owner)))
     }
 
     /// Applies `event`; on success runs the actions and returns the new state.
@@ -349,10 +350,10 @@ impl Cep {
     /// Takes this CEP out of the tables keyed by its peer.
     fn forget_peer_keys(&self, inner: &mut CepInner) {
         if let Some((table, key)) = inner.remote_key.take() {
-            tables::remove_peer(table, key, self);
+            self.cm.tables.remove_peer(table, key, self);
         }
         if let Some(key) = inner.remote_qpn_key.take() {
-            tables::remove_peer(PeerTable::Qpn, key, self);
+            self.cm.tables.remove_peer(PeerTable::Qpn, key, self);
         }
     }
 
@@ -412,7 +413,7 @@ impl Cep {
             Action::ArmTimewait => {
                 // The QP may be reused from now on (Linux: `cm_cleanup_timewait` on entry).
                 if let Some(key) = inner.remote_qpn_key.take() {
-                    tables::remove_peer(PeerTable::Qpn, key, self);
+                    self.cm.tables.remove_peer(PeerTable::Qpn, key, self);
                 }
                 self.arm_timewait(inner);
             }
@@ -455,7 +456,9 @@ impl Cep {
                 }
             }
             Action::StopListening => {
-                tables::remove_listener(self, inner.service_id, inner.listen_mask)
+                self.cm
+                    .tables
+                    .remove_listener(self, inner.service_id, inner.listen_mask)
             }
             Action::CountDuplicate => {
                 if let Some(peer) = &inner.peer {
@@ -523,7 +526,10 @@ impl Cep {
         .min(TIMEWAIT_MAX_MS);
         // Already queued (timewait re-entered before the last one fired): that work ends it,
         // and the clone comes back to be dropped.
-        let _ = workqueue::system().enqueue_delayed(self.clone(), msecs_to_jiffies(ms));
+        let _ = self
+            .cm
+            .workqueue
+            .enqueue_delayed(self.clone(), msecs_to_jiffies(ms));
     }
 
     /// Stops this CEP's timewait work (destroy): a pending one is cancelled, a running one
@@ -618,7 +624,7 @@ impl Cep {
             event: uapi::CEPM_EVENT_DEVICE_REMOVAL,
             ..Default::default()
         };
-        inner.deliver_raw(self.local_id, ev);
+        inner.deliver_raw(self, ev);
     }
 
     /// Ends the CEP as its state requires; afterwards no event for it is queued anywhere and
@@ -659,12 +665,12 @@ impl Cep {
         crate::shim::fault_destroy_delay();
         drop(messages);
         self.cancel_timewait();
-        tables::remove_local(self.local_id);
+        self.cm.tables.remove_local(self.local_id);
         if let Some((table, key)) = remote_key {
-            tables::remove_peer(table, key, self);
+            self.cm.tables.remove_peer(table, key, self);
         }
         if let Some(key) = remote_qpn_key {
-            tables::remove_peer(PeerTable::Qpn, key, self);
+            self.cm.tables.remove_peer(PeerTable::Qpn, key, self);
         }
         for child in pending {
             child.destroy();

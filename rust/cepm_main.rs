@@ -17,6 +17,7 @@
 
 mod cep;
 mod cm;
+mod context;
 mod device;
 mod file;
 mod monitor;
@@ -91,30 +92,24 @@ struct CepmModule {
     _chardev: shim::ChardevRegistration,
     _client: shim::ClientRegistration,
     _faults: shim::FaultInjection,
-    _devices: registry::Devices,
-    _monitors: monitor::Monitors,
-    _tables: tables::Tables,
+    _cm: context::ModuleCm,
 }
 
 impl kernel::Module for CepmModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let tables = tables::Tables::new();
-        let monitors = monitor::Monitors::new();
-        let devices = registry::Devices::new();
+        let cm = context::Cm::new()?;
         let faults = shim::FaultInjection::new();
         InitStep::Client.inject_failure()?;
-        let client = shim::ClientRegistration::new()?;
+        let client = shim::ClientRegistration::new(cm.clone())?;
         // Last: once it exists, userspace can open it and pin the module, so nothing after
         // it may fail.
         InitStep::Chardev.inject_failure()?;
-        let chardev = shim::ChardevRegistration::new()?;
+        let chardev = shim::ChardevRegistration::new(cm.clone())?;
         Ok(Self {
             _chardev: chardev,
             _client: client,
             _faults: faults,
-            _devices: devices,
-            _monitors: monitors,
-            _tables: tables,
+            _cm: context::ModuleCm::new(cm),
         })
     }
 }

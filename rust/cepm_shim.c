@@ -15,6 +15,7 @@
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/random.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_cache.h>
@@ -37,19 +38,25 @@ const char *cepm_shim_devices_param(void)
 	return cepm_devices;
 }
 
+/*
+ * The Rust context of the ib_client callbacks: ib_client.add gets no pointer
+ * of the client's, so it is kept here, set before registration.
+ */
+static void *cepm_client_ctx;
+
 static int cepm_client_add(struct ib_device *device)
 {
-	return cepm_rust_add_device(device);
+	return cepm_rust_add_device(cepm_client_ctx, device);
 }
 
 static void cepm_client_remove(struct ib_device *device, void *client_data)
 {
-	cepm_rust_remove_device(device);
+	cepm_rust_remove_device(cepm_client_ctx, device);
 }
 
 static void cepm_client_rename(struct ib_device *device, void *client_data)
 {
-	cepm_rust_rename_device(device);
+	cepm_rust_rename_device(cepm_client_ctx, device);
 }
 
 static struct ib_client cepm_client = {
@@ -59,14 +66,21 @@ static struct ib_client cepm_client = {
 	.rename = cepm_client_rename,
 };
 
-int cepm_shim_client_register(void)
+int cepm_shim_client_register(void *ctx)
 {
-	return ib_register_client(&cepm_client);
+	int ret;
+
+	cepm_client_ctx = ctx;
+	ret = ib_register_client(&cepm_client);
+	if (ret)
+		cepm_client_ctx = NULL;
+	return ret;
 }
 
 void cepm_shim_client_unregister(void)
 {
 	ib_unregister_client(&cepm_client);
+	cepm_client_ctx = NULL;
 }
 
 /*
@@ -173,6 +187,17 @@ bool cepm_shim_cancel_delayed_work_sync(void *work)
 	return cancel_delayed_work_sync(to_delayed_work(work));
 }
 
+/* The Rust workqueue abstraction has no alloc_workqueue (a varargs macro). */
+struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", 0, 0, name);
+}
+
+void cepm_shim_destroy_workqueue(struct workqueue_struct *wq)
+{
+	destroy_workqueue(wq);
+}
+
 void cepm_shim_fault_destroy_delay(void)
 {
 	u32 ms = READ_ONCE(cepm_destroy_delay_ms);
@@ -191,17 +216,26 @@ void cepm_shim_debugfs_remove(void)
 	debugfs_remove(cepm_debugfs);
 }
 
+/* An agent's context: the Rust handler's, and its callbacks. */
+struct cepm_agent_ctx {
+	void *ctx;
+	cepm_recv_mad_fn *recv;
+	cepm_send_done_fn *send_done;
+};
+
 static void cepm_agent_recv(struct ib_mad_agent *agent,
 			    struct ib_mad_send_buf *send_buf,
 			    struct ib_mad_recv_wc *recv_wc)
 {
+	struct cepm_agent_ctx *actx = agent->context;
+
 	if (cepm_fault_drop_rx(recv_wc)) {
 		ib_free_recv_mad(recv_wc);
 		return;
 	}
 	/* CM MADs are never RMPP: one 256-byte segment. */
-	cepm_rust_recv_mad(agent->context, agent, recv_wc,
-			   (const u8 *)recv_wc->recv_buf.mad, recv_wc->mad_len);
+	actx->recv(actx->ctx, agent, recv_wc, (const u8 *)recv_wc->recv_buf.mad,
+		   recv_wc->mad_len);
 	ib_free_recv_mad(recv_wc);
 }
 
@@ -229,30 +263,51 @@ static void cepm_agent_send_done(struct ib_mad_agent *agent,
 	 * Rust first: whoever may still cancel this buffer learns under its own
 	 * lock that it is done, before the buffer goes.
 	 */
-	cepm_rust_send_done(agent->context, msg_ctx, status);
+	struct cepm_agent_ctx *actx = agent->context;
+
+	actx->send_done(actx->ctx, msg_ctx, status);
 	ib_free_send_mad(send_wc->send_buf);
 }
 
 struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port,
-					      void *port_ctx, bool send_only)
+					      bool send_only, void *port_ctx,
+					      cepm_recv_mad_fn *recv,
+					      cepm_send_done_fn *send_done)
 {
 	struct ib_mad_reg_req req = {
 		.mgmt_class = CEPM_MGMT_CLASS_CM,
 		.mgmt_class_version = CEPM_CM_CLASS_VERSION,
 	};
+	struct cepm_agent_ctx *actx;
+	struct ib_mad_agent *agent;
 
-	if (send_only)
-		return ib_register_mad_agent(device, port, IB_QPT_GSI, NULL, 0,
-					     cepm_agent_send_done, NULL, port_ctx, 0);
-	set_bit(IB_MGMT_METHOD_SEND, req.method_mask);
-	return ib_register_mad_agent(device, port, IB_QPT_GSI, &req, 0,
-				     cepm_agent_send_done, cepm_agent_recv,
-				     port_ctx, 0);
+	actx = kmalloc(sizeof(*actx), GFP_KERNEL);
+	if (!actx)
+		return ERR_PTR(-ENOMEM);
+	actx->ctx = port_ctx;
+	actx->recv = recv;
+	actx->send_done = send_done;
+	if (send_only) {
+		agent = ib_register_mad_agent(device, port, IB_QPT_GSI, NULL, 0,
+					      cepm_agent_send_done, NULL, actx, 0);
+	} else {
+		set_bit(IB_MGMT_METHOD_SEND, req.method_mask);
+		agent = ib_register_mad_agent(device, port, IB_QPT_GSI, &req, 0,
+					      cepm_agent_send_done, cepm_agent_recv,
+					      actx, 0);
+	}
+	if (IS_ERR(agent))
+		kfree(actx);
+	return agent;
 }
 
 void cepm_shim_agent_unregister(struct ib_mad_agent *agent)
 {
+	struct cepm_agent_ctx *actx = agent->context;
+
+	/* Waits for running handlers: none uses actx afterwards. */
 	ib_unregister_mad_agent(agent);
+	kfree(actx);
 }
 
 u32 cepm_shim_agent_hi_tid(struct ib_mad_agent *agent)
@@ -378,9 +433,18 @@ int cepm_shim_modify_mad(struct ib_mad_send_buf *send_buf, u32 timeout_ms)
 	return ib_modify_mad(send_buf, timeout_ms);
 }
 
+/* The misc device, and the Rust context its open callback gets. */
+struct cepm_chardev {
+	struct miscdevice misc;
+	void *ctx;
+};
+
 static int cepm_fop_open(struct inode *inode, struct file *file)
 {
-	void *ctx = cepm_rust_open();
+	/* misc_open() put the miscdevice in private_data. */
+	struct cepm_chardev *chardev =
+		container_of(file->private_data, struct cepm_chardev, misc);
+	void *ctx = cepm_rust_open(chardev->ctx);
 
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
@@ -420,21 +484,25 @@ static const struct file_operations cepm_fops = {
 	.poll = cepm_fop_poll,
 };
 
-static struct miscdevice cepm_miscdev = {
-	.minor = MISC_DYNAMIC_MINOR,
-	.name = "cepm",
-	.fops = &cepm_fops,
-	.mode = 0600,
+static struct cepm_chardev cepm_chardev = {
+	.misc = {
+		.minor = MISC_DYNAMIC_MINOR,
+		.name = "cepm",
+		.fops = &cepm_fops,
+		.mode = 0600,
+	},
 };
 
-int cepm_shim_chardev_register(void)
+int cepm_shim_chardev_register(void *ctx)
 {
-	return misc_register(&cepm_miscdev);
+	cepm_chardev.ctx = ctx;
+	return misc_register(&cepm_chardev.misc);
 }
 
 void cepm_shim_chardev_unregister(void)
 {
-	misc_deregister(&cepm_miscdev);
+	misc_deregister(&cepm_chardev.misc);
+	cepm_chardev.ctx = NULL;
 }
 
 u32 cepm_shim_random_u32(void)

@@ -18,6 +18,7 @@
 
 struct file;
 struct poll_table_struct;
+struct workqueue_struct;
 struct ib_ah;
 struct ib_device;
 struct ib_mad_agent;
@@ -30,13 +31,19 @@ struct ib_mad_send_buf;
 
 /* ---- Callbacks implemented in Rust, called from C ---- */
 
-/* ib_client.add: non-zero skips the device (ib_core then never calls remove). */
-typedef int cepm_add_device_fn(struct ib_device *device);
-/* ib_client.remove: must stop all use of the device before returning. */
-typedef void cepm_remove_device_fn(struct ib_device *device);
-/* ib_client.rename: the device (which add took) has a new name. */
-typedef void cepm_rename_device_fn(struct ib_device *device);
 /*
+ * The ib_client callbacks get the context given to cepm_shim_client_register.
+ * ib_client.add: non-zero skips the device (ib_core then never calls remove).
+ */
+typedef int cepm_add_device_fn(void *client_ctx, struct ib_device *device);
+/* ib_client.remove: must stop all use of the device before returning. */
+typedef void cepm_remove_device_fn(void *client_ctx, struct ib_device *device);
+/* ib_client.rename: the device (which add took) has a new name. */
+typedef void cepm_rename_device_fn(void *client_ctx, struct ib_device *device);
+/*
+ * The callbacks of a MAD agent, given to cepm_shim_agent_register with their
+ * context (port_ctx).
+ *
  * A MAD arrived for the agent registered with port_ctx.  recv and the buffer
  * are only valid during the call (recv can be passed to
  * cepm_shim_recv_reply_ah).  Runs in process context (the MAD CQ's
@@ -55,15 +62,14 @@ typedef void cepm_send_done_fn(void *port_ctx, void *msg_ctx, int status);
 cepm_add_device_fn cepm_rust_add_device;
 cepm_remove_device_fn cepm_rust_remove_device;
 cepm_rename_device_fn cepm_rust_rename_device;
-cepm_recv_mad_fn cepm_rust_recv_mad;
-cepm_send_done_fn cepm_rust_send_done;
 
 /*
- * /dev/cepm file operations.  open returns the file's context (or an
- * ERR_PTR), which every other call gets back; release runs once, after the
- * last other call.  All run in process context.
+ * /dev/cepm file operations.  open gets the context given to
+ * cepm_shim_chardev_register and returns the file's context (or an ERR_PTR),
+ * which every other call gets back; release runs once, after the last other
+ * call.  All run in process context.
  */
-typedef void *cepm_open_fn(void);
+typedef void *cepm_open_fn(void *chardev_ctx);
 typedef void cepm_release_fn(void *file_ctx);
 typedef long cepm_ioctl_fn(void *file_ctx, unsigned int cmd, unsigned long arg);
 typedef ssize_t cepm_read_fn(void *file_ctx, unsigned long buf, size_t len, bool nonblock);
@@ -86,15 +92,22 @@ void cepm_shim_fault_destroy_delay(void);
 /* Whether this handle reservation is to fail (debugfs fail_handle_count). */
 bool cepm_shim_fault_fail_handle(void);
 bool cepm_shim_cancel_delayed_work_sync(void *work);
-int cepm_shim_chardev_register(void);
+/* A workqueue of our own (alloc_workqueue), or NULL; destroying it drains it. */
+struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);
+void cepm_shim_destroy_workqueue(struct workqueue_struct *wq);
+/* Registers /dev/cepm; its open callback gets ctx until it is unregistered. */
+int cepm_shim_chardev_register(void *ctx);
 void cepm_shim_chardev_unregister(void);
 /* A random 32-bit value (comm ID obfuscation, as Linux's cm.random_id_operand). */
 u32 cepm_shim_random_u32(void);
 
 /* ---- C wrappers called from Rust ---- */
 
-/* Register/unregister the "cepm" ib_client (may sleep). */
-int cepm_shim_client_register(void);
+/*
+ * Register/unregister the "cepm" ib_client (may sleep); its callbacks get ctx
+ * until it is unregistered.
+ */
+int cepm_shim_client_register(void *ctx);
 void cepm_shim_client_unregister(void);
 
 /*
@@ -115,14 +128,16 @@ bool cepm_shim_port_is_roce(struct ib_device *device, u32 port);
 
 /*
  * Registers a GSI agent for CM class 0x07 version 2, method SEND, whose
- * receive callback is cepm_rust_recv_mad(port_ctx, ...).  Returns an
+ * callbacks are recv(port_ctx, ...) and send_done(port_ctx, ...).  Returns an
  * ERR_PTR on failure, e.g. -EINVAL when another CM (ib_cm) owns the class.
  * With send_only, the agent registers no class: it only sends (REPs, so
  * that the main agent's flow control on outstanding requests can never hold
  * them back, as Linux's cm rep_agent).  May sleep.
  */
 struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port,
-					      void *port_ctx, bool send_only);
+					      bool send_only, void *port_ctx,
+					      cepm_recv_mad_fn *recv,
+					      cepm_send_done_fn *send_done);
 /* Waits for running handlers; no callback runs after it returns.  May sleep. */
 void cepm_shim_agent_unregister(struct ib_mad_agent *agent);
 /* The agent's high 32 TID bits (requests carry them, as Linux's cm_form_tid). */

@@ -49,7 +49,8 @@ use crate::{
     },
     tables::{
         self,
-        PeerTable, //
+        PeerTable,
+        Tables, //
     },
 };
 
@@ -76,42 +77,49 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     // `None`: a CEP took it; otherwise why nothing did, for the stateless answer.
     let routed = |found: bool, why: Unmatched| if found { None } else { Some(why) };
     let tid = received.header.tid;
+    let tables = &port.cm().tables;
     let unmatched = match &received.msg {
         CmMsg::Req(req) => req_received(port, mad, req, tid),
         CmMsg::SidrReq(sreq) => sidr_req_received(port, mad, sreq, tid),
         CmMsg::Dreq(dreq) => routed(
-            tables::find_local(dreq.remote_comm_id)
+            tables
+                .find_local(dreq.remote_comm_id)
                 .map(|cep| cep.dreq_received(dreq, tid))
                 .is_some(),
             Unmatched::Dreq,
         ),
-        CmMsg::Rej(rej) => routed(rej_received(rej), Unmatched::Other),
+        CmMsg::Rej(rej) => routed(rej_received(tables, rej), Unmatched::Other),
         CmMsg::Rep(rep) => routed(
-            tables::find_local(rep.remote_comm_id)
+            tables
+                .find_local(rep.remote_comm_id)
                 .map(|cep| cep.rep_received(rep))
                 .is_some(),
             Unmatched::Other,
         ),
         CmMsg::Rtu(rtu) => routed(
-            tables::find_local(rtu.remote_comm_id)
+            tables
+                .find_local(rtu.remote_comm_id)
                 .map(|cep| cep.rtu_received(rtu))
                 .is_some(),
             Unmatched::Other,
         ),
         CmMsg::SidrRep(rep) => routed(
-            tables::find_local(rep.request_id)
+            tables
+                .find_local(rep.request_id)
                 .map(|cep| cep.sidr_rep_received(rep))
                 .is_some(),
             Unmatched::Other,
         ),
         CmMsg::Mra(mra) => routed(
-            tables::find_local(mra.remote_comm_id)
+            tables
+                .find_local(mra.remote_comm_id)
                 .map(|cep| cep.mra_received(mra))
                 .is_some(),
             Unmatched::Other,
         ),
         CmMsg::Drep(drep) => routed(
-            tables::find_local(drep.remote_comm_id)
+            tables
+                .find_local(drep.remote_comm_id)
                 .map(|cep| cep.drep_received(drep))
                 .is_some(),
             Unmatched::Other,
@@ -151,13 +159,13 @@ fn encode_answer(port: &CmPort, tid: u64, answer: CmMsg) -> Option<[u8; MAD_SIZE
 }
 
 /// Hands a REJ to the CEP it is for ([`RejTarget`]); whether one took it.
-fn rej_received(rej: &Rej) -> bool {
+fn rej_received(tables: &Tables, rej: &Rej) -> bool {
     let target = rej.target();
     let cep = match target {
         RejTarget::Peer { comm_id, ca_guid } => {
-            tables::find_peer(PeerTable::CommId, (comm_id, ca_guid))
+            tables.find_peer(PeerTable::CommId, (comm_id, ca_guid))
         }
-        RejTarget::Local { local_comm_id, .. } => tables::find_local(local_comm_id),
+        RejTarget::Local { local_comm_id, .. } => tables.find_local(local_comm_id),
     };
     cep.is_some_and(|cep| cep.rej_received(rej, target))
 }
@@ -174,12 +182,12 @@ fn req_received(
     if req.transport == Transport::Xrc {
         return Some(Unmatched::ReqInvalidTransport);
     }
-    if let Some(cep) = tables::find_peer(PeerTable::CommId, (req.local_comm_id, req.local_ca_guid))
-    {
+    let tables = &port.cm().tables;
+    if let Some(cep) = tables.find_peer(PeerTable::CommId, (req.local_comm_id, req.local_ca_guid)) {
         cep.duplicate_req();
         return None;
     }
-    let Some(listener) = tables::find_listener(req.service_id) else {
+    let Some(listener) = tables.find_listener(req.service_id) else {
         return Some(Unmatched::ReqNoListener);
     };
     // The primary path must lead to this port: else REJ 12, our GID 0 in the ARI.
@@ -238,7 +246,7 @@ fn sidr_req_received(
             return None;
         }
     }
-    let Some(listener) = tables::find_listener(sreq.service_id) else {
+    let Some(listener) = port.cm().tables.find_listener(sreq.service_id) else {
         return Some(Unmatched::SidrReqNoListener);
     };
     let Ok(Some(cep)) = Cep::spawn_from_sidr_req(port, ah, sreq, tid) else {

@@ -9,6 +9,7 @@ use kernel::{
 
 use crate::{
     cep,
+    context::Cm,
     port::CmPort,
     shim::{
         AgentRole,
@@ -28,8 +29,8 @@ use crate::{
 /// CEPs holding an address handle on the port drop it and hear that the device is gone.
 struct ManagedPort {
     /// The CM agent and the send-only REP agent, while registered.
-    agents: Option<MadAgent>,
-    rep_agent: Option<MadAgent>,
+    agents: Option<MadAgent<CmPort>>,
+    rep_agent: Option<MadAgent<CmPort>>,
     port: Arc<CmPort>,
 }
 
@@ -50,9 +51,16 @@ impl ManagedPort {
             port,
         };
         // On error `managed` is dropped, which releases whatever was registered already.
-        managed.agents = Some(MadAgent::register(ib, managed.port.clone(), AgentRole::Cm)?);
+        let num = managed.port.num();
+        managed.agents = Some(MadAgent::register(
+            ib,
+            num,
+            managed.port.clone(),
+            AgentRole::Cm,
+        )?);
         managed.rep_agent = Some(MadAgent::register(
             ib,
+            num,
             managed.port.clone(),
             AgentRole::Rep,
         )?);
@@ -82,7 +90,7 @@ impl CmDevice {
     /// device with a native InfiniBand port (`EOPNOTSUPP`): cepm has no IB addressing yet (LIDs,
     /// P_Key indexes, SA path records), and declining the whole device leaves it to `ib_cm`,
     /// which claims all of a device's ports or none.
-    pub(crate) fn new(ib: IbDevice) -> Result<Self> {
+    pub(crate) fn new(cm: &Arc<Cm>, ib: IbDevice) -> Result<Self> {
         let raw_name = ib.name();
         let name = CStr::from_bytes_until_nul(&raw_name).unwrap_or(c"?");
         let guid = ib.node_guid();
@@ -99,7 +107,7 @@ impl CmDevice {
                 );
                 return Err(EOPNOTSUPP);
             }
-            let port = CmPort::new(raw_name, num, guid, ib.ack_delay())?;
+            let port = CmPort::new(cm.clone(), raw_name, num, guid, ib.ack_delay())?;
             // Dropping `ports` (any error below) releases the ports registered so far.
             match ManagedPort::register(&ib, port) {
                 Ok(managed) => ports.push(managed, GFP_KERNEL)?,

@@ -75,7 +75,7 @@ use crate::{
         RejectArgs,
         REJ_PDATA_MAX, //
     },
-    monitor, registry, tables,
+    context::Cm,
     uapi::{
         self,
         cepm_port_info,
@@ -128,6 +128,8 @@ struct MonitorQueue {
 /// An open `/dev/cepm`.
 #[pin_data]
 pub(crate) struct CepmFile {
+    /// The CM the file's CEPs belong to.
+    cm: Arc<Cm>,
     #[pin]
     inner: SpinLock<FileInner>,
     /// Signalled when an event is queued.
@@ -138,10 +140,11 @@ pub(crate) struct CepmFile {
 const POLLIN: u32 = kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
 
 impl CepmFile {
-    /// A new, empty file state.
-    pub(crate) fn open() -> Result<Arc<Self>> {
+    /// A new, empty file state, on `cm`.
+    pub(crate) fn open(cm: Arc<Cm>) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
+                cm,
                 inner <- new_spinlock!(FileInner {
                     handles: RBTree::new(),
                     next_handle: 1,
@@ -168,7 +171,7 @@ impl CepmFile {
             )
         };
         if monitoring {
-            monitor::remove(&self);
+            self.cm.monitors.remove(&self);
         }
         for handle in handles.values() {
             handle.cep.destroy();
@@ -341,7 +344,7 @@ impl CepmFile {
         let (cmd, arg) =
             ioctl_arg::find(cmd, UserPtr::from_addr(arg), &KNOWN_IOCTLS).ok_or(ENOTTY)?;
         match cmd {
-            uapi::CEPM_IOCTL_QUERY => query(arg),
+            uapi::CEPM_IOCTL_QUERY => query(&self.cm, arg),
             uapi::CEPM_IOCTL_CREATE => self.create(arg),
             uapi::CEPM_IOCTL_DESTROY => self.destroy(arg),
             uapi::CEPM_IOCTL_LISTEN => self.listen(arg),
@@ -393,7 +396,7 @@ impl CepmFile {
             handle,
             context: req.user_context,
         };
-        let cep = Cep::create(owner)?;
+        let cep = Cep::create(&self.cm, owner)?;
         self.fill_handle(reserved, cep.clone())?;
         req.handle = handle;
         if let Err(e) = arg.write(&req) {
@@ -565,7 +568,11 @@ impl CepmFile {
             return Err(EINVAL);
         }
         let cep = self.cep(req.handle)?;
-        let port = registry::find_port(&req.dev_name, req.port_num).ok_or(ENODEV)?;
+        let port = self
+            .cm
+            .devices
+            .find_port(&req.dev_name, req.port_num)
+            .ok_or(ENODEV)?;
         cep.connect(port, &req)
     }
 
@@ -605,7 +612,7 @@ impl CepmFile {
                 lost: 0,
             });
         }
-        monitor::add(self.clone())
+        self.cm.monitors.add(self.clone())
     }
 
     fn establish(&self, arg: IoctlArg) -> Result {
@@ -632,7 +639,7 @@ impl CepmFile {
 
     fn list_ceps(&self, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_list = arg.read()?;
-        let ceps = tables::all_ceps()?;
+        let ceps = self.cm.tables.all_ceps()?;
         let filled = ceps.len().min(req.capacity as usize);
         let mut infos = KVec::with_capacity(filled, GFP_KERNEL)?;
         for cep in ceps.iter().take(filled) {
@@ -674,7 +681,11 @@ impl CepmFile {
             return Err(EINVAL);
         }
         let cep = self.cep(req.handle)?;
-        let port = registry::find_port(&req.dev_name, req.port_num).ok_or(ENODEV)?;
+        let port = self
+            .cm
+            .devices
+            .find_port(&req.dev_name, req.port_num)
+            .ok_or(ENODEV)?;
         cep.sidr_req(port, &req)
     }
 
@@ -736,12 +747,12 @@ impl CepmFile {
 }
 
 /// `CEPM_IOC_QUERY`: the ABI version and the managed ports with their counters.
-fn query(arg: IoctlArg) -> Result {
+fn query(cm: &Cm, arg: IoctlArg) -> Result {
     let mut q: cepm_query = arg.read()?;
     if q.reserved != 0 || q.reserved2 != 0 {
         return Err(EINVAL);
     }
-    let infos = registry::port_infos()?;
+    let infos = cm.devices.port_infos()?;
     let filled = infos.len().min(q.port_capacity as usize);
     if filled > 0 {
         let ports = UserPtr::from_addr(usize::try_from(q.ports).map_err(|_| EFAULT)?);
@@ -755,7 +766,7 @@ fn query(arg: IoctlArg) -> Result {
     }
     q.abi_version = uapi::CEPM_ABI_VERSION;
     q.num_ports = u32::try_from(infos.len()).map_err(|_| EOVERFLOW)?;
-    q.num_ceps = u32::try_from(tables::count_local()).unwrap_or(u32::MAX);
+    q.num_ceps = u32::try_from(cm.tables.count_local()).unwrap_or(u32::MAX);
     arg.write(&q)
 }
 

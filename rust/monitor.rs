@@ -3,18 +3,19 @@
 //! The event monitor behind `cepmctl events`: files that asked for `CEPM_IOC_MONITOR` get a
 //! copy of every event any CEP delivers, with the CEP's comm IDs, service ID and new state.
 //!
-//! Lock order: a CEP's lock, then [`MONITORS`], then a monitoring file's lock. While no file
-//! monitors, delivering an event takes no lock here ([`MONITOR_COUNT`] is 0): the hot path
-//! pays one relaxed load.
+//! Lock order: a CEP's lock, then the monitor list's, then a monitoring file's lock. While no
+//! file monitors, delivering an event takes no lock here (the count is 0): the hot path pays
+//! one relaxed load.
 
 use kernel::{
+    new_spinlock,
     prelude::*,
     sync::{
         atomic::{
             Atomic,
             Relaxed, //
         },
-        Arc,
+        Arc, SpinLock,
     },
     time::{
         Instant,
@@ -27,63 +28,66 @@ use crate::{
     uapi, //
 };
 
-kernel::sync::global_lock! {
-    // SAFETY: `Monitors::new` initialises the lock in module init, before any user.
-    unsafe(uninit) static MONITORS: SpinLock<KVec<Arc<CepmFile>>> = KVec::new();
+/// The files that monitor, owned by the CM's [`crate::context::Cm`].
+#[pin_data(PinnedDrop)]
+pub(crate) struct Monitors {
+    #[pin]
+    files: SpinLock<KVec<Arc<CepmFile>>>,
+    /// How many files monitor: while 0, [`Monitors::publish`] returns at once.
+    count: Atomic<u32>,
 }
-
-/// How many files monitor: while 0, [`publish`] returns at once.
-static MONITOR_COUNT: Atomic<u32> = Atomic::new(0);
-
-/// Ownership of the monitor list for the lifetime of the module.
-pub(crate) struct Monitors(());
 
 impl Monitors {
-    /// Initialises the (empty) list; once per module load, before any file is opened.
-    pub(crate) fn new() -> Self {
-        // SAFETY: Module init calls this once, before `/dev/cepm` exists.
-        unsafe { MONITORS.init() };
-        Self(())
+    /// No monitor yet.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            files <- new_spinlock!(KVec::new(), "Monitors::files"),
+            count: Atomic::new(0),
+        })
+    }
+
+    /// Makes `file` a monitor.
+    pub(crate) fn add(&self, file: Arc<CepmFile>) -> Result {
+        let mut files = self.files.lock();
+        files.push(file, GFP_ATOMIC)?;
+        self.count.store(files.len() as u32, Relaxed);
+        Ok(())
+    }
+
+    /// Stops `file` monitoring (its release).
+    pub(crate) fn remove(&self, file: &CepmFile) {
+        let removed = {
+            let mut files = self.files.lock();
+            let found = files.iter().position(|f| core::ptr::eq(&**f, file));
+            let removed = found.and_then(|i| files.remove(i).ok());
+            self.count.store(files.len() as u32, Relaxed);
+            removed
+        };
+        // The last reference to a file may go here: outside the lock.
+        drop(removed);
+    }
+
+    /// Copies the record `make` builds (timestamp still unset) to every monitor; called under
+    /// the CEP's lock. Without monitors, the record is never built.
+    pub(crate) fn publish(&self, make: impl FnOnce() -> uapi::cepm_trace) {
+        if self.count.load(Relaxed) == 0 {
+            return;
+        }
+        let record = make();
+        let now = Instant::<Monotonic>::now();
+        for file in self.files.lock().iter() {
+            file.push_trace(record, now);
+        }
     }
 }
 
-impl Drop for Monitors {
-    fn drop(&mut self) {
-        // Open files pin the module, so none is left; drop the list's memory regardless.
-        drop(core::mem::take(&mut *MONITORS.lock()));
-    }
-}
-
-/// Makes `file` a monitor.
-pub(crate) fn add(file: Arc<CepmFile>) -> Result {
-    let mut monitors = MONITORS.lock();
-    monitors.push(file, GFP_ATOMIC)?;
-    MONITOR_COUNT.store(monitors.len() as u32, Relaxed);
-    Ok(())
-}
-
-/// Stops `file` monitoring (its release).
-pub(crate) fn remove(file: &CepmFile) {
-    let removed = {
-        let mut monitors = MONITORS.lock();
-        let found = monitors.iter().position(|f| core::ptr::eq(&**f, file));
-        let removed = found.and_then(|i| monitors.remove(i).ok());
-        MONITOR_COUNT.store(monitors.len() as u32, Relaxed);
-        removed
-    };
-    // The last reference to a file may go here: outside the lock.
-    drop(removed);
-}
-
-/// Copies the record `make` builds (timestamp still unset) to every monitor; called under the
-/// CEP's lock. Without monitors, the record is never built.
-pub(crate) fn publish(make: impl FnOnce() -> uapi::cepm_trace) {
-    if MONITOR_COUNT.load(Relaxed) == 0 {
-        return;
-    }
-    let record = make();
-    let now = Instant::<Monotonic>::now();
-    for file in MONITORS.lock().iter() {
-        file.push_trace(record, now);
+#[pinned_drop]
+impl PinnedDrop for Monitors {
+    fn drop(self: Pin<&mut Self>) {
+        // A monitoring file holds the CM until its release, which removes it: none is left.
+        let left = core::mem::take(&mut *self.files.lock());
+        if !left.is_empty() {
+            pr_err!("{} monitors still registered at unload\n", left.len());
+        }
     }
 }

@@ -26,6 +26,7 @@ use sidr_answers::SidrAnswers;
 use crate::{
     cep::Cep,
     cm,
+    context::Cm,
     proto::{
         mad::{
             AttrId,
@@ -41,6 +42,7 @@ use crate::{
         AhInfo,
         AttachedAgent,
         DeviceName,
+        MadHandler,
         OutstandingSend,
         ReceivedMad,
         SendOwner, //
@@ -106,6 +108,8 @@ impl Agents {
 /// A CM port of a managed device.
 #[pin_data]
 pub(crate) struct CmPort {
+    /// The CM the port feeds.
+    cm: Arc<Cm>,
     /// The device's name: as added, then as renamed (`CmDevice::rename`).
     #[pin]
     device_name: SpinLock<DeviceName>,
@@ -136,6 +140,7 @@ pub(crate) struct CmPort {
 impl CmPort {
     /// A port with no agent yet and all counters at zero.
     pub(crate) fn new(
+        cm: Arc<Cm>,
         device_name: DeviceName,
         num: u32,
         ca_guid: u64,
@@ -144,6 +149,7 @@ impl CmPort {
         let sidr_answers = SidrAnswers::new()?;
         Arc::pin_init(
             pin_init!(Self {
+                cm,
                 device_name <- new_spinlock!(device_name, "CmPort::device_name"),
                 num,
                 ca_guid,
@@ -160,6 +166,11 @@ impl CmPort {
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// The CM the port feeds.
+    pub(crate) fn cm(&self) -> &Arc<Cm> {
+        &self.cm
     }
 
     /// The port number on its device.
@@ -185,16 +196,6 @@ impl CmPort {
     /// The CA's local ACK delay exponent.
     pub(crate) fn ack_delay(&self) -> u8 {
         self.ack_delay
-    }
-
-    /// Makes `agent` the port's sender for `role`.
-    pub(crate) fn attach_agent(&self, role: AgentRole, agent: AttachedAgent) {
-        *self.agents.lock().slot(role) = Some(agent);
-    }
-
-    /// Stops all sending through the port's `role` agent.
-    pub(crate) fn detach_agent(&self, role: AgentRole) {
-        *self.agents.lock().slot(role) = None;
     }
 
     /// The TID of a request from the CEP with comm ID `local_id` (Linux's `cm_form_tid`:
@@ -317,16 +318,6 @@ impl CmPort {
             .unwrap_or(false)
     }
 
-    /// Called by the MAD agent for every MAD it receives: count it, then handle it.
-    pub(crate) fn mad_received(self: &Arc<Self>, mad: &ReceivedMad<'_>) {
-        let counter = match MadHeader::decode(mad.bytes()) {
-            Ok(hdr) => self.rx.get(hdr.attr_id).unwrap_or(&self.rx_other_attr),
-            Err(_) => &self.rx_malformed,
-        };
-        counter.add(1, Relaxed);
-        cm::mad_received(self, mad);
-    }
-
     /// Counts a received MAD that the protocol core refused.
     pub(crate) fn count_invalid(&self) {
         self.rx_invalid.add(1, Relaxed);
@@ -377,5 +368,27 @@ impl CmPort {
         info.tx_by_attr = self.tx.snapshot();
         info.tx_errors = self.tx_errors.load(Relaxed);
         info
+    }
+}
+
+/// The port's agents feed it: each received MAD is counted, then handled by the CM.
+impl MadHandler for CmPort {
+    fn attach_agent(&self, role: AgentRole, agent: Option<AttachedAgent>) {
+        *self.agents.lock().slot(role) = agent;
+    }
+
+    fn mad_received(self: &Arc<Self>, mad: &ReceivedMad<'_>) {
+        let counter = match MadHeader::decode(mad.bytes()) {
+            Ok(hdr) => self.rx.get(hdr.attr_id).unwrap_or(&self.rx_other_attr),
+            Err(_) => &self.rx_malformed,
+        };
+        counter.add(1, Relaxed);
+        cm::mad_received(self, mad);
+    }
+
+    fn send_done(&self, status: c_int) {
+        if status != 0 && status != ECANCELED.to_errno() {
+            self.count_tx_error();
+        }
     }
 }

@@ -7,9 +7,17 @@
 //! mutex is enough.
 
 use core::ffi::c_void;
-use kernel::prelude::*;
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{
+        Arc,
+        Mutex, //
+    },
+};
 
 use crate::{
+    context::Cm,
     device::CmDevice,
     shim::{
         self,
@@ -18,31 +26,18 @@ use crate::{
     uapi, //
 };
 
-kernel::sync::global_lock! {
-    // SAFETY: `Devices::new` initialises the lock in module init, before the `ib_client`
-    // (the first user) is registered.
-    unsafe(uninit) static DEVICES: Mutex<KVec<KBox<CmDevice>>> = KVec::new();
+/// The managed devices, owned by the CM's [`crate::context::Cm`].
+#[pin_data(PinnedDrop)]
+pub(crate) struct Devices {
+    #[pin]
+    list: Mutex<KVec<KBox<CmDevice>>>,
 }
 
-/// Ownership of the device list for the lifetime of the module.
-///
-/// Dropping it frees the list; by then the `ib_client` must be unregistered.
-pub(crate) struct Devices(());
-
-impl Devices {
-    /// Initialises the (empty) device list.
-    ///
-    /// Must be called once per module load, before any device is added.
-    pub(crate) fn new() -> Self {
-        // SAFETY: Module init calls this once, before the ib_client can add devices.
-        unsafe { DEVICES.init() };
-        Self(())
-    }
-}
-
-impl Drop for Devices {
-    fn drop(&mut self) {
-        let devices = core::mem::take(&mut *DEVICES.lock());
+#[pinned_drop]
+impl PinnedDrop for Devices {
+    fn drop(self: Pin<&mut Self>) {
+        // The `ib_client`, whose registration holds the CM, removed every device before.
+        let devices = core::mem::take(&mut *self.list.lock());
         if !devices.is_empty() {
             pr_err!("{} devices still registered at unload\n", devices.len());
         }
@@ -60,59 +55,68 @@ fn selected(list: &[u8], name: &[u8]) -> bool {
     entries.peek().is_none() || entries.any(|e| e == name)
 }
 
-/// Takes `device` under management: registers its CM agents and lists it. Devices not named
-/// in the `devices` parameter are declined (`EOPNOTSUPP`), which leaves them to `ib_cm`.
-pub(crate) fn add_device(device: IbDevice) -> Result {
-    let name = device.name();
-    if !selected(shim::devices_param().to_bytes(), &name) {
-        let shown = name.split(|&b| b == 0).next().unwrap_or_default();
-        pr_info!(
-            "{}: not in cepm.devices; left to other CMs\n",
-            kernel::str::BStr::from_bytes(shown)
-        );
-        return Err(EOPNOTSUPP);
+impl Devices {
+    /// No device yet.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            list <- new_mutex!(KVec::new(), "Devices::list"),
+        })
     }
-    // Agent registration sleeps, so it happens before the device is listed.
-    let device = KBox::new(CmDevice::new(device)?, GFP_KERNEL)?;
-    DEVICES.lock().push(device, GFP_KERNEL)?;
-    Ok(())
-}
 
-/// Releases the device whose C pointer is `device`; no MAD handler for it runs afterwards.
-pub(crate) fn remove_device(device: *mut c_void) {
-    let removed = {
-        let mut devices = DEVICES.lock();
-        let found = devices.iter().position(|d| d.ib().is(device));
-        found.and_then(|i| devices.remove(i).ok())
-    };
-    // Unregistering the agents waits for running handlers, so do it outside the lock.
-    drop(removed);
-}
-
-/// The device `device` is now called by its new name (the `rename` callback).
-pub(crate) fn rename_device(device: &IbDevice) {
-    let name = device.name();
-    let mut devices = DEVICES.lock();
-    if let Some(managed) = devices
-        .iter_mut()
-        .find(|d| d.ib().is(device.as_ptr().cast()))
-    {
-        managed.rename(name);
+    /// Takes `device` under management for `cm` (which owns `self`): registers its CM agents and lists it. Devices not named
+    /// in the `devices` parameter are declined (`EOPNOTSUPP`), which leaves them to `ib_cm`.
+    pub(crate) fn add_device(&self, cm: &Arc<Cm>, device: IbDevice) -> Result {
+        let name = device.name();
+        if !selected(shim::devices_param().to_bytes(), &name) {
+            let shown = name.split(|&b| b == 0).next().unwrap_or_default();
+            pr_info!(
+                "{}: not in cepm.devices; left to other CMs\n",
+                kernel::str::BStr::from_bytes(shown)
+            );
+            return Err(EOPNOTSUPP);
+        }
+        // Agent registration sleeps, so it happens before the device is listed.
+        let device = KBox::new(CmDevice::new(cm, device)?, GFP_KERNEL)?;
+        self.list.lock().push(device, GFP_KERNEL)?;
+        Ok(())
     }
-}
 
-/// The managed port `num` of the device named `name` (NUL-padded).
-pub(crate) fn find_port(name: &[u8], num: u32) -> Option<kernel::sync::Arc<crate::port::CmPort>> {
-    let devices = DEVICES.lock();
-    devices.iter().find_map(|d| d.port(name, num))
-}
-
-/// A snapshot of every managed port, in the ABI's format.
-pub(crate) fn port_infos() -> Result<KVec<uapi::cepm_port_info>> {
-    let devices = DEVICES.lock();
-    let mut infos = KVec::new();
-    for device in devices.iter() {
-        device.port_infos(&mut infos)?;
+    /// Releases the device whose C pointer is `device`; no MAD handler for it runs afterwards.
+    pub(crate) fn remove_device(&self, device: *mut c_void) {
+        let removed = {
+            let mut devices = self.list.lock();
+            let found = devices.iter().position(|d| d.ib().is(device));
+            found.and_then(|i| devices.remove(i).ok())
+        };
+        // Unregistering the agents waits for running handlers, so do it outside the lock.
+        drop(removed);
     }
-    Ok(infos)
+
+    /// The device `device` is now called by its new name (the `rename` callback).
+    pub(crate) fn rename_device(&self, device: &IbDevice) {
+        let name = device.name();
+        let mut devices = self.list.lock();
+        if let Some(managed) = devices
+            .iter_mut()
+            .find(|d| d.ib().is(device.as_ptr().cast()))
+        {
+            managed.rename(name);
+        }
+    }
+
+    /// The managed port `num` of the device named `name` (NUL-padded).
+    pub(crate) fn find_port(&self, name: &[u8], num: u32) -> Option<Arc<crate::port::CmPort>> {
+        let devices = self.list.lock();
+        devices.iter().find_map(|d| d.port(name, num))
+    }
+
+    /// A snapshot of every managed port, in the ABI's format.
+    pub(crate) fn port_infos(&self) -> Result<KVec<uapi::cepm_port_info>> {
+        let devices = self.list.lock();
+        let mut infos = KVec::new();
+        for device in devices.iter() {
+            device.port_infos(&mut infos)?;
+        }
+        Ok(infos)
+    }
 }

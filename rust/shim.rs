@@ -5,17 +5,27 @@
 //! The declarations are generated from that header by bindgen at build time (see `Kbuild`).
 //! This file holds them, the registrations (the `ib_client`, `/dev/cepm`, debugfs) and the
 //! module's small C services; its children hold the rest:
-//! - [`rdma`]: RDMA abstractions: devices, MAD agents borrowed from their port's lock,
-//!   address handles, sends in flight, received MADs;
-//! - `glue`: the `#[no_mangle]` entry points C calls (ib_client, MAD handlers, file
-//!   operations), each checked against its `cepm_*_fn` typedef, so the two sides cannot drift
-//!   apart silently.
+//! - [`rdma`]: RDMA abstractions: devices, MAD agents generic over a [`MadHandler`] (their
+//!   callbacks with them) and borrowed from their port's lock, address handles, sends in
+//!   flight, received MADs;
+//! - `glue`: the `#[no_mangle]` entry points C calls (ib_client, file operations).
+//!
+//! Every callback C calls is checked against its `cepm_*_fn` typedef, so the two sides cannot
+//! drift apart silently.
 
-use core::ffi::c_void;
+use core::{
+    ffi::c_void,
+    ptr::NonNull, //
+};
 use kernel::{
     error::to_result,
-    prelude::*, //
+    prelude::*,
+    sync::Arc,
+    types::ForeignOwnable,
+    workqueue::Queue, //
 };
+
+use crate::context::Cm;
 
 mod glue;
 mod rdma;
@@ -29,6 +39,7 @@ pub(crate) use rdma::{
     DeviceName,
     IbDevice,
     MadAgent,
+    MadHandler,
     OutstandingSend,
     ReceivedMad,
     SendOwner, //
@@ -57,16 +68,30 @@ pub(crate) const MAD_SIZE: usize = 256;
 ///
 /// # Invariants
 ///
-/// The client is registered for as long as this value exists.
-pub(crate) struct ClientRegistration(());
+/// The client is registered for as long as this value exists, and its callbacks get the CM
+/// this value holds (leaked with `into_foreign` until the drop).
+pub(crate) struct ClientRegistration {
+    cm: *mut c_void,
+}
+
+// SAFETY: The pointer is an `Arc<Cm>`'s, which is `Send`.
+unsafe impl Send for ClientRegistration {}
+// SAFETY: Shared references give no access to the pointer.
+unsafe impl Sync for ClientRegistration {}
 
 impl ClientRegistration {
-    /// Registers the client; `add` runs at once for every existing RDMA device.
-    pub(crate) fn new() -> Result<Self> {
-        // SAFETY: No preconditions; the client is a static in the shim.
-        to_result(unsafe { shim::cepm_shim_client_register() })?;
-        // INVARIANT: registration succeeded.
-        Ok(Self(()))
+    /// Registers the client for `cm`; `add` runs at once for every existing RDMA device.
+    pub(crate) fn new(cm: Arc<Cm>) -> Result<Self> {
+        let ptr = cm.into_foreign();
+        // SAFETY: No preconditions; the client is a static in the shim, and `ptr` stays valid
+        // until it is unregistered (by the drop, or below on failure).
+        if let Err(e) = to_result(unsafe { shim::cepm_shim_client_register(ptr) }) {
+            // SAFETY: The registration failed, so no callback can use `ptr` any more.
+            drop(unsafe { Arc::<Cm>::from_foreign(ptr) });
+            return Err(e);
+        }
+        // INVARIANT: registration succeeded with `ptr`.
+        Ok(Self { cm: ptr })
     }
 }
 
@@ -75,6 +100,9 @@ impl Drop for ClientRegistration {
         // SAFETY: By the type invariant the client is registered. Unregistering calls `remove`
         // for every device, which releases all of cepm's use of it.
         unsafe { shim::cepm_shim_client_unregister() };
+        // SAFETY: No callback runs after the unregistration, so the reference `new` leaked
+        // is ours again.
+        drop(unsafe { Arc::<Cm>::from_foreign(self.cm) });
     }
 }
 
@@ -82,24 +110,88 @@ impl Drop for ClientRegistration {
 ///
 /// # Invariants
 ///
-/// The misc device is registered for as long as this value exists.
-pub(crate) struct ChardevRegistration(());
+/// The misc device is registered for as long as this value exists, and its `open` gets the
+/// CM this value holds (leaked with `into_foreign` until the drop).
+pub(crate) struct ChardevRegistration {
+    cm: *mut c_void,
+}
+
+// SAFETY: The pointer is an `Arc<Cm>`'s, which is `Send`.
+unsafe impl Send for ChardevRegistration {}
+// SAFETY: Shared references give no access to the pointer.
+unsafe impl Sync for ChardevRegistration {}
 
 impl ChardevRegistration {
-    /// Creates `/dev/cepm` (mode 0600); its file operations call into [`CepmFile`].
-    pub(crate) fn new() -> Result<Self> {
-        // SAFETY: No preconditions; the misc device is a static in the shim.
-        to_result(unsafe { shim::cepm_shim_chardev_register() })?;
-        // INVARIANT: registration succeeded.
-        Ok(Self(()))
+    /// Creates `/dev/cepm` (mode 0600) for `cm`; its file operations call into
+    /// [`crate::file::CepmFile`].
+    pub(crate) fn new(cm: Arc<Cm>) -> Result<Self> {
+        let ptr = cm.into_foreign();
+        // SAFETY: No preconditions; the misc device is a static in the shim, and `ptr` stays
+        // valid until it is unregistered (by the drop, or below on failure).
+        if let Err(e) = to_result(unsafe { shim::cepm_shim_chardev_register(ptr) }) {
+            // SAFETY: The registration failed, so no `open` can use `ptr`.
+            drop(unsafe { Arc::<Cm>::from_foreign(ptr) });
+            return Err(e);
+        }
+        // INVARIANT: registration succeeded with `ptr`.
+        Ok(Self { cm: ptr })
     }
 }
 
 impl Drop for ChardevRegistration {
     fn drop(&mut self) {
         // SAFETY: Registered by the type invariant. Open files keep the module (and so the
-        // code behind their file operations) alive through the fops' owner.
+        // code behind their file operations) alive through the fops' owner, and hold their
+        // own reference to the CM.
         unsafe { shim::cepm_shim_chardev_unregister() };
+        // SAFETY: No `open` runs after the unregistration, so the reference `new` leaked is
+        // ours again.
+        drop(unsafe { Arc::<Cm>::from_foreign(self.cm) });
+    }
+}
+
+/// A workqueue of the module's own.
+///
+/// # Invariants
+///
+/// `ptr` is a workqueue from `alloc_workqueue`, destroyed only by the drop.
+pub(crate) struct Workqueue {
+    ptr: NonNull<shim::workqueue_struct>,
+}
+
+// SAFETY: A workqueue may be used and destroyed from any thread.
+unsafe impl Send for Workqueue {}
+// SAFETY: Queueing on a workqueue is thread-safe.
+unsafe impl Sync for Workqueue {}
+
+impl Workqueue {
+    /// A new workqueue called `name`.
+    pub(crate) fn new(name: &CStr) -> Result<Self> {
+        // SAFETY: `name` is NUL-terminated; alloc_workqueue copies it.
+        let ptr = unsafe { shim::cepm_shim_alloc_workqueue(name.as_char_ptr()) };
+        // INVARIANT: a non-null result is a new workqueue.
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+        })
+    }
+}
+
+impl core::ops::Deref for Workqueue {
+    type Target = Queue;
+
+    fn deref(&self) -> &Queue {
+        // SAFETY: By the type invariant `ptr` is a valid workqueue until the drop, which
+        // cannot happen while this borrow lives. The shim's opaque type and the kernel's are
+        // the same C struct.
+        unsafe { Queue::from_raw(self.ptr.as_ptr().cast()) }
+    }
+}
+
+impl Drop for Workqueue {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant `ptr` is a live workqueue, destroyed only here;
+        // destroy_workqueue drains it first, so no queued work is lost or left running.
+        unsafe { shim::cepm_shim_destroy_workqueue(self.ptr.as_ptr()) };
     }
 }
 

@@ -6,7 +6,6 @@
 use kernel::prelude::*;
 
 use crate::{
-    monitor,
     proto::{
         state::{
             State,
@@ -53,7 +52,7 @@ impl Cep {
             UserEvent::SidrReqReceived => (uapi::CEPM_EVENT_SIDR_REQ_RECEIVED, 0),
         };
         inner.deliver_raw(
-            self.local_id,
+            self,
             uapi::cepm_event {
                 event: kind,
                 status,
@@ -95,13 +94,12 @@ impl Cep {
 }
 
 impl CepInner {
-    /// Queues `ev` for the owner, or parks it until the CEP is claimed.
-    /// Delivers `ev` of the CEP with comm ID `local_id` to its owner (or parks it), with a
-    /// copy to the monitors.
-    pub(super) fn deliver_raw(&mut self, local_id: u32, mut ev: uapi::cepm_event) {
-        monitor::publish(|| uapi::cepm_trace {
+    /// Delivers `ev` of `cep` (whose inner state this is) to its owner, or parks it until the
+    /// CEP is claimed, with a copy to the monitors.
+    pub(super) fn deliver_raw(&mut self, cep: &Cep, mut ev: uapi::cepm_event) {
+        cep.cm.monitors.publish(|| uapi::cepm_trace {
             service_id: self.service_id,
-            local_comm_id: local_id,
+            local_comm_id: cep.local_id,
             remote_comm_id: self.peer.as_ref().map_or(0, |p| p.comm_id),
             event: ev.event,
             status: ev.status,

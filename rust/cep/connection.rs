@@ -53,10 +53,7 @@ use crate::{
         AddressHandle,
         AhInfo, //
     },
-    tables::{
-        self,
-        PeerTable, //
-    },
+    tables::PeerTable,
     uapi, //
 };
 
@@ -112,18 +109,19 @@ impl Cep {
         let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let qpn_reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let tables = &port.cm().tables;
         let (sm, actions) = state::Cep::spawned_from_req();
-        let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
+        let cep = tables.insert_new_local(|id| Self::new(port.cm().clone(), id, sm, None))?;
         let key = (req.local_comm_id, req.local_ca_guid);
-        if let Some(existing) = tables::insert_peer(PeerTable::CommId, key, &cep, reservation) {
-            tables::remove_local(cep.local_id);
+        if let Some(existing) = tables.insert_peer(PeerTable::CommId, key, &cep, reservation) {
+            tables.remove_local(cep.local_id);
             existing.duplicate_req();
             return Ok(Spawned::Duplicate);
         }
         let qpn_key = (req.local_qpn, req.local_ca_guid);
-        if let Some(old) = tables::insert_peer(PeerTable::Qpn, qpn_key, &cep, qpn_reservation) {
-            tables::remove_peer(PeerTable::CommId, key, &cep);
-            tables::remove_local(cep.local_id);
+        if let Some(old) = tables.insert_peer(PeerTable::Qpn, qpn_key, &cep, qpn_reservation) {
+            tables.remove_peer(PeerTable::CommId, key, &cep);
+            tables.remove_local(cep.local_id);
             return Ok(Spawned::Stale(old));
         }
         {
@@ -131,9 +129,9 @@ impl Cep {
             if let Err(e) = port.adopt_user(&cep, user_node) {
                 // The device is going away: nothing of this REQ may stay.
                 drop(inner);
-                tables::remove_peer(PeerTable::Qpn, qpn_key, &cep);
-                tables::remove_peer(PeerTable::CommId, key, &cep);
-                tables::remove_local(cep.local_id);
+                tables.remove_peer(PeerTable::Qpn, qpn_key, &cep);
+                tables.remove_peer(PeerTable::CommId, key, &cep);
+                tables.remove_local(cep.local_id);
                 return Err(e);
             }
             inner.service_id = req.service_id;
@@ -287,12 +285,21 @@ impl Cep {
         // Another connection holding them already makes this REP a duplicate: dropped, as
         // `cm_rep_handler` drops it when `cm_insert_remote_id` fails.
         let key = (rep.local_comm_id, rep.local_ca_guid);
-        if tables::insert_peer(PeerTable::CommId, key, self, reservation).is_some() {
+        if self
+            .cm
+            .tables
+            .insert_peer(PeerTable::CommId, key, self, reservation)
+            .is_some()
+        {
             return;
         }
         let qpn_key = (rep.local_qpn, rep.local_ca_guid);
-        if let Some(old) = tables::insert_peer(PeerTable::Qpn, qpn_key, self, qpn_reservation) {
-            tables::remove_peer(PeerTable::CommId, key, self);
+        if let Some(old) =
+            self.cm
+                .tables
+                .insert_peer(PeerTable::Qpn, qpn_key, self, qpn_reservation)
+        {
+            self.cm.tables.remove_peer(PeerTable::CommId, key, self);
             // The peer's QP is already connected to `old`: REJ 10 the REP, disconnect `old`;
             // this CEP stays as it is (`cm_rep_handler`'s stale-connection check).
             let rej = CmMsg::Rej(Rej {

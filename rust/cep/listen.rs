@@ -15,7 +15,6 @@ use crate::{
         State,
         UserEvent, //
     },
-    tables,
     uapi, //
 };
 
@@ -30,7 +29,9 @@ impl Cep {
     pub(crate) fn listen(self: &Arc<Self>, service_id: u64, mask: u64) -> Result {
         let mut inner = self.inner.lock();
         let checked = inner.check(Event::Listen)?;
-        tables::add_listener(service_id, mask, self.clone())?;
+        self.cm
+            .tables
+            .add_listener(service_id, mask, self.clone())?;
         inner.service_id = service_id;
         inner.listen_mask = mask;
         self.commit(&mut inner, checked, None);

@@ -140,17 +140,21 @@ impl Cep {
         let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let (sm, _actions) = state::Cep::spawned_from_sidr_req();
-        let cep = tables::insert_new_local(|id| Self::new(id, sm, None))?;
-        if tables::insert_peer(PeerTable::SidrId, key, &cep, reservation).is_some() {
+        let tables = &port.cm().tables;
+        let cep = tables.insert_new_local(|id| Self::new(port.cm().clone(), id, sm, None))?;
+        if tables
+            .insert_peer(PeerTable::SidrId, key, &cep, reservation)
+            .is_some()
+        {
             // A retry of a SIDR_REQ already waiting: the first one will be answered.
-            tables::remove_local(cep.local_id);
+            tables.remove_local(cep.local_id);
             return Ok(None);
         }
         let mut inner = cep.inner.lock();
         if let Err(e) = port.adopt_user(&cep, user_node) {
             drop(inner);
-            tables::remove_peer(PeerTable::SidrId, key, &cep);
-            tables::remove_local(cep.local_id);
+            tables.remove_peer(PeerTable::SidrId, key, &cep);
+            tables.remove_local(cep.local_id);
             return Err(e);
         }
         inner.service_id = sreq.service_id;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The entry points C calls, in one place (as Rust Binder's `rust_binder_main.rs` keeps its
-//! `#[no_mangle]` functions): the `ib_client` callbacks, the MAD agents' handlers and the
-//! `/dev/cepm` file operations. Each only turns its raw arguments into the safe types of
-//! [`super::rdma`] and the crate, and calls on.
+//! `#[no_mangle]` functions): the `ib_client` callbacks and the `/dev/cepm` file operations.
+//! Each only turns its raw arguments into the safe types of [`super::rdma`] and the crate, and
+//! calls on. (A MAD agent's callbacks are generic over its handler, so they live with
+//! [`super::rdma::MadAgent`], as `rust/kernel/miscdevice.rs` keeps its vtable's.)
 
 use core::{
     ffi::c_void,
@@ -12,25 +13,18 @@ use core::{
 use kernel::{ffi::c_int, prelude::*, sync::Arc, types::ForeignOwnable};
 
 use super::{
-    rdma::{
-        IbDevice,
-        InFlight,
-        ReceivedMad, //
-    },
-    shim,
+    rdma::IbDevice,
+    shim, //
 };
 use crate::{
-    file::CepmFile,
-    port::CmPort,
-    registry, //
+    context::Cm,
+    file::CepmFile, //
 };
 
 // The callbacks C calls must have exactly the signatures the header declares.
 const _: shim::cepm_add_device_fn = Some(cepm_rust_add_device);
 const _: shim::cepm_remove_device_fn = Some(cepm_rust_remove_device);
 const _: shim::cepm_rename_device_fn = Some(cepm_rust_rename_device);
-const _: shim::cepm_recv_mad_fn = Some(cepm_rust_recv_mad);
-const _: shim::cepm_send_done_fn = Some(cepm_rust_send_done);
 const _: shim::cepm_open_fn = Some(cepm_rust_open);
 const _: shim::cepm_release_fn = Some(cepm_rust_release);
 const _: shim::cepm_ioctl_fn = Some(cepm_rust_ioctl);
@@ -41,14 +35,18 @@ const _: shim::cepm_poll_fn = Some(cepm_rust_poll);
 ///
 /// # Safety
 ///
-/// `device` is a registered device; called only by the shim's client.
+/// `cm` is the context of a registered [`super::ClientRegistration`] and `device` a registered
+/// device; called only by the shim's client.
 #[no_mangle]
-unsafe extern "C" fn cepm_rust_add_device(device: *mut shim::ib_device) -> c_int {
+unsafe extern "C" fn cepm_rust_add_device(cm: *mut c_void, device: *mut shim::ib_device) -> c_int {
+    // SAFETY: By the function's safety requirements `cm` came from `Arc::into_foreign`, and the
+    // registration keeps it until the client is unregistered, which waits for this call.
+    let cm = Arc::<Cm>::from(unsafe { <Arc<Cm> as ForeignOwnable>::borrow(cm) });
     let Some(ptr) = NonNull::new(device) else {
         return EINVAL.to_errno();
     };
     // INVARIANT: We are in `add`; the registry drops the device in `remove` at the latest.
-    match registry::add_device(IbDevice { ptr }) {
+    match cm.devices.add_device(&cm, IbDevice { ptr }) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -58,89 +56,46 @@ unsafe extern "C" fn cepm_rust_add_device(device: *mut shim::ib_device) -> c_int
 ///
 /// # Safety
 ///
-/// `device` was passed to a successful [`cepm_rust_add_device`]; called only by the shim.
+/// `cm` is the context of a registered [`super::ClientRegistration`]; `device` was passed to
+/// a successful [`cepm_rust_add_device`]; called only by the shim.
 #[no_mangle]
-unsafe extern "C" fn cepm_rust_remove_device(device: *mut shim::ib_device) {
-    registry::remove_device(device.cast());
+unsafe extern "C" fn cepm_rust_remove_device(cm: *mut c_void, device: *mut shim::ib_device) {
+    // SAFETY: As in `cepm_rust_add_device`.
+    let cm = unsafe { <Arc<Cm> as ForeignOwnable>::borrow(cm) };
+    cm.devices.remove_device(device.cast());
 }
 
 /// `ib_client.rename`.
 ///
 /// # Safety
 ///
-/// `device` was passed to a successful [`cepm_rust_add_device`] and not yet to
-/// [`cepm_rust_remove_device`]; called only by the shim.
+/// `cm` is the context of a registered [`super::ClientRegistration`]; `device` was passed to
+/// a successful [`cepm_rust_add_device`] and not yet to [`cepm_rust_remove_device`]; called
+/// only by the shim.
 #[no_mangle]
-unsafe extern "C" fn cepm_rust_rename_device(device: *mut shim::ib_device) {
+unsafe extern "C" fn cepm_rust_rename_device(cm: *mut c_void, device: *mut shim::ib_device) {
+    // SAFETY: As in `cepm_rust_add_device`.
+    let cm = unsafe { <Arc<Cm> as ForeignOwnable>::borrow(cm) };
     let Some(ptr) = NonNull::new(device) else {
         return;
     };
     // INVARIANT: ib_core calls `rename` only for a device whose `add` succeeded, before its
     // `remove`; this value does not outlive the callback.
-    registry::rename_device(&IbDevice { ptr });
-}
-
-/// An agent's receive handler.
-///
-/// # Safety
-///
-/// `port_ctx` is the context of `agent`, a `MadAgent` that is still registered; `recv` is the
-/// receive completion being handled and `mad` points at `len` readable bytes, both for the
-/// duration of the call.
-#[no_mangle]
-unsafe extern "C" fn cepm_rust_recv_mad(
-    port_ctx: *mut c_void,
-    agent: *mut shim::ib_mad_agent,
-    recv: *mut shim::ib_mad_recv_wc,
-    mad: *const u8,
-    len: usize,
-) {
-    // SAFETY: By the function's safety requirements `port_ctx` came from `Arc::into_foreign` and
-    // is not released before the agent is unregistered, which waits for this call.
-    let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(port_ctx) };
-    let (Some(agent), Some(recv)) = (NonNull::new(agent), NonNull::new(recv)) else {
-        return;
-    };
-    let bytes = if mad.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: By the function's safety requirements `mad` is valid for `len` bytes.
-        unsafe { core::slice::from_raw_parts(mad, len) }
-    };
-    // INVARIANT: `agent` and `recv` are valid for the duration of this call, which outlives
-    // `received`.
-    let received = ReceivedMad { agent, recv, bytes };
-    Arc::from(port).mad_received(&received);
-}
-
-/// An agent's send completion handler.
-///
-/// # Safety
-///
-/// `msg_ctx` is the context `rdma::post_mad` gave the MAD layer for this send, passed back once.
-#[no_mangle]
-unsafe extern "C" fn cepm_rust_send_done(
-    port_ctx: *mut c_void,
-    msg_ctx: *mut c_void,
-    status: c_int,
-) {
-    // SAFETY: The MAD layer returns the context `post_mad` made with `into_foreign`, exactly once.
-    let in_flight = unsafe { KBox::<InFlight>::from_foreign(msg_ctx) };
-    if let Some(owner) = &in_flight.owner {
-        owner.cep.send_done(owner.seq, status);
-    }
-    drop(in_flight);
-    // SAFETY: As in `cepm_rust_recv_mad`: the agent is registered while its handlers run.
-    let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(port_ctx) };
-    if status != 0 && status != ECANCELED.to_errno() {
-        port.count_tx_error();
-    }
+    cm.devices.rename_device(&IbDevice { ptr });
 }
 
 /// `open` of `/dev/cepm`: the file's context, or an `ERR_PTR`.
+///
+/// # Safety
+///
+/// `cm` is the context of a registered [`super::ChardevRegistration`]; called only by the
+/// shim's `open`.
 #[no_mangle]
-extern "C" fn cepm_rust_open() -> *mut c_void {
-    match CepmFile::open() {
+unsafe extern "C" fn cepm_rust_open(cm: *mut c_void) -> *mut c_void {
+    // SAFETY: By the function's safety requirements `cm` came from `Arc::into_foreign`, and the
+    // registration keeps it until `/dev/cepm` is unregistered, which no `open` outlasts.
+    let cm = unsafe { <Arc<Cm> as ForeignOwnable>::borrow(cm) };
+    match CepmFile::open(Arc::from(cm)) {
         Ok(file) => file.into_foreign(),
         Err(e) => e.to_ptr(),
     }

@@ -24,10 +24,7 @@ use super::{
     shim,
     MAD_SIZE, //
 };
-use crate::{
-    cep::Cep,
-    port::CmPort, //
-};
+use crate::cep::Cep;
 
 /// The name of an RDMA device, as a NUL-terminated byte array.
 pub(crate) type DeviceName = [u8; 64];
@@ -112,9 +109,9 @@ impl IbDevice {
 ///
 /// # Invariants
 ///
-/// The agent is registered for as long as the [`CmPort`] holding this value has it attached:
-/// [`MadAgent`] attaches it after registration and detaches it (under the port's lock)
-/// before unregistering.
+/// The agent is registered for as long as the [`MadHandler`] holding this value has it
+/// attached: [`MadAgent`] attaches it after registration and detaches it (under the handler's
+/// lock) before unregistering.
 pub(crate) struct AttachedAgent(NonNull<shim::ib_mad_agent>);
 
 // SAFETY: Posting sends on a registered agent is allowed from any thread.
@@ -209,22 +206,40 @@ impl AgentRef<'_> {
     }
 }
 
-/// A CM MAD agent (class 0x07, version 2, method SEND) on one port.
+/// What a MAD agent calls into: the owner of the port it serves (cepm's `CmPort`). The agent
+/// holds an `Arc` of it while registered.
+pub(crate) trait MadHandler: Send + Sync + Sized + 'static {
+    /// Makes `agent` the sender for `role` (after registration), or none (`None`, before
+    /// unregistration: no send may start through it any more).
+    fn attach_agent(&self, role: AgentRole, agent: Option<AttachedAgent>);
+
+    /// A MAD arrived. Process context (the MAD layer's worker for the port): may sleep.
+    fn mad_received(self: &Arc<Self>, mad: &ReceivedMad<'_>);
+
+    /// A send through the agent finished with `status`: 0, or a negative errno
+    /// (`ETIMEDOUT` out of retries, `ECANCELED`, `EIO`). Its [`SendOwner`], if any, has been
+    /// told already.
+    fn send_done(&self, status: c_int);
+}
+
+/// A CM MAD agent (class 0x07, version 2, method SEND) on one port, feeding `H`.
 ///
 /// # Invariants
 ///
-/// `agent` is registered and attached to the port behind `port`, a reference obtained from
+/// `agent` is registered with [`Self::RECV`] and [`Self::SEND_DONE`] as its callbacks and
+/// attached to the handler behind `handler`, a reference obtained from
 /// [`Arc::into_foreign`], owned by this value and released after unregistration.
-pub(crate) struct MadAgent {
+pub(crate) struct MadAgent<H: MadHandler> {
     agent: NonNull<shim::ib_mad_agent>,
-    port: *mut c_void,
+    handler: *mut c_void,
     role: AgentRole,
+    _handler: PhantomData<Arc<H>>,
 }
 
-// SAFETY: Unregistering an agent is allowed from any thread.
-unsafe impl Send for MadAgent {}
-// SAFETY: `&MadAgent` gives no access to the agent.
-unsafe impl Sync for MadAgent {}
+// SAFETY: Unregistering an agent is allowed from any thread; the handler is `Send + Sync`.
+unsafe impl<H: MadHandler> Send for MadAgent<H> {}
+// SAFETY: `&MadAgent` gives no access to the agent or the handler.
+unsafe impl<H: MadHandler> Sync for MadAgent<H> {}
 
 /// What a port's agent is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -237,57 +252,119 @@ pub(crate) enum AgentRole {
     Rep,
 }
 
-impl MadAgent {
+impl<H: MadHandler> MadAgent<H> {
+    /// The callbacks C calls, checked against the header's typedefs.
+    const RECV: shim::cepm_recv_mad_fn = Some(Self::recv_callback);
+    const SEND_DONE: shim::cepm_send_done_fn = Some(Self::send_done_callback);
+
     /// Registers the agent; for [`AgentRole::Cm`], its received MADs go to
-    /// [`CmPort::mad_received`] on `port`.
+    /// [`MadHandler::mad_received`] of `handler`.
     ///
     /// Fails with `EINVAL` when another CM (the in-tree `ib_cm`) already owns the class.
-    pub(crate) fn register(device: &IbDevice, port: Arc<CmPort>, role: AgentRole) -> Result<Self> {
-        let port_num = port.num();
-        let ctx = port.into_foreign();
+    pub(crate) fn register(
+        device: &IbDevice,
+        port_num: u32,
+        handler: Arc<H>,
+        role: AgentRole,
+    ) -> Result<Self> {
+        let ctx = handler.into_foreign();
         // SAFETY: The device is valid by its type invariant; `ctx` stays valid until we call
-        // `from_foreign` on it below or in `drop`.
+        // `from_foreign` on it below or in `drop`, and the callbacks expect an `Arc<H>`'s.
         let agent = from_err_ptr(unsafe {
             shim::cepm_shim_agent_register(
                 device.ptr.as_ptr(),
                 port_num,
-                ctx,
                 role == AgentRole::Rep,
+                ctx,
+                Self::RECV,
+                Self::SEND_DONE,
             )
         });
         match agent.ok().and_then(NonNull::new) {
             Some(agent) => {
                 // SAFETY: `ctx` came from `into_foreign` above and is owned by the new value.
-                let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(ctx) };
+                let handler = unsafe { <Arc<H> as ForeignOwnable>::borrow(ctx) };
                 // INVARIANT: registered just now; detached in `drop` before unregistering.
-                port.attach_agent(role, AttachedAgent(agent));
-                // INVARIANT: The agent is registered with `ctx` as its context.
+                handler.attach_agent(role, Some(AttachedAgent(agent)));
+                // INVARIANT: The agent is registered with `ctx` as its handler's context.
                 Ok(Self {
                     agent,
-                    port: ctx,
+                    handler: ctx,
                     role,
+                    _handler: PhantomData,
                 })
             }
             None => {
                 // SAFETY: `ctx` came from `into_foreign` above and no agent uses it.
-                drop(unsafe { Arc::<CmPort>::from_foreign(ctx) });
+                drop(unsafe { Arc::<H>::from_foreign(ctx) });
                 Err(agent.err().unwrap_or(ENOMEM))
             }
         }
     }
+
+    /// The agent's receive callback.
+    ///
+    /// # Safety
+    ///
+    /// `ctx` is the handler context of `agent`, a `MadAgent<H>` that is still registered;
+    /// `recv` is the receive completion being handled and `mad` points at `len` readable
+    /// bytes, both for the duration of the call.
+    unsafe extern "C" fn recv_callback(
+        ctx: *mut c_void,
+        agent: *mut shim::ib_mad_agent,
+        recv: *mut shim::ib_mad_recv_wc,
+        mad: *const u8,
+        len: usize,
+    ) {
+        // SAFETY: By the function's safety requirements `ctx` came from `Arc::into_foreign` and
+        // is not released before the agent is unregistered, which waits for this call.
+        let handler = unsafe { <Arc<H> as ForeignOwnable>::borrow(ctx) };
+        let (Some(agent), Some(recv)) = (NonNull::new(agent), NonNull::new(recv)) else {
+            return;
+        };
+        let bytes = if mad.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: By the function's safety requirements `mad` is valid for `len` bytes.
+            unsafe { core::slice::from_raw_parts(mad, len) }
+        };
+        // INVARIANT: `agent` and `recv` are valid for the duration of this call, which
+        // outlives `received`.
+        let received = ReceivedMad { agent, recv, bytes };
+        Arc::from(handler).mad_received(&received);
+    }
+
+    /// The agent's send completion callback.
+    ///
+    /// # Safety
+    ///
+    /// `ctx` is as in [`Self::recv_callback`]; `msg_ctx` is the context [`post_mad`] gave the
+    /// MAD layer for this send, passed back once.
+    unsafe extern "C" fn send_done_callback(ctx: *mut c_void, msg_ctx: *mut c_void, status: c_int) {
+        // SAFETY: The MAD layer returns the context `post_mad` made with `into_foreign`,
+        // exactly once.
+        let in_flight = unsafe { KBox::<InFlight>::from_foreign(msg_ctx) };
+        if let Some(owner) = &in_flight.owner {
+            owner.cep.send_done(owner.seq, status);
+        }
+        drop(in_flight);
+        // SAFETY: As in `recv_callback`: the agent is registered while its callbacks run.
+        let handler = unsafe { <Arc<H> as ForeignOwnable>::borrow(ctx) };
+        handler.send_done(status);
+    }
 }
 
-impl Drop for MadAgent {
+impl<H: MadHandler> Drop for MadAgent<H> {
     fn drop(&mut self) {
-        // SAFETY: `port` is live until `from_foreign` below, by the type invariant.
-        let port = unsafe { <Arc<CmPort> as ForeignOwnable>::borrow(self.port) };
-        // No new send can start once the port has no agent.
-        port.detach_agent(self.role);
+        // SAFETY: `handler` is live until `from_foreign` below, by the type invariant.
+        let handler = unsafe { <Arc<H> as ForeignOwnable>::borrow(self.handler) };
+        // No new send can start once the handler has no agent.
+        handler.attach_agent(self.role, None);
         // SAFETY: The agent is registered by the type invariant; unregistering flushes its
-        // sends and waits until no handler runs, so nothing uses the context afterwards.
+        // sends and waits until no callback runs, so nothing uses the context afterwards.
         unsafe { shim::cepm_shim_agent_unregister(self.agent.as_ptr()) };
-        // SAFETY: By the type invariant `port` came from `Arc::into_foreign` and is owned by us.
-        drop(unsafe { Arc::<CmPort>::from_foreign(self.port) });
+        // SAFETY: By the type invariant `handler` came from `Arc::into_foreign` and is ours.
+        drop(unsafe { Arc::<H>::from_foreign(self.handler) });
     }
 }
 
