@@ -187,10 +187,14 @@ bool cepm_shim_cancel_delayed_work_sync(void *work)
 	return cancel_delayed_work_sync(to_delayed_work(work));
 }
 
-/* The Rust workqueue abstraction has no alloc_workqueue (a varargs macro). */
+/*
+ * The Rust workqueue abstraction has no alloc_workqueue (a varargs macro).
+ * Unbound: timewait's end has no CPU to stay on (and 7.3 warns unless a
+ * workqueue says which it is).
+ */
 struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name)
 {
-	return alloc_workqueue("%s", 0, 0, name);
+	return alloc_workqueue("%s", WQ_UNBOUND, 0, name);
 }
 
 void cepm_shim_destroy_workqueue(struct workqueue_struct *wq)
