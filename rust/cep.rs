@@ -12,14 +12,21 @@
 //!
 //! This file holds the CEP, its state under the lock, and what every kind of CEP shares:
 //! applying a transition, carrying out its actions, sends, timewait and destroy. Its children
-//! add the rest by kind: [`listen`] (listeners and their backlog), [`connection`] (both sides
-//! of a connection), [`sidr`] (service ID resolution), and [`abi`] (events, queries and
-//! private data as userspace sees them).
+//! add the rest: [`kind`] (the kinds of CEP, each with its own fields: idle, listener,
+//! connection, SIDR), then the calls of each kind, [`listen`] (listeners and their backlog),
+//! [`connection`] (both sides of a connection) and [`sidr`] (service ID resolution), and
+//! [`abi`] (events, queries and private data as userspace sees them).
 
 mod abi;
 mod connection;
+mod kind;
 mod listen;
 mod sidr;
+
+use kind::{
+    Connection,
+    Kind, //
+};
 
 use kernel::{
     impl_has_delayed_work,
@@ -54,13 +61,8 @@ use crate::{
         },
         msg_code::MessageCode,
         pdata::PrivateData,
-        qp_attr::Negotiated,
         rej::REJ_PRIVATE_DATA_SIZE,
-        rep::Rep,
-        req::Req,
         rtu::Rtu,
-        sidr_rep::SidrRep,
-        sidr_req::SidrReq,
         state::{
             self,
             Action,
@@ -102,41 +104,33 @@ struct Peer {
     ah_info: AhInfo,
 }
 
-/// What became of a REQ offered to a listener.
+/// What became of a request (REQ or SIDR_REQ) a listener spawns a CEP for.
 pub(crate) enum Spawned {
     /// A new, unclaimed CEP for it.
     New(Arc<Cep>),
-    /// It duplicates a REQ that already has a CEP (which has handled the duplicate).
-    Duplicate,
-    /// Its QP is already connected (to `old`): a stale connection. The REQ gets REJ 10 and
-    /// `old` is disconnected.
+    /// It duplicates a request that already has a CEP: that one.
+    Duplicate(Arc<Cep>),
+    /// (REQ) Its QP is already connected (to `old`): a stale connection. The REQ gets REJ 10
+    /// and `old` is disconnected.
     Stale(Arc<Cep>),
 }
 
-/// The private data the user gave for one outgoing message.
-struct OutPdata {
-    /// The message it is for; `None` before any.
-    attr: Option<AttrId>,
-    len: usize,
-    data: [u8; uapi::CEPM_PDATA_MAX as usize],
-}
-
-impl OutPdata {
-    fn set(&mut self, attr: AttrId, pdata: &[u8]) {
-        let len = pdata.len().min(self.data.len());
-        self.data[..len].copy_from_slice(&pdata[..len]);
-        self.len = len;
-        self.attr = Some(attr);
-    }
-
-    /// The private data for a message `attr`: empty unless the user gave it for that one
-    /// (a resent RTU keeps its own).
-    fn for_msg(&self, attr: AttrId) -> &[u8] {
-        if self.attr != Some(attr) {
-            return &[];
-        }
-        self.data.get(..self.len).unwrap_or(&[])
-    }
+/// A CEP a listener spawns for a request, before it exists: everything but its comm ID.
+struct Spawn<'a> {
+    port: &'a Arc<CmPort>,
+    /// The reply AH made from the request's work completion, and what it points at.
+    ah: Arc<AddressHandle>,
+    ah_info: AhInfo,
+    sm: state::Cep,
+    kind: Kind,
+    /// The requester's key in `table` ([`PeerTable::CommId`] or [`PeerTable::SidrId`]); it
+    /// also names the peer.
+    table: PeerTable,
+    key: (u32, u64),
+    /// A REQ's (QPN, CA GUID): a connection that holds it already is stale.
+    qpn_key: Option<(u32, u64)>,
+    service_id: u64,
+    tid: u64,
 }
 
 /// What the user put in a REJ.
@@ -153,52 +147,21 @@ struct ReceivedPdata {
     data: [u8; uapi::CEPM_PDATA_MAX as usize],
 }
 
-/// The fields of [`Cep`] protected by its lock.
+/// The fields of [`Cep`] protected by its lock: what every kind of CEP has, then its kind.
 struct CepInner {
     sm: state::Cep,
     /// `None` while unclaimed (born from a listen) and after destroy.
     owner: Option<Owner>,
     service_id: u64,
-    /// Listeners: the mask their service ID is matched under.
-    listen_mask: u64,
     /// The key this CEP holds in the remote-ID table, or (SIDR) in the SIDR table, while its
     /// connection or request lives.
     remote_key: Option<(PeerTable, (u32, u64))>,
-    /// The key this CEP holds in the remote-QPN table while its connection is live.
-    remote_qpn_key: Option<(u32, u64)>,
     peer: Option<Peer>,
-    /// Listener: REQs not claimed yet, oldest first.
-    pending: KVec<Arc<Cep>>,
-    /// Passive side: the REQ as the user will see it.
-    req: Option<KBox<uapi::cepm_req_info>>,
     pdata: ReceivedPdata,
-    /// Reason of the last REJ received.
-    last_rej_reason: u16,
     /// Events raised while unclaimed, delivered when claimed.
     parked_events: KVec<uapi::cepm_event>,
-    /// QP parameters agreed so far (from the REQ and REP).
-    negotiated: Option<Negotiated>,
-    /// Messages waiting for the transition that sends them.
-    req_msg: Option<KBox<Req>>,
-    rep_msg: Option<KBox<Rep>>,
-    /// The user's private data for the RTU, DREQ or DREP it came with, and for nothing else
-    /// (a DREQ sent by destroy must not carry the RTU's).
-    out_pdata: OutPdata,
-    /// Our QPN, as the REQ or REP told the peer (a DREQ must name it).
-    local_qpn: u32,
     /// The retried MAD in flight, if any, and how it is retried.
     msg: Option<OutstandingSend>,
-    /// Service timeout of the last MRA received (IBTA exponent).
-    mra_service_timeout: u8,
-    /// Service timeout of the MRAs we send: Linux's `CM_MRA_SETTING` (24, about 69 s)
-    /// unless the owner chose another (`CEPM_IOC_PREPARE_MRA`).
-    mra_timeout_out: u8,
-    /// SIDR: the request to send, the answer to send, and what the answer we got said.
-    sidr_req_msg: Option<KBox<SidrReq>>,
-    sidr_rep_msg: Option<KBox<SidrRep>>,
-    remote_qkey: u32,
-    sidr_qpn: u32,
-    sidr_status: u8,
     /// Why the last retried MAD failed (a positive errno): ETIMEDOUT when its retries ran
     /// out, EIO when the device could not send it. The *_ERROR events carry it.
     send_error: u32,
@@ -207,6 +170,8 @@ struct CepInner {
     /// The TID answers carry: that of the last request this CEP sent or took (Linux's
     /// `cm_id_priv->tid`); see [`AttrId::is_request`].
     tid: u64,
+    /// What the CEP is for, with that kind's own fields.
+    kind: Kind,
 }
 
 /// A connection endpoint.
@@ -260,7 +225,13 @@ pub(crate) fn release_port(port: &CmPort) {
 }
 
 impl Cep {
-    fn new(cm: Arc<Cm>, local_id: u32, sm: state::Cep, owner: Option<Owner>) -> Result<Arc<Self>> {
+    fn new(
+        cm: Arc<Cm>,
+        local_id: u32,
+        sm: state::Cep,
+        kind: Kind,
+        owner: Option<Owner>,
+    ) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 cm,
@@ -270,32 +241,12 @@ impl Cep {
                     sm,
                     owner,
                     service_id: 0,
-                    listen_mask: u64::MAX,
                     remote_key: None,
-                    remote_qpn_key: None,
                     peer: None,
-                    pending: KVec::new(),
-                    req: None,
                     pdata: ReceivedPdata { attr: 0, len: 0, data: [0; uapi::CEPM_PDATA_MAX as usize] },
-                    last_rej_reason: 0,
                     parked_events: KVec::new(),
-                    negotiated: None,
-                    req_msg: None,
-                    rep_msg: None,
-                    out_pdata: OutPdata {
-                        attr: None,
-                        len: 0,
-                        data: [0; uapi::CEPM_PDATA_MAX as usize],
-                    },
-                    local_qpn: 0,
                     msg: None,
-                    mra_service_timeout: 0,
-                    mra_timeout_out: 24,
-                    sidr_req_msg: None,
-                    sidr_rep_msg: None,
-                    remote_qkey: 0,
-                    sidr_qpn: 0,
-                    sidr_status: 0,
+                    kind,
                     send_error: ETIMEDOUT.to_errno().unsigned_abs(),
                     send_seq: 0,
                     retry: RetryTimer { timeout_ms: 0, retries: 0 },
@@ -308,8 +259,9 @@ impl Cep {
 
     /// A new idle CEP of `cm`, owned by `owner`.
     pub(crate) fn create(cm: &Arc<Cm>, owner: Owner) -> Result<Arc<Self>> {
-        cm.tables
-            .insert_new_local(|id| Self::new(cm.clone(), id, state::Cep::new(), Some(owner)))
+        cm.tables.insert_new_local(|id| {
+            Self::new(cm.clone(), id, state::Cep::new(), Kind::Idle, Some(owner))
+        })
     }
 
     /// Applies `event`; on success runs the actions and returns the new state.
@@ -352,7 +304,11 @@ impl Cep {
         if let Some((table, key)) = inner.remote_key.take() {
             self.cm.tables.remove_peer(table, key, self);
         }
-        if let Some(key) = inner.remote_qpn_key.take() {
+        if let Some(key) = inner
+            .kind
+            .connection_mut()
+            .and_then(|c| c.remote_qpn_key.take())
+        {
             self.cm.tables.remove_peer(PeerTable::Qpn, key, self);
         }
     }
@@ -368,11 +324,19 @@ impl Cep {
             }) => self.send_rej(inner, reason, rejected, zero_local_id, ari_ca_guid, rej),
             Action::Deliver(event) => self.deliver(inner, event),
             Action::SendRetried(Outgoing::Req) => {
-                let msg = inner.req_msg.take().map(|m| CmMsg::Req(*m));
+                let msg = inner
+                    .kind
+                    .connection_mut()
+                    .and_then(|c| c.req_msg.take())
+                    .map(|m| CmMsg::Req(*m));
                 self.send_retried(inner, msg);
             }
             Action::SendRetried(Outgoing::Rep) => {
-                let msg = inner.rep_msg.as_deref().map(|m| CmMsg::Rep(*m));
+                let msg = inner
+                    .kind
+                    .connection()
+                    .and_then(|c| c.rep_msg.as_deref())
+                    .map(|m| CmMsg::Rep(*m));
                 self.send_retried(inner, msg);
             }
             // RTU and DREP carry the same fields: the comm IDs and the user's private data.
@@ -384,8 +348,11 @@ impl Cep {
                     } else {
                         AttrId::Drep
                     };
-                    let private_data = PrivateData::new(inner.out_pdata.for_msg(attr))
-                        .unwrap_or(PrivateData::empty());
+                    let pdata = inner
+                        .kind
+                        .connection()
+                        .map_or(&[][..], |c| c.out_pdata.for_msg(attr));
+                    let private_data = PrivateData::new(pdata).unwrap_or(PrivateData::empty());
                     if out == Outgoing::Rtu {
                         CmMsg::Rtu(Rtu {
                             local_comm_id,
@@ -412,13 +379,21 @@ impl Cep {
             }
             Action::ArmTimewait => {
                 // The QP may be reused from now on (Linux: `cm_cleanup_timewait` on entry).
-                if let Some(key) = inner.remote_qpn_key.take() {
+                if let Some(key) = inner
+                    .kind
+                    .connection_mut()
+                    .and_then(|c| c.remote_qpn_key.take())
+                {
                     self.cm.tables.remove_peer(PeerTable::Qpn, key, self);
                 }
                 self.arm_timewait(inner);
             }
             Action::SendRetried(Outgoing::SidrReq) => {
-                let msg = inner.sidr_req_msg.take().map(|m| CmMsg::SidrReq(*m));
+                let msg = inner
+                    .kind
+                    .sidr_mut()
+                    .and_then(|s| s.req_msg.take())
+                    .map(|m| CmMsg::SidrReq(*m));
                 self.send_retried(inner, msg);
             }
             Action::Send(Outgoing::SidrRep { status }) => {
@@ -426,7 +401,12 @@ impl Cep {
                 let Some(peer) = &inner.peer else {
                     return;
                 };
-                let mut rep = inner.sidr_rep_msg.as_deref().copied().unwrap_or_default();
+                let mut rep = inner
+                    .kind
+                    .sidr()
+                    .and_then(|s| s.rep_msg.as_deref())
+                    .copied()
+                    .unwrap_or_default();
                 rep.request_id = peer.comm_id;
                 rep.status = status;
                 rep.service_id = inner.service_id;
@@ -439,11 +419,9 @@ impl Cep {
             Action::Send(Outgoing::MraRep) => self.send_mra(inner, MessageCode::Rep),
             // The MRA's time, plus the path's: `cm_mra_handler` in drivers/infiniband/core/cm.c.
             Action::ExtendSend => {
-                let av_timeout = inner.negotiated.as_ref().map_or(0, |n| n.ack_timeout);
-                let timeout = inner
-                    .retry
-                    .after_mra(inner.mra_service_timeout, av_timeout)
-                    .timeout_ms;
+                let av_timeout = inner.kind.negotiated().map_or(0, |n| n.ack_timeout);
+                let mra_timeout = inner.kind.connection().map_or(0, |c| c.mra_service_timeout);
+                let timeout = inner.retry.after_mra(mra_timeout, av_timeout).timeout_ms;
                 if let Some(msg) = &inner.msg {
                     let _ = msg.extend(timeout);
                 }
@@ -456,9 +434,8 @@ impl Cep {
                 }
             }
             Action::StopListening => {
-                self.cm
-                    .tables
-                    .remove_listener(self, inner.service_id, inner.listen_mask)
+                let mask = inner.kind.listener().map_or(u64::MAX, |l| l.mask);
+                self.cm.tables.remove_listener(self, inner.service_id, mask)
             }
             Action::CountDuplicate => {
                 if let Some(peer) = &inner.peer {
@@ -520,7 +497,7 @@ impl Cep {
     /// timeout, `cm_enter_timewait` in drivers/infiniband/core/cm.c).
     fn arm_timewait(self: &Arc<Self>, inner: &CepInner) {
         let ms = match crate::module_parameters::timewait_ms.value() {
-            0 => timing::timewait_ms(inner.negotiated.as_ref().map_or(14, |n| n.ack_timeout)),
+            0 => timing::timewait_ms(inner.kind.negotiated().map_or(14, |n| n.ack_timeout)),
             ms => ms,
         }
         .min(TIMEWAIT_MAX_MS);
@@ -642,7 +619,7 @@ impl Cep {
     /// Destroy; `retry_later` drops a pending REQ silently so that the peer retries it (Linux's
     /// `-ENOMEM` semantics in `cm_destroy_id`, drivers/infiniband/core/cm.c).
     fn destroy_with(self: &Arc<Self>, retry_later: bool) {
-        let (pending, remote_key, remote_qpn_key, messages) = {
+        let (remote_key, kind) = {
             let mut inner = self.inner.lock();
             let _ = self.apply(&mut inner, Event::Destroy { retry_later }, None);
             inner.owner = None;
@@ -655,26 +632,94 @@ impl Cep {
                 peer.port.forget_user(self);
                 drop(peer);
             }
+            // What the kind holds (a listener's backlog, a connection's QPN key and
+            // messages) is dealt with below, outside the lock.
             (
-                core::mem::take(&mut inner.pending),
                 inner.remote_key.take(),
-                inner.remote_qpn_key.take(),
-                (inner.req_msg.take(), inner.rep_msg.take()),
+                core::mem::replace(&mut inner.kind, Kind::Idle),
             )
         };
         crate::shim::fault_destroy_delay();
-        drop(messages);
         self.cancel_timewait();
         self.cm.tables.remove_local(self.local_id);
         if let Some((table, key)) = remote_key {
             self.cm.tables.remove_peer(table, key, self);
         }
-        if let Some(key) = remote_qpn_key {
-            self.cm.tables.remove_peer(PeerTable::Qpn, key, self);
+        match kind {
+            Kind::Connection(Connection {
+                remote_qpn_key: Some(key),
+                ..
+            }) => self.cm.tables.remove_peer(PeerTable::Qpn, key, self),
+            Kind::Listener(listener) => {
+                for child in listener.pending {
+                    child.destroy();
+                }
+            }
+            Kind::Idle | Kind::Connection(_) | Kind::Sidr(_) => {}
         }
-        for child in pending {
-            child.destroy();
+    }
+}
+
+impl Cep {
+    /// Makes the CEP `spawn` describes, findable by its comm ID and its requester's keys and
+    /// recorded as a user of the port, then runs `finish` on it under its lock. If the request
+    /// is a duplicate or stale, or the device is going away, nothing of the new CEP stays in a
+    /// table. The one place a listener's CEPs are born (REQ and SIDR_REQ alike).
+    fn spawn(spawn: Spawn<'_>, finish: impl FnOnce(&Arc<Cep>, &mut CepInner)) -> Result<Spawned> {
+        let peer_reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let qpn_reservation = match spawn.qpn_key {
+            Some(_) => Some(RBTreeNodeReservation::new(GFP_KERNEL)?),
+            None => None,
+        };
+        let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let port = spawn.port;
+        let tables = &port.cm().tables;
+        let (table, key, qpn_key) = (spawn.table, spawn.key, spawn.qpn_key);
+        let cep = tables
+            .insert_new_local(|id| Self::new(port.cm().clone(), id, spawn.sm, spawn.kind, None))?;
+        // Unwinds the insertions made so far, newest first.
+        let unwind = |qpn: bool, peer: bool| {
+            if let (true, Some(qpn_key)) = (qpn, qpn_key) {
+                tables.remove_peer(PeerTable::Qpn, qpn_key, &cep);
+            }
+            if peer {
+                tables.remove_peer(table, key, &cep);
+            }
+            tables.remove_local(cep.local_id);
+        };
+        if let Some(existing) = tables.insert_peer(table, key, &cep, peer_reservation) {
+            unwind(false, false);
+            return Ok(Spawned::Duplicate(existing));
         }
+        if let (Some(qpn_key), Some(reservation)) = (qpn_key, qpn_reservation) {
+            if let Some(old) = tables.insert_peer(PeerTable::Qpn, qpn_key, &cep, reservation) {
+                unwind(false, true);
+                return Ok(Spawned::Stale(old));
+            }
+        }
+        let mut inner = cep.inner.lock();
+        if let Err(e) = port.adopt_user(&cep, user_node) {
+            // The device is going away: nothing of this request may stay.
+            drop(inner);
+            unwind(true, true);
+            return Err(e);
+        }
+        inner.service_id = spawn.service_id;
+        inner.peer = Some(Peer {
+            comm_id: key.0,
+            ca_guid: key.1,
+            port: port.clone(),
+            ah: spawn.ah,
+            ah_info: spawn.ah_info,
+        });
+        inner.remote_key = Some((table, key));
+        inner.tid = spawn.tid;
+        if let (Some(qpn_key), Some(c)) = (qpn_key, inner.kind.connection_mut()) {
+            c.remote_qpn_key = Some(qpn_key);
+        }
+        finish(&cep, &mut inner);
+        drop(inner);
+        Ok(Spawned::New(cep))
     }
 }
 

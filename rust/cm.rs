@@ -205,7 +205,11 @@ fn req_received(
     let cep = match Cep::spawn_from_req(port, ah, req, tid) {
         Ok(Spawned::New(cep)) => cep,
         // Answered inside (a duplicate), or nothing to do until the peer retries.
-        Ok(Spawned::Duplicate) | Err(_) => return None,
+        Ok(Spawned::Duplicate(existing)) => {
+            existing.duplicate_req();
+            return None;
+        }
+        Err(_) => return None,
         // REJ 10 to the new REQ (stateless: no CEP holds it) and disconnect the old one.
         Ok(Spawned::Stale(old)) => {
             old.stale();
@@ -234,22 +238,24 @@ fn sidr_req_received(
     let Ok(ah) = mad.reply_ah() else {
         return None;
     };
+    let Ok(info) = ah.info() else {
+        return None;
+    };
     // A retry of a request answered lately: its answer was lost, so send it again, through
     // the AH just made (`reply` would make another).
-    if let Ok(info) = ah.info() {
-        if let Some(rep) = port.sidr_answer(tables::sidr_key(sreq.request_id, &info.dgid)) {
-            port.count_duplicate();
-            let answer = CmMsg::SidrRep(rep);
-            if let Some(buf) = encode_answer(port, tid, answer) {
-                port.send_once(&ah, &buf, answer.attr());
-            }
-            return None;
+    if let Some(rep) = port.sidr_answer(tables::sidr_key(sreq.request_id, &info.dgid)) {
+        port.count_duplicate();
+        let answer = CmMsg::SidrRep(rep);
+        if let Some(buf) = encode_answer(port, tid, answer) {
+            port.send_once(&ah, &buf, answer.attr());
         }
+        return None;
     }
     let Some(listener) = port.cm().tables.find_listener(sreq.service_id) else {
         return Some(Unmatched::SidrReqNoListener);
     };
-    let Ok(Some(cep)) = Cep::spawn_from_sidr_req(port, ah, sreq, tid) else {
+    // A retry of a SIDR_REQ still waiting (a duplicate): the first one will be answered.
+    let Ok(Spawned::New(cep)) = Cep::spawn_from_sidr_req(port, ah, info, sreq, tid) else {
         return None;
     };
     match listener.offer(cep.clone(), true) {

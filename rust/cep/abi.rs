@@ -18,6 +18,7 @@ use crate::{
 use super::{
     Cep, //
     CepInner,
+    Kind,
 };
 
 impl Cep {
@@ -26,7 +27,10 @@ impl Cep {
         let (kind, status) = match event {
             UserEvent::RejReceived => (
                 uapi::CEPM_EVENT_REJ_RECEIVED,
-                u32::from(inner.last_rej_reason),
+                inner
+                    .kind
+                    .connection()
+                    .map_or(0, |c| c.last_rej_reason.into()),
             ),
             UserEvent::RepReceived => (uapi::CEPM_EVENT_REP_RECEIVED, 0),
             UserEvent::RtuReceived | UserEvent::UserEstablished => {
@@ -40,11 +44,14 @@ impl Cep {
             UserEvent::TimewaitExit => (uapi::CEPM_EVENT_TIMEWAIT_EXIT, 0),
             UserEvent::MraReceived => (
                 uapi::CEPM_EVENT_MRA_RECEIVED,
-                u32::from(inner.mra_service_timeout),
+                inner
+                    .kind
+                    .connection()
+                    .map_or(0, |c| c.mra_service_timeout.into()),
             ),
             UserEvent::SidrRepReceived => (
                 uapi::CEPM_EVENT_SIDR_REP_RECEIVED,
-                u32::from(inner.sidr_status),
+                inner.kind.sidr().map_or(0, |s| s.status.into()),
             ),
             UserEvent::SidrReqError => (uapi::CEPM_EVENT_SIDR_REQ_ERROR, inner.send_error),
             // On a listener, for the CEP it was offered (`offer`).
@@ -71,15 +78,19 @@ impl Cep {
             service_id: inner.service_id,
             local_comm_id: self.local_id,
             remote_comm_id: inner.peer.as_ref().map_or(0, |p| p.comm_id),
-            pending_requests: u32::try_from(inner.pending.len()).unwrap_or(u32::MAX),
+            pending_requests: inner
+                .kind
+                .listener()
+                .map_or(0, |l| u32::try_from(l.pending.len()).unwrap_or(u32::MAX)),
             reserved: 0,
-            remote_qpn: inner
-                .negotiated
-                .as_ref()
-                .and_then(|n| n.remote_qpn)
-                .unwrap_or(inner.sidr_qpn),
-            remote_qkey: inner.remote_qkey,
-            sidr_status: inner.sidr_status.into(),
+            remote_qpn: match &inner.kind {
+                Kind::Connection(c) => c.negotiated.as_ref().and_then(|n| n.remote_qpn),
+                Kind::Sidr(s) => Some(s.qpn),
+                Kind::Idle | Kind::Listener(_) => None,
+            }
+            .unwrap_or(0),
+            remote_qkey: inner.kind.sidr().map_or(0, |s| s.qkey),
+            sidr_status: inner.kind.sidr().map_or(0, |s| s.status.into()),
             reserved2: 0,
         }
     }

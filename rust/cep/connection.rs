@@ -60,15 +60,16 @@ use crate::{
 use super::{
     Cep, //
     CepInner,
-    Peer,
+    Connection,
+    Kind,
     RejectArgs,
+    Spawn,
     Spawned,
 };
 
 impl Cep {
     /// The CEP a listener spawns for a new REQ: unclaimed, in REQ_RCVD, findable by its
-    /// peer's IDs. `None` if the REQ duplicates a connection that already exists, which then
-    /// gets the duplicate instead.
+    /// peer's IDs ([`Cep::spawn`]).
     pub(crate) fn spawn_from_req(
         port: &Arc<CmPort>,
         ah: Arc<AddressHandle>,
@@ -105,62 +106,38 @@ impl Cep {
             *dst = *src;
         }
 
-        let ah_info = ah.info()?;
-        let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let qpn_reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let tables = &port.cm().tables;
         let (sm, actions) = state::Cep::spawned_from_req();
-        let cep = tables.insert_new_local(|id| Self::new(port.cm().clone(), id, sm, None))?;
-        let key = (req.local_comm_id, req.local_ca_guid);
-        if let Some(existing) = tables.insert_peer(PeerTable::CommId, key, &cep, reservation) {
-            tables.remove_local(cep.local_id);
-            existing.duplicate_req();
-            return Ok(Spawned::Duplicate);
-        }
-        let qpn_key = (req.local_qpn, req.local_ca_guid);
-        if let Some(old) = tables.insert_peer(PeerTable::Qpn, qpn_key, &cep, qpn_reservation) {
-            tables.remove_peer(PeerTable::CommId, key, &cep);
-            tables.remove_local(cep.local_id);
-            return Ok(Spawned::Stale(old));
-        }
-        {
-            let mut inner = cep.inner.lock();
-            if let Err(e) = port.adopt_user(&cep, user_node) {
-                // The device is going away: nothing of this REQ may stay.
-                drop(inner);
-                tables.remove_peer(PeerTable::Qpn, qpn_key, &cep);
-                tables.remove_peer(PeerTable::CommId, key, &cep);
-                tables.remove_local(cep.local_id);
-                return Err(e);
-            }
-            inner.service_id = req.service_id;
-            inner.peer = Some(Peer {
-                comm_id: req.local_comm_id,
-                ca_guid: req.local_ca_guid,
-                port: port.clone(),
-                ah,
-                ah_info,
-            });
-            inner.remote_key = Some((PeerTable::CommId, key));
-            inner.tid = tid;
-            inner.remote_qpn_key = Some(qpn_key);
-            inner.set_pdata(AttrId::Req, req.private_data.as_bytes());
-            inner.negotiated = Some(Negotiated::passive(
+        let connection = Connection {
+            req: Some(info),
+            negotiated: Some(Negotiated::passive(
                 req,
                 0,
                 u8::try_from(port.num()).unwrap_or(0),
-            ));
+            )),
+            ..Connection::new()
+        };
+        let spawn = Spawn {
+            port,
+            ah_info: ah.info()?,
+            ah,
+            sm,
+            kind: Kind::Connection(connection),
+            table: PeerTable::CommId,
+            key: (req.local_comm_id, req.local_ca_guid),
+            qpn_key: Some((req.local_qpn, req.local_ca_guid)),
+            service_id: req.service_id,
+            tid,
+        };
+        Self::spawn(spawn, |cep, inner| {
+            inner.set_pdata(AttrId::Req, req.private_data.as_bytes());
             inner.retry = RetryTimer::rep(req.local_cm_response_timeout, req.max_cm_retries);
-            inner.req = Some(info);
             for action in actions.as_slice() {
                 // The REQ event itself goes to the listener (`offer`), not to the new CEP.
                 if *action != Action::Deliver(UserEvent::ReqReceived) {
-                    cep.run(&mut inner, *action, None);
+                    cep.run(inner, *action, None);
                 }
             }
-        }
-        Ok(Spawned::New(cep))
+        })
     }
 
     /// The user rejects the connection.
@@ -189,7 +166,9 @@ impl Cep {
             return false;
         }
         inner.set_pdata(AttrId::Rej, rej.private_data.as_bytes());
-        inner.last_rej_reason = rej.reason;
+        if let Some(c) = inner.kind.connection_mut() {
+            c.last_rej_reason = rej.reason;
+        }
         let _ = self.apply(&mut inner, Event::RxRej { reason: rej.reason }, None);
         true
     }
@@ -255,14 +234,18 @@ impl Cep {
         let mut inner = self.inner.lock();
         let checked = inner.attach_first_peer(self, Event::SendReq, port, info, node)?;
         inner.service_id = args.service_id;
-        inner.local_qpn = args.local_qpn;
-        inner.negotiated = Some(negotiated);
         inner.retry = RetryTimer::req(
             path.packet_life_time,
             args.remote_cm_response_timeout,
             args.max_cm_retries,
         );
-        inner.req_msg = Some(req);
+        // A connection from scratch, whatever this CEP was before.
+        inner.kind = Kind::Connection(Connection {
+            local_qpn: args.local_qpn,
+            negotiated: Some(negotiated),
+            req_msg: Some(req),
+            ..Connection::new()
+        });
         self.commit(&mut inner, checked, None);
         Ok(())
     }
@@ -316,13 +299,15 @@ impl Cep {
             return;
         }
         inner.remote_key = Some((PeerTable::CommId, key));
-        inner.remote_qpn_key = Some(qpn_key);
         if let Some(peer) = inner.peer.as_mut() {
             peer.comm_id = rep.local_comm_id;
             peer.ca_guid = rep.local_ca_guid;
         }
-        if let Some(n) = inner.negotiated.as_mut() {
-            n.apply_received_rep(rep);
+        if let Some(c) = inner.kind.connection_mut() {
+            c.remote_qpn_key = Some(qpn_key);
+            if let Some(n) = c.negotiated.as_mut() {
+                n.apply_received_rep(rep);
+            }
         }
         inner.set_pdata(AttrId::Rep, rep.private_data.as_bytes());
         let _ = self.apply(&mut inner, Event::RxRep, None);
@@ -363,9 +348,11 @@ impl Cep {
             .encode(&mut [0u8; MAD_SIZE])
             .map_err(|_| EINVAL)?;
         let checked = inner.check(Event::PrepareRep)?;
-        inner.rep_msg = Some(KBox::new(rep, GFP_ATOMIC)?);
-        inner.local_qpn = args.local_qpn;
-        if let Some(n) = inner.negotiated.as_mut() {
+        let rep_msg = KBox::new(rep, GFP_ATOMIC)?;
+        let c = inner.kind.connection_mut().ok_or(EINVAL)?;
+        c.rep_msg = Some(rep_msg);
+        c.local_qpn = args.local_qpn;
+        if let Some(n) = c.negotiated.as_mut() {
             n.apply_sent_rep(&rep);
         }
         self.commit(&mut inner, checked, None);
@@ -375,7 +362,7 @@ impl Cep {
     /// Sends the prepared REP.
     pub(crate) fn send_rep(self: &Arc<Self>) -> Result {
         let mut inner = self.inner.lock();
-        if inner.rep_msg.is_none() {
+        if inner.kind.connection().is_none_or(|c| c.rep_msg.is_none()) {
             return Err(EINVAL);
         }
         self.apply(&mut inner, Event::SendRep, None)?;
@@ -426,7 +413,12 @@ impl Cep {
             return Err(EINVAL);
         }
         let checked = inner.check(event)?;
-        inner.out_pdata.set(attr, pdata);
+        inner
+            .kind
+            .connection_mut()
+            .ok_or(EINVAL)?
+            .out_pdata
+            .set(attr, pdata);
         self.commit(&mut inner, checked, None);
         Ok(())
     }
@@ -446,8 +438,8 @@ impl Cep {
         };
         let mut inner = self.inner.lock();
         let checked = inner.check(event)?;
-        if let Some(timeout) = service_timeout {
-            inner.mra_timeout_out = timeout;
+        if let (Some(timeout), Some(c)) = (service_timeout, inner.kind.connection_mut()) {
+            c.mra_timeout_out = timeout;
         }
         self.commit(&mut inner, checked, None);
         Ok(())
@@ -464,7 +456,9 @@ impl Cep {
         if !from_peer {
             return;
         }
-        inner.mra_service_timeout = mra.service_timeout;
+        if let Some(c) = inner.kind.connection_mut() {
+            c.mra_service_timeout = mra.service_timeout;
+        }
         inner.set_pdata(AttrId::Mra, mra.private_data.as_bytes());
         let _ = self.apply(&mut inner, Event::RxMra(mra.message_mraed), None);
     }
@@ -477,7 +471,10 @@ impl Cep {
         }
         // The DREP answers this DREQ.
         inner.tid = tid;
-        let qpn_matches = dreq.remote_qpn == inner.local_qpn;
+        let qpn_matches = inner
+            .kind
+            .connection()
+            .is_some_and(|c| c.local_qpn == dreq.remote_qpn);
         if qpn_matches {
             inner.set_pdata(AttrId::Dreq, dreq.private_data.as_bytes());
         }
@@ -503,7 +500,7 @@ impl Cep {
             _ => return Err(EINVAL),
         };
         let inner = self.inner.lock();
-        let negotiated = inner.negotiated.as_ref().ok_or(EINVAL)?;
+        let negotiated = inner.kind.negotiated().ok_or(EINVAL)?;
         let a = qp_attr::derive(inner.sm.state, target, negotiated).map_err(|_| EINVAL)?;
         let info = inner.peer.as_ref().ok_or(EINVAL)?.ah_info;
         drop(inner);
@@ -584,7 +581,7 @@ impl Cep {
                 local_comm_id: self.local_id,
                 remote_comm_id: p.comm_id,
                 message_mraed: what,
-                service_timeout: inner.mra_timeout_out,
+                service_timeout: inner.kind.connection().map_or(24, |c| c.mra_timeout_out),
                 private_data: PrivateData::empty(),
             })
         });
@@ -594,8 +591,9 @@ impl Cep {
     /// The DREQ for this connection: it names the peer's QP.
     pub(super) fn dreq(&self, inner: &CepInner) -> Option<CmMsg> {
         let peer = inner.peer.as_ref()?;
-        let remote_qpn = inner.negotiated.as_ref()?.remote_qpn?;
-        let pdata = inner.out_pdata.for_msg(AttrId::Dreq);
+        let connection = inner.kind.connection()?;
+        let remote_qpn = connection.negotiated.as_ref()?.remote_qpn?;
+        let pdata = connection.out_pdata.for_msg(AttrId::Dreq);
         Some(CmMsg::Dreq(Dreq {
             local_comm_id: self.local_id,
             remote_comm_id: peer.comm_id,

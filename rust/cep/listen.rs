@@ -19,7 +19,9 @@ use crate::{
 };
 
 use super::{
+    kind::Listener,
     Cep,
+    Kind,
     Owner,
     BACKLOG, //
 };
@@ -33,7 +35,7 @@ impl Cep {
             .tables
             .add_listener(service_id, mask, self.clone())?;
         inner.service_id = service_id;
-        inner.listen_mask = mask;
+        inner.kind = Kind::Listener(Listener::new(mask));
         self.commit(&mut inner, checked, None);
         Ok(())
     }
@@ -61,11 +63,12 @@ impl Cep {
         if !checked.asks_for(spawn) || inner.owner.is_none() {
             return Err(ENOTCONN);
         }
-        if inner.pending.len() >= BACKLOG {
+        let listener = inner.kind.listener_mut().ok_or(ENOTCONN)?;
+        if listener.pending.len() >= BACKLOG {
             return Err(EBUSY);
         }
         // The spawn itself: the new CEP joins the backlog, and the owner hears of it.
-        inner.pending.push(child, GFP_ATOMIC)?;
+        listener.pending.push(child, GFP_ATOMIC)?;
         self.deliver(&mut inner, offered);
         self.commit(&mut inner, checked, None);
         Ok(())
@@ -77,16 +80,16 @@ impl Cep {
         if inner.sm.state != State::Listen {
             return Err(EINVAL);
         }
-        if inner.pending.is_empty() {
+        let listener = inner.kind.listener_mut().ok_or(EINVAL)?;
+        if listener.pending.is_empty() {
             return Err(EAGAIN);
         }
-        let child = inner.pending.remove(0).map_err(|_| EAGAIN)?;
+        let child = listener.pending.remove(0).map_err(|_| EAGAIN)?;
+        let still_pending = listener.pending.len();
         // Under this lock, which `offer` holds while it adds a request and its event, so that
         // the backlog and the owner's queued REQ_RECEIVEDs are compared as one state.
         if let Some(owner) = &inner.owner {
-            owner
-                .file
-                .purge_claimed_req(owner.handle, inner.pending.len());
+            owner.file.purge_claimed_req(owner.handle, still_pending);
         }
         Ok(child)
     }
@@ -96,7 +99,7 @@ impl Cep {
     pub(crate) fn claim(self: &Arc<Self>, owner: Owner) -> Result<uapi::cepm_req_info> {
         let mut inner = self.inner.lock();
         let checked = inner.check(Event::Claim)?;
-        let req = inner.req.as_deref().copied().ok_or(EINVAL)?;
+        let req = inner.kind.request_info().copied().ok_or(EINVAL)?;
         self.commit(&mut inner, checked, None);
         for mut ev in core::mem::take(&mut inner.parked_events) {
             ev.handle = owner.handle;

@@ -27,7 +27,10 @@ use crate::{
         },
         timing::RetryTimer, //
     },
-    shim::AddressHandle,
+    shim::{
+        AddressHandle,
+        AhInfo, //
+    },
     tables::{
         self,
         PeerTable, //
@@ -37,8 +40,11 @@ use crate::{
 
 use super::connection::ah_info;
 use super::{
-    Cep, //
-    Peer,
+    kind::Sidr,
+    Cep,
+    Kind,
+    Spawn,
+    Spawned, //
 };
 
 impl Cep {
@@ -70,7 +76,11 @@ impl Cep {
             args.cm_response_timeout,
             args.max_cm_retries,
         );
-        inner.sidr_req_msg = Some(req);
+        // A request from scratch, whatever this CEP was before.
+        inner.kind = Kind::Sidr(Sidr {
+            req_msg: Some(req),
+            ..Sidr::default()
+        });
         self.commit(&mut inner, checked, None);
         Ok(())
     }
@@ -81,9 +91,11 @@ impl Cep {
         if inner.sm.state != State::SidrReqSent {
             return;
         }
-        inner.sidr_status = rep.status;
-        inner.sidr_qpn = rep.qpn;
-        inner.remote_qkey = rep.qkey;
+        if let Some(s) = inner.kind.sidr_mut() {
+            s.status = rep.status;
+            s.qpn = rep.qpn;
+            s.qkey = rep.qkey;
+        }
         inner.set_pdata(AttrId::SidrRep, rep.private_data.as_bytes());
         let _ = self.apply(&mut inner, Event::RxSidrRep, None);
     }
@@ -110,20 +122,21 @@ impl Cep {
         let checked = inner.check(Event::SendSidrRep {
             status: args.status,
         })?;
-        inner.sidr_rep_msg = Some(rep);
+        inner.kind.sidr_mut().ok_or(EINVAL)?.rep_msg = Some(rep);
         self.commit(&mut inner, checked, None);
         Ok(())
     }
 
     /// The CEP a listener spawns for a SIDR_REQ: unclaimed, in SIDR_REQ_RCVD, findable by the
-    /// requester's (request ID, GID) so that retries are recognised.
+    /// requester's (request ID, GID) so that retries are recognised ([`Cep::spawn`]).
+    /// `ah_info` is what `ah`, the reply AH, points at.
     pub(crate) fn spawn_from_sidr_req(
         port: &Arc<CmPort>,
         ah: Arc<AddressHandle>,
+        ah_info: AhInfo,
         sreq: &SidrReq,
         tid: u64,
-    ) -> Result<Option<Arc<Self>>> {
-        let ah_info = ah.info()?;
+    ) -> Result<Spawned> {
         let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL)?;
         info.service_id = sreq.service_id;
         info.remote_comm_id = sreq.request_id;
@@ -136,40 +149,22 @@ impl Cep {
         for (dst, src) in info.dev_name.iter_mut().zip(port.device_name().iter()) {
             *dst = *src;
         }
-        let key = tables::sidr_key(sreq.request_id, &ah_info.dgid);
-        let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let user_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let (sm, _actions) = state::Cep::spawned_from_sidr_req();
-        let tables = &port.cm().tables;
-        let cep = tables.insert_new_local(|id| Self::new(port.cm().clone(), id, sm, None))?;
-        if tables
-            .insert_peer(PeerTable::SidrId, key, &cep, reservation)
-            .is_some()
-        {
-            // A retry of a SIDR_REQ already waiting: the first one will be answered.
-            tables.remove_local(cep.local_id);
-            return Ok(None);
-        }
-        let mut inner = cep.inner.lock();
-        if let Err(e) = port.adopt_user(&cep, user_node) {
-            drop(inner);
-            tables.remove_peer(PeerTable::SidrId, key, &cep);
-            tables.remove_local(cep.local_id);
-            return Err(e);
-        }
-        inner.service_id = sreq.service_id;
-        inner.peer = Some(Peer {
-            comm_id: sreq.request_id,
-            ca_guid: key.1,
-            port: port.clone(),
+        let spawn = Spawn {
+            port,
+            key: tables::sidr_key(sreq.request_id, &ah_info.dgid),
             ah,
             ah_info,
-        });
-        inner.remote_key = Some((PeerTable::SidrId, key));
-        inner.tid = tid;
-        inner.set_pdata(AttrId::SidrReq, pdata);
-        inner.req = Some(info);
-        drop(inner);
-        Ok(Some(cep))
+            sm,
+            kind: Kind::Sidr(Sidr {
+                req: Some(info),
+                ..Sidr::default()
+            }),
+            table: PeerTable::SidrId,
+            qpn_key: None,
+            service_id: sreq.service_id,
+            tid,
+        };
+        Self::spawn(spawn, |_, inner| inner.set_pdata(AttrId::SidrReq, pdata))
     }
 }
