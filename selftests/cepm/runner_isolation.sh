@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 6
+ktap_set_plan 7
 
 out=$CEPM_ROOT/out/runner_isolation.$$
 trap 'rm -f "$out".*' EXIT
@@ -25,4 +25,9 @@ ktap_check "the runner reports what it found broken and that it restored the bas
 	sh -c "grep -q '^# baseline: the guest differs' '$out.ktap' && grep -q '^# baseline: restored' '$out.ktap'"
 ktap_check "the test after it passes" grep -q '^ok 2 selftests: cepm: cep_connect.sh # ' "$out.ktap"
 ktap_check "the nested run counts exactly one failure" grep -q '^# cepm selftests: 1 passed, 1 failed' "$out.ktap"
+# The fixture reloaded cepm with other parameters: they must show in sysfs, for users and for
+# the baseline, which must have seen them and loaded cepm with its defaults again.
+param() { cat "/sys/module/cepm/parameters/$1" 2>/dev/null; }
+defaults() { [ "$(param event_queue_max)" = 4096 ] && [ "$(param timewait_ms)" = 0 ]; }
+ktap_check "cepm's parameters show in sysfs, back at their defaults" defaults
 ktap_finished

@@ -6,7 +6,7 @@
 # stray processes, one of them in its own session), then hangs and ignores SIGTERM, so that
 # only the runner's time limit and its KILL end it.
 . "$CEPM_ROOT/selftests/cepm/lib.sh"
-rmmod cepm && insmod "$CEPM_KO" devices="$RXE_DEV"
+rmmod cepm && insmod "$CEPM_KO" event_queue_max=16 timewait_ms=5
 modprobe rdma_ucm
 peer_ns_create
 peer_neighbours_fixed
