@@ -47,7 +47,10 @@ use kernel::{
 
 use crate::{
     context::Cm,
-    file::CepmFile,
+    file::{
+        ring::Ring,
+        CepmFile, //
+    },
     port::CmPort,
     proto::{
         cm_mad::{
@@ -147,6 +150,19 @@ struct ReceivedPdata {
     data: [u8; uapi::CEPM_PDATA_MAX as usize],
 }
 
+/// Most events a CEP keeps while unclaimed. One born from a listen raises at most two
+/// before its claim (a REJ from the peer, then the device's removal), so this never fills;
+/// if it did, the claimer would hear of the loss.
+const PARKED_MAX: usize = 4;
+
+/// Events raised while the CEP is unclaimed (born from a listen), kept for whoever claims it,
+/// in room allocated with the CEP: parking never allocates, and a loss is counted, then
+/// reported to the claimer's file (`EOVERFLOW`), never silent.
+struct Parked {
+    events: Ring<uapi::cepm_event>,
+    lost: u32,
+}
+
 /// The fields of [`Cep`] protected by its lock: what every kind of CEP has, then its kind.
 struct CepInner {
     sm: state::Cep,
@@ -159,7 +175,7 @@ struct CepInner {
     peer: Option<Peer>,
     pdata: ReceivedPdata,
     /// Events raised while unclaimed, delivered when claimed.
-    parked_events: KVec<uapi::cepm_event>,
+    parked: Parked,
     /// The retried MAD in flight, if any, and how it is retried.
     msg: Option<OutstandingSend>,
     /// Why the last retried MAD failed (a positive errno): ETIMEDOUT when its retries ran
@@ -232,6 +248,14 @@ impl Cep {
         kind: Kind,
         owner: Option<Owner>,
     ) -> Result<Arc<Self>> {
+        // Only a CEP without an owner (born from a listen) parks events.
+        let parked = Parked {
+            events: match owner {
+                Some(_) => Ring::empty(),
+                None => Ring::with_capacity(PARKED_MAX)?,
+            },
+            lost: 0,
+        };
         Arc::pin_init(
             pin_init!(Self {
                 cm,
@@ -244,7 +268,7 @@ impl Cep {
                     remote_key: None,
                     peer: None,
                     pdata: ReceivedPdata { attr: 0, len: 0, data: [0; uapi::CEPM_PDATA_MAX as usize] },
-                    parked_events: KVec::new(),
+                    parked,
                     msg: None,
                     kind,
                     send_error: ETIMEDOUT.to_errno().unsigned_abs(),
@@ -623,7 +647,7 @@ impl Cep {
             let mut inner = self.inner.lock();
             let _ = self.apply(&mut inner, Event::Destroy { retry_later }, None);
             inner.owner = None;
-            inner.parked_events.clear();
+            inner.parked.events.clear();
             // The peer and its AH go now, under the lock, not with the last reference (a
             // queued timewait work may hold that past the device's removal) nor after the
             // unlock (device removal would not wait for it): removal either took this CEP

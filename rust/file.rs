@@ -34,7 +34,7 @@ use kernel::{
 };
 
 mod ioctl_arg;
-mod ring;
+pub(crate) mod ring;
 
 use ioctl_arg::{
     IoctlArg,
@@ -188,6 +188,18 @@ impl CepmFile {
         if inner.events.push(event).is_err() {
             inner.events_lost = inner.events_lost.saturating_add(1);
         }
+        drop(inner);
+        self.readable.notify_all();
+    }
+
+    /// `lost` events for `handle` were lost before they reached this file (a parked CEP's
+    /// room was full): the next `read` after the queue drains says so (`EOVERFLOW`).
+    pub(crate) fn note_lost(&self, handle: u32, lost: u32) {
+        let mut inner = self.inner.lock();
+        if lost == 0 || inner.closed || inner.handles.get(&handle).is_none() {
+            return;
+        }
+        inner.events_lost = inner.events_lost.saturating_add(lost);
         drop(inner);
         self.readable.notify_all();
     }

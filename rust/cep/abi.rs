@@ -3,8 +3,6 @@
 //! A CEP as the ABI shows it: its events (`struct cepm_event`, queued to the owner's file or
 //! parked until the CEP is claimed), `CEPM_IOC_QUERY_CEP` and `CEPM_IOC_GET_PRIVATE_DATA`.
 
-use kernel::prelude::*;
-
 use crate::{
     proto::{
         state::{
@@ -124,8 +122,10 @@ impl CepInner {
                 owner.file.push_event(ev);
             }
             None => {
-                // Kept for whoever claims the CEP; lost only if memory is short.
-                let _ = self.parked_events.push(ev, GFP_ATOMIC);
+                // Kept for whoever claims the CEP.
+                if self.parked.events.push(ev).is_err() {
+                    self.parked.lost = self.parked.lost.saturating_add(1);
+                }
             }
         }
     }

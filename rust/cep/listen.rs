@@ -101,11 +101,14 @@ impl Cep {
         let checked = inner.check(Event::Claim)?;
         let req = inner.kind.request_info().copied().ok_or(EINVAL)?;
         self.commit(&mut inner, checked, None);
-        for mut ev in core::mem::take(&mut inner.parked_events) {
+        while let Some(mut ev) = inner.parked.events.pop() {
             ev.handle = owner.handle;
             ev.user_context = owner.context;
             owner.file.push_event(ev);
         }
+        owner
+            .file
+            .note_lost(owner.handle, core::mem::take(&mut inner.parked.lost));
         inner.owner = Some(owner);
         Ok(req)
     }
