@@ -126,8 +126,8 @@ enum Command {
         #[arg(value_parser = parse_attr)]
         attr: AttrId,
     },
-    /// Send CM MADs to a port's own RoCE v2 GID through ib_umad, so that they reach cepm's
-    /// agent as if a peer had sent them. The body is all zero unless --valid (or any field
+    /// Send CM MADs to a port's own RoCE v2 GID (or another host's, --to-gid) through ib_umad,
+    /// so that they reach cepm's agent as if a peer had sent them. The body is all zero unless --valid (or any field
     /// option, which implies it) is given; then it is a well-formed message of the attribute
     /// with the fields chosen, or a hostile one where a field gets a value cepm must refuse.
     /// ClassPortInfo goes as a Get, every other attribute as a Send.
@@ -145,6 +145,10 @@ enum Command {
         /// Print each MAD sent, in hex, with what cepm's decoder makes of it.
         #[arg(long)]
         verbose: bool,
+        /// Send to this GID (IPv6 notation, e.g. ::ffff:10.77.0.2), another host's, instead
+        /// of the port's own: its answers then cross the wire [default: the port's own]
+        #[arg(long)]
+        to_gid: Option<std::net::Ipv6Addr>,
         #[command(flatten)]
         forge: forge::Fields,
     },
@@ -683,15 +687,17 @@ fn run(cli: Cli) -> std::io::Result<()> {
             attr,
             count,
             verbose,
+            to_gid,
             forge,
         } => {
             // Refuse bad options before touching the device.
             let gid = umad::roce_v2_ipv4_gid(&device, port)?;
-            forge.mad(attr, 0, &gid.raw).map_err(invalid_input)?;
+            let to = to_gid.map_or(gid.raw, |g| g.octets());
+            forge.mad(attr, 0, &to).map_err(invalid_input)?;
             let mut agent = umad::SendAgent::open(&device, port)?;
             for i in 0..count {
-                let mad = forge.mad(attr, i, &gid.raw).map_err(invalid_input)?;
-                agent.send(gid.index, gid.raw, &mad)?;
+                let mad = forge.mad(attr, i, &to).map_err(invalid_input)?;
+                agent.send(gid.index, to, &mad)?;
                 if verbose {
                     println!(
                         "send-mad: sent {} {}/{count} to {device} port {port}, {}",

@@ -6,16 +6,19 @@
 #    request's TID in cm_id_priv->tid; cm_format_rep, cm_format_rtu, cm_format_mra,
 #    cm_format_rej and cm_format_drep put it back);
 #  - the REP's TargetAckDelay is the device's local CA ACK delay, set by the kernel
-#    (cm_format_rep), not whatever the user passed.
+#    (cm_format_rep), not whatever the user passed;
+#  - a REQ whose primary path names a GID the port does not have gets REJ 12 with the port's
+#    GID 0 in its 16-byte ARI (cm_req_handler).
 # The server runs on rxe1 in the peer namespace, the client on rxe0: a connection and its
-# disconnect, a REQ refused with REJ 28, and a REQ answered at once with an MRA.
+# disconnect, a REQ refused with REJ 28, a REQ answered at once with an MRA, and a REQ
+# forged on rxe0 (cepmctl send-mad --to-gid) for a GID rxe1 does not have.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
 [ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology (a capture on veth0)"; exit "$KSFT_SKIP"; }
-ktap_set_plan 7
+ktap_set_plan 8
 
-SID1=0x0000000001064e7a SID2=0x0000000001064e7b SID3=0x0000000001064e7c
+SID1=0x0000000001064e7a SID2=0x0000000001064e7b SID3=0x0000000001064e7c SID4=0x0000000001064e7d
 out=$CEPM_ROOT/out/cep_wire_fields.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
 ktap_check "topology $TOPOLOGY is up" topology_up
@@ -46,13 +49,28 @@ pair $SID3 --mra-now --
 ktap_check "a REQ was refused (REJ 28) by a server that wants rdma_cm's header" \
 	grep -q 'got REJ_RECEIVED (status 28)' "$out.c$SID2"
 ktap_check "a server sent its MRA at once" grep -q 'MRA sent for the REQ' "$out.a$SID3"
+# A REQ for SID4, listened on, whose primary path names a GID rxe1 does not have; its REJ
+# comes back to rxe0's cepm (which counts it) over the wire.
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID4 --cm-only --timeout-ms 30000 \
+	>"$out.a$SID4" 2>&1 &
+apid=$!
+wait_until 10 grep -q '^accept: listening' "$out.a$SID4"
+rej_rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 REJ; }
+rejs_before=$(rej_rx)
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --to-gid ::ffff:10.77.0.2 --service-id $SID4 \
+	--remote-gid ::ffff:10.99.0.1 --local-comm-id 0x5eed0012
+rej_came() { [ "$(rej_rx)" -gt "$rejs_before" ]; }
+wait_until 10 rej_came || ktap_print_msg "no REJ came back to $RXE_DEV"
+kill $apid 2>/dev/null
+wait $apid 2>/dev/null
 # The last client saw its DREP, so every message is in the capture buffer.
 kill -INT $tpid
 wait $tpid
 
 # One line per CM frame: attribute ID, TID, REP TargetAckDelay (empty but in REPs).
 tshark -r "$out.pcap" -Y infiniband.mad.attributeid -T fields -e infiniband.mad.attributeid \
-	-e infiniband.mad.transactionid -e infiniband.cm.rep.tgtackdelay >"$out.frames" 2>"$out.tshark-err"
+	-e infiniband.mad.transactionid -e infiniband.cm.rep.tgtackdelay -e infiniband.cm.rej.reason \
+	-e infiniband.cm.rej.rejinfolen -e infiniband.cm.rej.ari >"$out.frames" 2>"$out.tshark-err"
 trc=$?
 sed 's/^/# frame: /' "$out.frames"
 sed 's/^/# tshark: /' "$out.tshark-err"
@@ -81,4 +99,16 @@ rep_ack_delays=$(awk -F'\t' '$1 == "0x0013" { print $3 }' "$out.frames" | while 
 ktap_print_msg "$SERVER_DEV's local CA ACK delay: $ack_delay; TargetAckDelay in the REPs: $rep_ack_delays"
 ktap_check "every REP's TargetAckDelay is the device's local CA ACK delay" \
 	sh -c "test -n '$ack_delay' && test '$rep_ack_delays' = '$ack_delay '"
+
+# The REJ 12's ARI: its length, then that many bytes of the field (tshark prints numbers in
+# hex, and the whole 72-byte field, perhaps with colons).
+gid0=$(tr -d ':\n' <"/sys/class/infiniband/$SERVER_DEV/ports/1/gids/0")
+rej12=$(awk -F'\t' '$1 == "0x0012" { print $4, $5, $6 }' "$out.frames" | while read -r reason len ari; do
+	[ -n "$reason" ] && [ $((reason)) = 12 ] || continue
+	ari=${ari//:/}
+	echo "$((len)) ${ari:0:$((2 * len))}"
+done | sort -u)
+ktap_print_msg "$SERVER_DEV's GID 0: $gid0; REJ 12 ARI length and bytes: $rej12"
+ktap_check "a REQ for a GID the port lacks gets REJ 12 with the port's GID 0 as its 16-byte ARI" \
+	test "$rej12" = "16 $gid0"
 ktap_finished
