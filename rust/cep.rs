@@ -520,7 +520,7 @@ impl Cep {
     /// Starts timewait: the module parameter's length, or the protocol's (the QP's local ACK
     /// timeout, `cm_enter_timewait` in drivers/infiniband/core/cm.c).
     fn arm_timewait(self: &Arc<Self>, inner: &CepInner) {
-        let ms = match crate::module_parameters::timewait_ms.value() {
+        let ms = match crate::shim::params().timewait_ms {
             0 => timing::timewait_ms(inner.kind.negotiated().map_or(14, |n| n.ack_timeout)),
             ms => ms,
         }

@@ -66,20 +66,6 @@ module! {
     authors: ["The cepm developers"],
     description: "InfiniBand/RoCE Connection Manager with a /dev/cepm interface",
     license: "GPL",
-    params: {
-        event_queue_max: u32 {
-            default: 4096,
-            description: "Events that may wait on one /dev/cepm file (default CEPM_EVENT_QUEUE_MAX, 4096; 1 to 65536); more are lost and read() says EOVERFLOW",
-        },
-        inject_init_failure: u32 {
-            default: 0,
-            description: "For tests: make one step of module init fail with ENOMEM (1: the ib_client registration, 2: the /dev/cepm registration); 0 (default): none",
-        },
-        timewait_ms: u32 {
-            default: 0,
-            description: "Timewait length in ms; 0 (default) follows the protocol (the QP's local ACK timeout)",
-        },
-    },
 }
 
 /// The loaded module.
@@ -126,7 +112,7 @@ impl InitStep {
     /// Fails with `ENOMEM` if the `inject_init_failure` parameter names this step, so that a
     /// test can reach init's unwinding (as i915's `inject_probe_failure` does).
     fn inject_failure(self) -> Result {
-        if module_parameters::inject_init_failure.value() == self as u32 {
+        if shim::params().inject_init_failure == self as u32 {
             pr_info!("injected failure of init step {}\n", self as u32);
             return Err(ENOMEM);
         }

@@ -23,6 +23,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "cepm_shim.h"
+#include "../include/uapi/cepm.h"
 
 /*
  * cepm.devices: the RDMA devices cepm manages, comma-separated; empty (the
@@ -36,6 +37,34 @@ MODULE_PARM_DESC(devices, "RDMA devices to manage, comma-separated (default: all
 const char *cepm_shim_devices_param(void)
 {
 	return cepm_devices;
+}
+
+/*
+ * The other parameters live here too, not in Rust's module! macro: the 7.3
+ * kernel crate gives its parameters no sysfs file, so neither users nor the
+ * selftests' baseline could read them.  Rust reads them through
+ * cepm_shim_params(); they are read-only once loaded.
+ */
+static unsigned int cepm_event_queue_max = CEPM_EVENT_QUEUE_MAX;
+module_param_named(event_queue_max, cepm_event_queue_max, uint, 0444);
+MODULE_PARM_DESC(event_queue_max,
+		 "Events that may wait on one /dev/cepm file (default CEPM_EVENT_QUEUE_MAX, 4096; 1 to 65536); more are lost and read() says EOVERFLOW");
+
+static unsigned int cepm_timewait_ms;
+module_param_named(timewait_ms, cepm_timewait_ms, uint, 0444);
+MODULE_PARM_DESC(timewait_ms,
+		 "Timewait length in ms; 0 (default) follows the protocol (the QP's local ACK timeout)");
+
+static unsigned int cepm_inject_init_failure;
+module_param_named(inject_init_failure, cepm_inject_init_failure, uint, 0444);
+MODULE_PARM_DESC(inject_init_failure,
+		 "For tests: make one step of module init fail with ENOMEM (1: the ib_client registration, 2: the /dev/cepm registration); 0 (default): none");
+
+void cepm_shim_params(struct cepm_params *out)
+{
+	out->event_queue_max = cepm_event_queue_max;
+	out->timewait_ms = cepm_timewait_ms;
+	out->inject_init_failure = cepm_inject_init_failure;
 }
 
 /*

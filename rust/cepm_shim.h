@@ -85,6 +85,13 @@ cepm_poll_fn cepm_rust_poll;
 /* Registers /dev/cepm (misc device, mode 0600) with the callbacks above. */
 /* The cepm.devices module parameter: NUL-terminated, constant after load. */
 const char *cepm_shim_devices_param(void);
+/* The numeric module parameters, constant after load. */
+struct cepm_params {
+	u32 event_queue_max;
+	u32 timewait_ms;
+	u32 inject_init_failure;
+};
+void cepm_shim_params(struct cepm_params *out);
 /* /sys/kernel/debug/cepm: test-only fault injection (drop received MADs). */
 void cepm_shim_debugfs_create(void);
 void cepm_shim_debugfs_remove(void);

@@ -97,7 +97,7 @@ type HandleNode = RBTreeNodeReservation<u32, Handle>;
 /// `read` after the queue has drained says so (`EOVERFLOW`), so none is lost silently. The
 /// `event_queue_max` module parameter (default `CEPM_EVENT_QUEUE_MAX`), within 1..=65536.
 fn event_queue_max() -> usize {
-    let max = crate::module_parameters::event_queue_max.value();
+    let max = crate::shim::params().event_queue_max;
     usize::try_from(max.clamp(1, 65536)).unwrap_or(uapi::CEPM_EVENT_QUEUE_MAX as usize)
 }
 

@@ -248,6 +248,18 @@ pub(crate) fn devices_param() -> &'static CStr {
     unsafe { CStr::from_char_ptr(shim::cepm_shim_devices_param()) }
 }
 
+/// The numeric module parameters (`cepm_shim.c` declares them, so that they show in sysfs),
+/// as loaded.
+pub(crate) type Params = shim::cepm_params;
+
+/// The module parameters; they do not change once the module is loaded.
+pub(crate) fn params() -> Params {
+    let mut out = Params::default();
+    // SAFETY: `out` is writable; the shim only copies its static values into it.
+    unsafe { shim::cepm_shim_params(&mut out) };
+    out
+}
+
 /// A random 32-bit value.
 pub(crate) fn random_u32() -> u32 {
     // SAFETY: No preconditions.

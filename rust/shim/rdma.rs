@@ -472,7 +472,7 @@ unsafe fn post_mad(
     let timeout = c_int::try_from(timeout_ms).map_err(|_| EINVAL)?;
     let ctx = KBox::new(InFlight { _ah: ah, owner }, flags)?.into_foreign();
     // SAFETY: `agent` is registered (function safety requirement), `ah_ptr` is kept alive by
-    // `ctx`, which the MAD layer owns until `cepm_rust_send_done`, and `mad` is 256 bytes.
+    // `ctx`, which the MAD layer owns until the send completion callback, and `mad` is 256 bytes.
     let sent = from_err_ptr(unsafe {
         shim::cepm_shim_send_mad(
             agent.as_ptr(),
