@@ -77,6 +77,7 @@ selftest-progs: need-kdir
 	@mkdir -p out/selftests
 	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -I$(KDIR)/tools/testing/selftests \
 		-o out/selftests/ioctl_abi selftests/cepm/ioctl_abi.c
+	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -o out/selftests/ioctl_fuzz selftests/cepm/ioctl_fuzz.c
 	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_server selftests/cepm/rdma_reject_server.c -lrdmacm
 
 selftest: module user selftest-progs

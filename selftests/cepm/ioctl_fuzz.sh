@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# A short run of the structured ioctl fuzzer (ioctl_fuzz.c): random sequences of every
+# ioctl, read and poll over several files and processes, with mutated structs, bad pointers,
+# forks and kill -9 in the middle; every call must return success or an errno that
+# docs/abi.md's Errors table gives for it, and no CEP may be left. Fixed seeds, so that a
+# failure replays (ioctl_fuzz --seed N ...); CEPM_FUZZ_SEEDS and CEPM_FUZZ_CALLS override.
+# The kernel log is judged by dmesg_clean.sh at the end of the run.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+seeds=(${CEPM_FUZZ_SEEDS:-1 2})
+calls=${CEPM_FUZZ_CALLS:-20000}
+ktap_set_plan ${#seeds[@]}
+
+out=$CEPM_ROOT/out/ioctl_fuzz.$$
+trap 'rm -f "$out"' EXIT
+for seed in "${seeds[@]}"; do
+	"$CEPM_ROOT/out/selftests/ioctl_fuzz" --seed "$seed" --calls "$calls" --procs 4 --files 3 >"$out" 2>&1
+	rc=$?
+	# The failures first (each names its seed and call), then the summary.
+	{ grep -m 20 'FAIL' "$out"; tail -n 3 "$out"; } | sed 's/^/# /'
+	ktap_check "seed $seed, $calls calls: documented errnos only, no CEP left" test $rc = 0
+done
+ktap_finished
