@@ -99,6 +99,9 @@ int cepm_shim_client_register(void *ctx)
 {
 	int ret;
 
+	/* One client, one context: a second registration would overwrite the first's. */
+	if (cepm_client_ctx)
+		return -EBUSY;
 	cepm_client_ctx = ctx;
 	ret = ib_register_client(&cepm_client);
 	if (ret)
@@ -528,8 +531,16 @@ static struct cepm_chardev cepm_chardev = {
 
 int cepm_shim_chardev_register(void *ctx)
 {
+	int ret;
+
+	/* One device, one context, as for the client. */
+	if (cepm_chardev.ctx)
+		return -EBUSY;
 	cepm_chardev.ctx = ctx;
-	return misc_register(&cepm_chardev.misc);
+	ret = misc_register(&cepm_chardev.misc);
+	if (ret)
+		cepm_chardev.ctx = NULL;
+	return ret;
 }
 
 void cepm_shim_chardev_unregister(void)

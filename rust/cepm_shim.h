@@ -102,7 +102,10 @@ bool cepm_shim_cancel_delayed_work_sync(void *work);
 /* A workqueue of our own (alloc_workqueue), or NULL; destroying it drains it. */
 struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);
 void cepm_shim_destroy_workqueue(struct workqueue_struct *wq);
-/* Registers /dev/cepm; its open callback gets ctx until it is unregistered. */
+/*
+ * Registers /dev/cepm; its open callback gets ctx until it is unregistered.
+ * -EBUSY while it is registered already.
+ */
 int cepm_shim_chardev_register(void *ctx);
 void cepm_shim_chardev_unregister(void);
 /* A random 32-bit value (comm ID obfuscation, as Linux's cm.random_id_operand). */
@@ -112,7 +115,7 @@ u32 cepm_shim_random_u32(void);
 
 /*
  * Register/unregister the "cepm" ib_client (may sleep); its callbacks get ctx
- * until it is unregistered.
+ * until it is unregistered.  -EBUSY while it is registered already.
  */
 int cepm_shim_client_register(void *ctx);
 void cepm_shim_client_unregister(void);

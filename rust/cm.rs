@@ -238,12 +238,14 @@ fn sidr_req_received(
     let Ok(ah) = mad.reply_ah() else {
         return None;
     };
-    let Ok(info) = ah.info() else {
-        return None;
-    };
+    let info = ah.info();
     // A retry of a request answered lately: its answer was lost, so send it again, through
     // the AH just made (`reply` would make another).
-    if let Some(rep) = port.sidr_answer(tables::sidr_key(sreq.request_id, &info.dgid)) {
+    if let Some(rep) = info
+        .as_ref()
+        .ok()
+        .and_then(|info| port.sidr_answer(tables::sidr_key(sreq.request_id, &info.dgid)))
+    {
         port.count_duplicate();
         let answer = CmMsg::SidrRep(rep);
         if let Some(buf) = encode_answer(port, tid, answer) {
@@ -253,6 +255,10 @@ fn sidr_req_received(
     }
     let Some(listener) = port.cm().tables.find_listener(sreq.service_id) else {
         return Some(Unmatched::SidrReqNoListener);
+    };
+    // Without the AH's address the request cannot be keyed: dropped, the requester retries.
+    let Ok(info) = info else {
+        return None;
     };
     // A retry of a SIDR_REQ still waiting (a duplicate): the first one will be answered.
     let Ok(Spawned::New(cep)) = Cep::spawn_from_sidr_req(port, ah, info, sreq, tid) else {

@@ -29,7 +29,7 @@ use crate::{
 };
 
 /// The files that monitor, owned by the CM's [`crate::context::Cm`].
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct Monitors {
     #[pin]
     files: SpinLock<KVec<Arc<CepmFile>>>,
@@ -44,6 +44,11 @@ impl Monitors {
             files <- new_spinlock!(KVec::new(), "Monitors::files"),
             count: Atomic::new(0),
         })
+    }
+
+    /// How many files monitor.
+    pub(crate) fn count(&self) -> u32 {
+        self.count.load(Relaxed)
     }
 
     /// Makes `file` a monitor.
@@ -77,17 +82,6 @@ impl Monitors {
         let now = Instant::<Monotonic>::now();
         for file in self.files.lock().iter() {
             file.push_trace(record, now);
-        }
-    }
-}
-
-#[pinned_drop]
-impl PinnedDrop for Monitors {
-    fn drop(self: Pin<&mut Self>) {
-        // A monitoring file holds the CM until its release, which removes it: none is left.
-        let left = core::mem::take(&mut *self.files.lock());
-        if !left.is_empty() {
-            pr_err!("{} monitors still registered at unload\n", left.len());
         }
     }
 }

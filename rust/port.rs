@@ -372,7 +372,10 @@ impl CmPort {
 }
 
 /// The port's agents feed it: each received MAD is counted, then handled by the CM.
-impl MadHandler for CmPort {
+// SAFETY: The agents live in `self.agents`, replaced (with `None` too) under its spinlock
+// in `attach_agent`, and lent out only as an `AgentRef` borrowed from that lock's guard
+// (`CmPort::with_agent`), so no send uses an agent once it is detached.
+unsafe impl MadHandler for CmPort {
     fn attach_agent(&self, role: AgentRole, agent: Option<AttachedAgent>) {
         *self.agents.lock().slot(role) = agent;
     }

@@ -27,21 +27,10 @@ use crate::{
 };
 
 /// The managed devices, owned by the CM's [`crate::context::Cm`].
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct Devices {
     #[pin]
     list: Mutex<KVec<KBox<CmDevice>>>,
-}
-
-#[pinned_drop]
-impl PinnedDrop for Devices {
-    fn drop(self: Pin<&mut Self>) {
-        // The `ib_client`, whose registration holds the CM, removed every device before.
-        let devices = core::mem::take(&mut *self.list.lock());
-        if !devices.is_empty() {
-            pr_err!("{} devices still registered at unload\n", devices.len());
-        }
-    }
 }
 
 /// Whether `name` (NUL-padded) is in `list`, comma-separated names; an empty list selects all.
@@ -102,6 +91,11 @@ impl Devices {
         {
             managed.rename(name);
         }
+    }
+
+    /// How many devices are managed.
+    pub(crate) fn count(&self) -> usize {
+        self.list.lock().len()
     }
 
     /// The managed port `num` of the device named `name` (NUL-padded).

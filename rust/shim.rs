@@ -83,8 +83,9 @@ impl ClientRegistration {
     /// Registers the client for `cm`; `add` runs at once for every existing RDMA device.
     pub(crate) fn new(cm: Arc<Cm>) -> Result<Self> {
         let ptr = cm.into_foreign();
-        // SAFETY: No preconditions; the client is a static in the shim, and `ptr` stays valid
-        // until it is unregistered (by the drop, or below on failure).
+        // SAFETY: `ptr` stays valid until the client is unregistered (by the drop, or below
+        // on failure). The client is a static in the shim, which refuses (EBUSY, leaving the
+        // first registration's context alone) a second registration while one exists.
         if let Err(e) = to_result(unsafe { shim::cepm_shim_client_register(ptr) }) {
             // SAFETY: The registration failed, so no callback can use `ptr` any more.
             drop(unsafe { Arc::<Cm>::from_foreign(ptr) });
@@ -126,8 +127,9 @@ impl ChardevRegistration {
     /// [`crate::file::CepmFile`].
     pub(crate) fn new(cm: Arc<Cm>) -> Result<Self> {
         let ptr = cm.into_foreign();
-        // SAFETY: No preconditions; the misc device is a static in the shim, and `ptr` stays
-        // valid until it is unregistered (by the drop, or below on failure).
+        // SAFETY: `ptr` stays valid until the device is unregistered (by the drop, or below
+        // on failure). The misc device is a static in the shim, which refuses (EBUSY,
+        // leaving the first registration's context alone) a second one while one exists.
         if let Err(e) = to_result(unsafe { shim::cepm_shim_chardev_register(ptr) }) {
             // SAFETY: The registration failed, so no `open` can use `ptr`.
             drop(unsafe { Arc::<Cm>::from_foreign(ptr) });

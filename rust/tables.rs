@@ -76,7 +76,7 @@ fn shard_of(key: u64) -> usize {
 }
 
 /// The CM's lookup tables, owned by its [`crate::context::Cm`].
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct Tables {
     /// Local comm ID → CEP: every CEP, from creation to destruction.
     #[pin]
@@ -110,28 +110,6 @@ impl Tables {
             id_operand: shim::random_u32(),
             next_id: Atomic::new(0),
         }? Error)
-    }
-}
-
-#[pinned_drop]
-impl PinnedDrop for Tables {
-    fn drop(self: Pin<&mut Self>) {
-        // Every CEP is destroyed by now (files closed, devices removed): nothing should be
-        // left, and what is left is freed here.
-        let mut leftover = 0;
-        for i in 0..SHARDS {
-            leftover += self
-                .local
-                .with(i, |t| t.take().map_or(0, |t| t.iter().count()));
-            leftover += self
-                .peer
-                .with(i, |t| t.take().map_or(0, |t| t.iter().count()));
-            leftover += self.listeners.with(i, |l| core::mem::take(l).len());
-        }
-        leftover += core::mem::take(&mut *self.masked_listeners.lock()).len();
-        if leftover != 0 {
-            pr_err!("{} table entries left at unload\n", leftover);
-        }
     }
 }
 

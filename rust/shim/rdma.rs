@@ -208,7 +208,14 @@ impl AgentRef<'_> {
 
 /// What a MAD agent calls into: the owner of the port it serves (cepm's `CmPort`). The agent
 /// holds an `Arc` of it while registered.
-pub(crate) trait MadHandler: Send + Sync + Sized + 'static {
+///
+/// # Safety
+///
+/// [`AgentRef`] (which senders use) relies on the implementor to keep the
+/// [`AttachedAgent`] it is given by [`MadHandler::attach_agent`] only until it is given
+/// `None` for that role, which the agent does before it unregisters, and to lend it out only
+/// under a lock that `attach_agent` also takes, so that no send can still use it then.
+pub(crate) unsafe trait MadHandler: Send + Sync + Sized + 'static {
     /// Makes `agent` the sender for `role` (after registration), or none (`None`, before
     /// unregistration: no send may start through it any more).
     fn attach_agent(&self, role: AgentRole, agent: Option<AttachedAgent>);
