@@ -57,6 +57,11 @@ const WITH_REMOTE_COMM_ID: &[AttrId] = &[
 /// The attributes with a 72-byte additional-information block and its length.
 const WITH_INFO: &[AttrId] = &[AttrId::Rej, AttrId::SidrRep, AttrId::Apr];
 
+/// Whether `attr` has a RemoteCommID field (`--remote-comm-id` applies to it).
+pub fn takes_remote_comm_id(attr: AttrId) -> bool {
+    WITH_REMOTE_COMM_ID.contains(&attr)
+}
+
 /// REQ transport for `--transport`: one the protocol encodes, or a raw TransportServiceType.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TransportArg {

@@ -6,6 +6,7 @@ use cepm::{cep, umad, AttrId, Cepm, PortInfo};
 use clap::{Parser, Subcommand};
 
 mod forge;
+mod fuzz_mad;
 
 /// Inspect and drive cepm, the InfiniBand/RoCE connection manager (/dev/cepm).
 #[derive(Parser)]
@@ -151,6 +152,33 @@ enum Command {
         to_gid: Option<std::net::Ipv6Addr>,
         #[command(flatten)]
         forge: forge::Fields,
+    },
+    /// A hostile peer: send a stream of CM MADs to another host's cepm (--to-gid), from
+    /// DEVICE's port through ib_umad, reproducible by seed. Half are well-formed messages of
+    /// every kind with random fields; the rest have flipped body bytes, a broken header or a
+    /// body cut short, or an attribute cepm does not know; some are sent twice, and they are
+    /// reordered in windows of four. Prints the number sent and the rate.
+    FuzzMad {
+        /// RDMA device to send from, e.g. rxe1.
+        device: String,
+        /// Port number.
+        port: u32,
+        /// The victim's GID, in IPv6 notation (e.g. ::ffff:10.77.0.1).
+        #[arg(long)]
+        to_gid: std::net::Ipv6Addr,
+        /// Seed of the stream: the same seed sends the same MADs.
+        #[arg(long, value_parser = parse_u64)]
+        seed: u64,
+        /// How many MADs to make (duplicates are sent on top).
+        #[arg(long, default_value_t = 10_000)]
+        count: u64,
+        /// Comm IDs of live connections to aim at, comma-separated (harvested by the caller,
+        /// e.g. from `cepmctl list`).
+        #[arg(long, value_delimiter = ',', value_parser = parse_u32)]
+        comm_ids: Vec<u32>,
+        /// Service IDs its REQs and SIDR_REQs ask for, comma-separated.
+        #[arg(long, value_delimiter = ',', value_parser = parse_u64, required = true)]
+        service_ids: Vec<u64>,
     },
     /// Verbs self-test (for tests): two RC QPs on one port, connected to each other by hand,
     /// run a ping-pong whose every message is verified. Exits non-zero on any mismatch.
@@ -708,6 +736,23 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 }
             }
         }
+        Command::FuzzMad {
+            device,
+            port,
+            to_gid,
+            seed,
+            count,
+            comm_ids,
+            service_ids,
+        } => fuzz_mad::run(&fuzz_mad::Config {
+            device,
+            port,
+            to: to_gid.octets(),
+            seed,
+            count,
+            comm_ids,
+            service_ids,
+        })?,
         Command::VerbsSelftest {
             device,
             port,

@@ -1,0 +1,216 @@
+//! `cepmctl fuzz-mad`: a hostile peer that sends cepm a stream of CM MADs, reproducible by
+//! seed, through `ib_umad` on another host's port (the peer namespace's rxe1 in the tests),
+//! so that cepm sees the traffic exactly as a peer's.
+//!
+//! Each MAD starts from one of the 12 CM messages, ClassPortInfo or an attribute cepm does
+//! not know, well formed by `send-mad`'s templates (`forge.rs`) with random fields: TIDs,
+//! QPNs, service IDs from a given set, and comm IDs either random or harvested from live
+//! connections (`--comm-ids`). Then it is sent as it is, or damaged: bytes of the body
+//! flipped, a header field broken (versions, class, method, status, attribute), or the body
+//! cut short (a zero tail). Some are sent twice, and a window of them is reordered.
+
+use std::{
+    io,
+    time::Instant, //
+};
+
+use cepm::{
+    umad::{
+        self,
+        MAD_SIZE, //
+    },
+    AttrId,
+};
+
+use crate::forge::{
+    self,
+    Fields, //
+};
+
+/// How the fuzzer is driven.
+pub struct Config {
+    pub device: String,
+    pub port: u32,
+    /// The victim's GID.
+    pub to: [u8; 16],
+    pub seed: u64,
+    pub count: u64,
+    /// Comm IDs (and SIDR request IDs) of live connections to aim at.
+    pub comm_ids: Vec<u32>,
+    /// Service IDs its REQs and SIDR_REQs ask for.
+    pub service_ids: Vec<u64>,
+}
+
+/// splitmix64: small, well defined, and the same on every host, so a seed replays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `0..n` (`n` > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// True `percent` times in 100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<'a, T>(&mut self, from: &'a [T]) -> Option<&'a T> {
+        (!from.is_empty()).then(|| &from[self.below(from.len() as u64) as usize])
+    }
+}
+
+/// Attribute IDs cepm does not serve: it must count and drop them.
+const UNKNOWN_ATTRS: [u16; 5] = [0x0000, 0x0009, 0x001a, 0x0100, 0xffff];
+
+/// What happened to each MAD, for the summary.
+#[derive(Default)]
+struct Tally {
+    sent: u64,
+    /// Refused by the sender's own MAD layer (`EINVAL` from `ib_umad`).
+    refused: u64,
+    well_formed: u64,
+    body_flipped: u64,
+    header_broken: u64,
+    cut_short: u64,
+    unknown_attr: u64,
+    duplicates: u64,
+    harvested: u64,
+}
+
+/// A comm ID: one harvested from a live connection 40 times in 100 when there are any,
+/// else a random one.
+fn comm_id(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> u32 {
+    if rng.chance(40) {
+        if let Some(&id) = rng.pick(&cfg.comm_ids) {
+            tally.harvested += 1;
+            return id;
+        }
+    }
+    rng.next() as u32
+}
+
+/// A well-formed MAD of `attr` with random fields.
+fn template(rng: &mut Rng, cfg: &Config, attr: AttrId, tally: &mut Tally) -> [u8; MAD_SIZE] {
+    let mut fields = Fields {
+        valid: true,
+        tid: Some(rng.next()),
+        ..Default::default()
+    };
+    if attr != AttrId::ClassPortInfo {
+        fields.local_comm_id = Some(comm_id(rng, cfg, tally));
+    }
+    if forge::takes_remote_comm_id(attr) {
+        fields.remote_comm_id = Some(comm_id(rng, cfg, tally));
+    }
+    if matches!(attr, AttrId::Req | AttrId::SidrReq) {
+        fields.service_id = rng.pick(&cfg.service_ids).copied();
+    }
+    if matches!(attr, AttrId::Req | AttrId::Rep | AttrId::Dreq) {
+        fields.qpn = Some(rng.below(1 << 24) as u32);
+    }
+    if attr == AttrId::Rej {
+        fields.reason = Some(rng.below(40) as u16);
+        fields.msg_rejected = Some(rng.below(4) as u8);
+    }
+    // Every field set applies to `attr` and fits; an all-zero MAD is still fair input.
+    fields.mad(attr, 0, &cfg.to).unwrap_or([0; MAD_SIZE])
+}
+
+/// The next MAD of the stream.
+fn next_mad(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> [u8; MAD_SIZE] {
+    if rng.chance(5) {
+        // An attribute cepm does not know, on a well-formed CM header.
+        tally.unknown_attr += 1;
+        let mut mad = template(rng, cfg, AttrId::Rtu, tally);
+        let attr = UNKNOWN_ATTRS[rng.below(UNKNOWN_ATTRS.len() as u64) as usize];
+        mad[16..18].copy_from_slice(&attr.to_be_bytes());
+        return mad;
+    }
+    let attr = AttrId::ALL[rng.below(AttrId::ALL.len() as u64) as usize];
+    let mut mad = template(rng, cfg, attr, tally);
+    match rng.below(10) {
+        // Well formed (half of them), so that the state machines get deep.
+        0..=4 => tally.well_formed += 1,
+        5..=6 => {
+            tally.body_flipped += 1;
+            for _ in 0..=rng.below(8) {
+                let at = 24 + rng.below(MAD_SIZE as u64 - 24) as usize;
+                mad[at] ^= 1 << rng.below(8);
+            }
+        }
+        7..=8 => {
+            // Base version, class, class version, method, status or attribute ID.
+            tally.header_broken += 1;
+            let at = [0, 1, 2, 3, 4, 5, 16, 17][rng.below(8) as usize];
+            mad[at] = rng.next() as u8;
+        }
+        _ => {
+            tally.cut_short += 1;
+            let from = 24 + rng.below(MAD_SIZE as u64 - 24) as usize;
+            mad[from..].fill(0);
+        }
+    }
+    mad
+}
+
+/// Runs the fuzzer; prints one summary line with the rate.
+pub fn run(cfg: &Config) -> io::Result<()> {
+    let gid = umad::roce_v2_ipv4_gid(&cfg.device, cfg.port)?;
+    let mut agent = umad::SendAgent::open(&cfg.device, cfg.port)?;
+    let mut rng = Rng(cfg.seed);
+    let mut tally = Tally::default();
+    // A window of MADs sent in a shuffled order, as a reordering network would.
+    let mut window: Vec<[u8; MAD_SIZE]> = Vec::with_capacity(4);
+    let started = Instant::now();
+    let mut made = 0;
+    while made < cfg.count || !window.is_empty() {
+        if made < cfg.count {
+            let mad = next_mad(&mut rng, cfg, &mut tally);
+            made += 1;
+            if rng.chance(5) {
+                tally.duplicates += 1;
+                window.push(mad);
+            }
+            window.push(mad);
+            if window.len() < 4 && made < cfg.count {
+                continue;
+            }
+        }
+        while !window.is_empty() {
+            let mad = window.swap_remove(rng.below(window.len() as u64) as usize);
+            match agent.send(gid.index, cfg.to, &mad) {
+                Ok(()) => tally.sent += 1,
+                // Our own MAD layer refuses some broken headers (a directed-route SMP class
+                // on the GSI QP, ...): they never leave this host.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => tally.refused += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "fuzz-mad: seed {}: {} MADs sent in {:.1} s ({:.0} MADs/s), {} refused by our own MAD layer: {} well formed, {} with flipped body bytes, {} with a broken header, {} cut short, {} of unknown attributes, {} sent twice, {} comm IDs harvested",
+        cfg.seed,
+        tally.sent,
+        secs,
+        tally.sent as f64 / secs.max(1e-9),
+        tally.refused,
+        tally.well_formed,
+        tally.body_flipped,
+        tally.header_broken,
+        tally.cut_short,
+        tally.unknown_attr,
+        tally.duplicates,
+        tally.harvested,
+    );
+    Ok(())
+}

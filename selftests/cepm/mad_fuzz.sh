@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# A hostile peer: cepmctl fuzz-mad on rxe1, in the peer namespace, sends rxe0's cepm a
+# seeded stream of CM MADs through ib_umad (well-formed messages of every kind with random
+# fields, flipped bytes, broken headers, short bodies, unknown attributes, duplicates,
+# reordering), aimed in part at the comm IDs of two live connections it harvested. Next to
+# it, legitimate connections from rxe0 to a server on rxe1, whose IDs it does not know, must
+# all succeed; when everything is closed no CEP may be left, and a new connection must work.
+# dmesg_clean.sh judges the kernel log and kmemleak at the end of the run. Fixed seed, so a
+# failure replays; CEPM_MAD_FUZZ_SEED and CEPM_MAD_FUZZ_COUNT override.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+[ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology (the peer sends from rxe1)"; exit "$KSFT_SKIP"; }
+ktap_set_plan 7
+
+seed=${CEPM_MAD_FUZZ_SEED:-1}
+count=${CEPM_MAD_FUZZ_COUNT:-5000}
+SID_SINK=0x0000000001064e90 SID_HELD=0x0000000001064e91 SID_LEGIT=0x0000000001064e92
+SID_AFTER=0x0000000001064e93 SID_SIDR=0x0000000001114e94
+out=$CEPM_ROOT/out/mad_fuzz.$$
+trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
+ktap_check "topology $TOPOLOGY is up" topology_up
+
+# Targets: a listener on rxe0 that rejects whatever it is offered, and a held connection
+# from rxe0 to rxe1 whose comm IDs the fuzzer is given.
+"$CEPMCTL" serve --service-id $SID_SINK --count 1000000 --timeout-ms 600000 >"$out.sink" 2>&1 &
+wait_until 10 grep -q '^serve: listening' "$out.sink"
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID_HELD --cm-only --hold --timeout-ms 600000 \
+	>"$out.held-accept" 2>&1 &
+wait_until 10 grep -q '^accept: listening' "$out.held-accept"
+"$CEPMCTL" connect --service-id $SID_HELD --cm-only --hold --timeout-ms 600000 "${TO_SERVER[@]}" >"$out.held" 2>&1 &
+held_up() { grep -q 'in ESTABLISHED' "$out.held"; }
+ktap_check "a held connection to aim at is established" wait_until 20 held_up
+# Harvested: the held connection's comm IDs (ours and the peer's), as cepmctl list shows them.
+ids=$("$CEPMCTL" list | awk '$2 == "ESTABLISHED" { print $1; print $4 }' | sort -u | paste -sd, -)
+ktap_print_msg "harvested comm IDs: $ids"
+
+on_server "$CEPMCTL" fuzz-mad "$SERVER_DEV" 1 --to-gid ::ffff:10.77.0.1 --seed "$seed" --count "$count" \
+	--comm-ids "$ids" --service-ids "$SID_SINK,$SID_HELD,$SID_SIDR,0x0000000001064eff" >"$out.fuzz" 2>&1 &
+fpid=$!
+# Legitimate connections meanwhile, to a service and with comm IDs the fuzzer does not know.
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_LEGIT --count 100 --timeout-ms 60000 \
+	>"$out.legit-accept" 2>&1 &
+apid=$!
+wait_until 10 grep -q '^accept: listening' "$out.legit-accept"
+"$CEPMCTL" connect --cm-only --service-id $SID_LEGIT --count 100 --parallel 8 --timeout-ms 60000 "${TO_SERVER[@]}" \
+	>"$out.legit" 2>&1
+crc=$?
+wait $apid
+arc=$?
+wait $fpid
+frc=$?
+sed 's/^/# /' "$out.fuzz"
+tail -n 3 "$out.legit" "$out.legit-accept" | sed 's/^/# /'
+ktap_check "the fuzzer sent its $count MADs (seed $seed)" sh -c "test $frc = 0 && grep -q 'MADs/s' '$out.fuzz'"
+ktap_check "100 legitimate connections next to it: all connected and disconnected" \
+	sh -c "test $crc = 0 && test $arc = 0 && grep -q '^connect: 100 connected and disconnected, 0 failed' '$out.legit'"
+
+# Everything closed: no CEP may be left (the held connection may still be in timewait).
+kill $(jobs -p) 2>/dev/null
+wait 2>/dev/null
+ktap_check "no CEP is left once every process has gone" wait_until 60 ceps_are 0
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_AFTER --timeout-ms 30000 \
+	>"$out.after-accept" 2>&1 &
+wait_until 10 grep -q '^accept: listening' "$out.after-accept"
+connect_after() {
+	"$CEPMCTL" connect --cm-only --service-id $SID_AFTER --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.after" 2>&1
+}
+ktap_check "and a new connection works" connect_after
+ktap_check "rxe0's CM port still lists its counters" port_listed "$RXE_DEV" 1
+ktap_finished
