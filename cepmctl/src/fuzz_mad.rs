@@ -165,11 +165,19 @@ fn next_mad(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> [u8; MAD_SIZE] {
 /// Runs the fuzzer; prints one summary line with the rate.
 pub fn run(cfg: &Config) -> io::Result<()> {
     let gid = umad::roce_v2_ipv4_gid(&cfg.device, cfg.port)?;
-    let mut agent = umad::SendAgent::open(&cfg.device, cfg.port)?;
+    // The second copy of a MAD sent twice goes through a second agent: ib_umad refuses a
+    // request whose TID an earlier one of the same file still has outstanding
+    // (`is_duplicate` in drivers/infiniband/core/user_mad.c), which would turn most
+    // duplicates into local refusals, and more or fewer of them as timing goes.
+    let mut agents = [
+        umad::SendAgent::open(&cfg.device, cfg.port)?,
+        umad::SendAgent::open(&cfg.device, cfg.port)?,
+    ];
     let mut rng = Rng(cfg.seed);
     let mut tally = Tally::default();
-    // A window of MADs sent in a shuffled order, as a reordering network would.
-    let mut window: Vec<[u8; MAD_SIZE]> = Vec::with_capacity(4);
+    // A window of MADs sent in a shuffled order, as a reordering network would; each with
+    // the agent that sends it.
+    let mut window: Vec<([u8; MAD_SIZE], usize)> = Vec::with_capacity(5);
     let started = Instant::now();
     let mut made = 0;
     while made < cfg.count || !window.is_empty() {
@@ -178,19 +186,19 @@ pub fn run(cfg: &Config) -> io::Result<()> {
             made += 1;
             if rng.chance(5) {
                 tally.duplicates += 1;
-                window.push(mad);
+                window.push((mad, 1));
             }
-            window.push(mad);
+            window.push((mad, 0));
             if window.len() < 4 && made < cfg.count {
                 continue;
             }
         }
         while !window.is_empty() {
-            let mad = window.swap_remove(rng.below(window.len() as u64) as usize);
-            match agent.send(gid.index, cfg.to, &mad) {
+            let (mad, agent) = window.swap_remove(rng.below(window.len() as u64) as usize);
+            match agents[agent].send(gid.index, cfg.to, &mad) {
                 Ok(()) => tally.sent += 1,
-                // Our own MAD layer refuses some broken headers (a directed-route SMP class
-                // on the GSI QP, ...): they never leave this host.
+                // Our own ib_umad refused it (a request whose TID another of the same agent
+                // still has outstanding: two random TIDs alike); it never left this host.
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => tally.refused += 1,
                 Err(e) => return Err(e),
             }
