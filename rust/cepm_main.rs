@@ -75,8 +75,8 @@ module! {
 /// the device list and the CEP tables go away. No file can be open at unload (open files pin
 /// the module), so no CEP exists by then.
 struct CepmModule {
-    _chardev: shim::ChardevRegistration,
-    _client: shim::ClientRegistration,
+    _chardev: shim::CmRegistration,
+    _client: shim::CmRegistration,
     _faults: shim::FaultInjection,
     _cm: context::ModuleCm,
 }
@@ -86,11 +86,11 @@ impl kernel::Module for CepmModule {
         let cm = context::Cm::new()?;
         let faults = shim::FaultInjection::new();
         InitStep::Client.inject_failure()?;
-        let client = shim::ClientRegistration::new(cm.clone())?;
+        let client = shim::CmRegistration::client(cm.clone())?;
         // Last: once it exists, userspace can open it and pin the module, so nothing after
         // it may fail.
         InitStep::Chardev.inject_failure()?;
-        let chardev = shim::ChardevRegistration::new(cm.clone())?;
+        let chardev = shim::CmRegistration::chardev(cm.clone())?;
         Ok(Self {
             _chardev: chardev,
             _client: client,

@@ -64,90 +64,90 @@ mod shim {
 /// Size of a MAD: CM messages are exactly one.
 pub(crate) const MAD_SIZE: usize = 256;
 
-/// Registration of cepm's `ib_client`.
+/// One of the shim's two registrations whose C callbacks get the CM: the `ib_client`
+/// ([`CmRegistration::client`]) and `/dev/cepm` ([`CmRegistration::chardev`]).
 ///
 /// # Invariants
 ///
-/// The client is registered for as long as this value exists, and its callbacks get the CM
-/// this value holds (leaked with `into_foreign` until the drop).
-pub(crate) struct ClientRegistration {
+/// Registered for as long as this value exists, with `cm` as the callbacks' context: an
+/// `Arc<Cm>` leaked with `into_foreign`, taken back in the drop after `unregister`, which
+/// waits out every callback.
+pub(crate) struct CmRegistration {
     cm: *mut c_void,
+    unregister: unsafe extern "C" fn(),
 }
 
-// SAFETY: The pointer is an `Arc<Cm>`'s, which is `Send`.
-unsafe impl Send for ClientRegistration {}
+// SAFETY: The pointer is an `Arc<Cm>`'s, which is `Send`; unregistering works from any thread.
+unsafe impl Send for CmRegistration {}
 // SAFETY: Shared references give no access to the pointer.
-unsafe impl Sync for ClientRegistration {}
+unsafe impl Sync for CmRegistration {}
 
-impl ClientRegistration {
-    /// Registers the client for `cm`; `add` runs at once for every existing RDMA device.
-    pub(crate) fn new(cm: Arc<Cm>) -> Result<Self> {
-        let ptr = cm.into_foreign();
-        // SAFETY: `ptr` stays valid until the client is unregistered (by the drop, or below
-        // on failure). The client is a static in the shim, which refuses (EBUSY, leaving the
-        // first registration's context alone) a second registration while one exists.
-        if let Err(e) = to_result(unsafe { shim::cepm_shim_client_register(ptr) }) {
-            // SAFETY: The registration failed, so no callback can use `ptr` any more.
-            drop(unsafe { Arc::<Cm>::from_foreign(ptr) });
-            return Err(e);
+impl CmRegistration {
+    /// Registers the `ib_client` for `cm`; `add` runs at once for every existing RDMA device.
+    pub(crate) fn client(cm: Arc<Cm>) -> Result<Self> {
+        // SAFETY: The shim's client hands its callbacks the context until
+        // `cepm_shim_client_unregister` returns (which calls `remove` for every device), keeps
+        // no use of it when registration fails, and refuses (EBUSY, leaving the first
+        // registration's context alone) a second registration while one exists.
+        unsafe {
+            Self::new(
+                cm,
+                shim::cepm_shim_client_register,
+                shim::cepm_shim_client_unregister,
+            )
         }
-        // INVARIANT: registration succeeded with `ptr`.
-        Ok(Self { cm: ptr })
     }
-}
 
-impl Drop for ClientRegistration {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant the client is registered. Unregistering calls `remove`
-        // for every device, which releases all of cepm's use of it.
-        unsafe { shim::cepm_shim_client_unregister() };
-        // SAFETY: No callback runs after the unregistration, so the reference `new` leaked
-        // is ours again.
-        drop(unsafe { Arc::<Cm>::from_foreign(self.cm) });
-    }
-}
-
-/// Registration of `/dev/cepm`.
-///
-/// # Invariants
-///
-/// The misc device is registered for as long as this value exists, and its `open` gets the
-/// CM this value holds (leaked with `into_foreign` until the drop).
-pub(crate) struct ChardevRegistration {
-    cm: *mut c_void,
-}
-
-// SAFETY: The pointer is an `Arc<Cm>`'s, which is `Send`.
-unsafe impl Send for ChardevRegistration {}
-// SAFETY: Shared references give no access to the pointer.
-unsafe impl Sync for ChardevRegistration {}
-
-impl ChardevRegistration {
     /// Creates `/dev/cepm` (mode 0600) for `cm`; its file operations call into
     /// [`crate::file::CepmFile`].
-    pub(crate) fn new(cm: Arc<Cm>) -> Result<Self> {
+    pub(crate) fn chardev(cm: Arc<Cm>) -> Result<Self> {
+        // SAFETY: As for the client: `open` gets the context until
+        // `cepm_shim_chardev_unregister` returns, none does after a failed registration, and a
+        // second registration is refused. Open files keep the module (and so the code behind
+        // their file operations) alive through the fops' owner, and hold their own
+        // reference to the CM.
+        unsafe {
+            Self::new(
+                cm,
+                shim::cepm_shim_chardev_register,
+                shim::cepm_shim_chardev_unregister,
+            )
+        }
+    }
+
+    /// Registers with `cm` as the context.
+    ///
+    /// # Safety
+    ///
+    /// `register` hands its argument to callbacks only until `unregister` returns, keeps no
+    /// use of it when it fails, and fails while a registration of its own already exists.
+    unsafe fn new(
+        cm: Arc<Cm>,
+        register: unsafe extern "C" fn(*mut c_void) -> c_int,
+        unregister: unsafe extern "C" fn(),
+    ) -> Result<Self> {
         let ptr = cm.into_foreign();
-        // SAFETY: `ptr` stays valid until the device is unregistered (by the drop, or below
-        // on failure). The misc device is a static in the shim, which refuses (EBUSY,
-        // leaving the first registration's context alone) a second one while one exists.
-        if let Err(e) = to_result(unsafe { shim::cepm_shim_chardev_register(ptr) }) {
-            // SAFETY: The registration failed, so no `open` can use `ptr`.
+        // SAFETY: `ptr` stays valid until `unregister` (by the drop) or the failure below;
+        // the rest is the caller's promise.
+        if let Err(e) = to_result(unsafe { register(ptr) }) {
+            // SAFETY: The registration failed, so no callback can use `ptr`.
             drop(unsafe { Arc::<Cm>::from_foreign(ptr) });
             return Err(e);
         }
-        // INVARIANT: registration succeeded with `ptr`.
-        Ok(Self { cm: ptr })
+        // INVARIANT: registered with `ptr`.
+        Ok(Self {
+            cm: ptr,
+            unregister,
+        })
     }
 }
 
-impl Drop for ChardevRegistration {
+impl Drop for CmRegistration {
     fn drop(&mut self) {
-        // SAFETY: Registered by the type invariant. Open files keep the module (and so the
-        // code behind their file operations) alive through the fops' owner, and hold their
-        // own reference to the CM.
-        unsafe { shim::cepm_shim_chardev_unregister() };
-        // SAFETY: No `open` runs after the unregistration, so the reference `new` leaked is
-        // ours again.
+        // SAFETY: Registered by the type invariant; `unregister` is its pair.
+        unsafe { (self.unregister)() };
+        // SAFETY: No callback runs after the unregistration, so the reference `new` leaked
+        // is ours again.
         drop(unsafe { Arc::<Cm>::from_foreign(self.cm) });
     }
 }

@@ -35,7 +35,7 @@ const _: shim::cepm_poll_fn = Some(cepm_rust_poll);
 ///
 /// # Safety
 ///
-/// `cm` is the context of a registered [`super::ClientRegistration`] and `device` a registered
+/// `cm` is the context of a registered [`super::CmRegistration::client`] and `device` a registered
 /// device; called only by the shim's client.
 #[no_mangle]
 unsafe extern "C" fn cepm_rust_add_device(cm: *mut c_void, device: *mut shim::ib_device) -> c_int {
@@ -56,7 +56,7 @@ unsafe extern "C" fn cepm_rust_add_device(cm: *mut c_void, device: *mut shim::ib
 ///
 /// # Safety
 ///
-/// `cm` is the context of a registered [`super::ClientRegistration`]; `device` was passed to
+/// `cm` is the context of a registered [`super::CmRegistration::client`]; `device` was passed to
 /// a successful [`cepm_rust_add_device`]; called only by the shim.
 #[no_mangle]
 unsafe extern "C" fn cepm_rust_remove_device(cm: *mut c_void, device: *mut shim::ib_device) {
@@ -69,7 +69,7 @@ unsafe extern "C" fn cepm_rust_remove_device(cm: *mut c_void, device: *mut shim:
 ///
 /// # Safety
 ///
-/// `cm` is the context of a registered [`super::ClientRegistration`]; `device` was passed to
+/// `cm` is the context of a registered [`super::CmRegistration::client`]; `device` was passed to
 /// a successful [`cepm_rust_add_device`] and not yet to [`cepm_rust_remove_device`]; called
 /// only by the shim.
 #[no_mangle]
@@ -88,7 +88,7 @@ unsafe extern "C" fn cepm_rust_rename_device(cm: *mut c_void, device: *mut shim:
 ///
 /// # Safety
 ///
-/// `cm` is the context of a registered [`super::ChardevRegistration`]; called only by the
+/// `cm` is the context of a registered [`super::CmRegistration::chardev`]; called only by the
 /// shim's `open`.
 #[no_mangle]
 unsafe extern "C" fn cepm_rust_open(cm: *mut c_void) -> *mut c_void {
