@@ -8,6 +8,7 @@
 #   make host-test host-side Rust tests
 #   make selftest  boot the test kernel once and run every selftest in it
 #   make check     all of the above, as CI runs it
+#   make check-kasan  the selftests and fuzzers at full scale on a KASAN kernel (not in check)
 #   make demo      boot the VM and show the module live
 #   make bench     connect/disconnect timings, cepm against the stock CM (out/bench.md)
 #   make lint      cepm.ko under clippy (CLIPPY=1), cargo clippy on the host crates, fmt-check
@@ -30,7 +31,7 @@ KDIR ?= $(shell cat $(CEPM_CACHE)/current-kernel 2>/dev/null)
 
 CARGO ?= cargo
 
-.PHONY: all module deps kernel user host-test selftest selftest-progs check demo bench lint fmt fmt-check clean need-kdir
+.PHONY: all module deps kernel user host-test selftest selftest-progs check check-kasan demo bench lint fmt fmt-check clean need-kdir
 
 all: module
 
@@ -85,6 +86,9 @@ selftest: module user selftest-progs
 
 check:
 	scripts/check.sh
+
+check-kasan:
+	scripts/check-kasan.sh
 
 demo:
 	scripts/demo.sh

@@ -17,7 +17,7 @@ setup() {
 		echo "vm-guest: ib_cm is loaded; cepm cannot own the CM class" >&2
 		return 1
 	fi
-	insmod "$CEPM_ROOT/cepm.ko"
+	insmod "${CEPM_KO:-$CEPM_ROOT/cepm.ko}"
 }
 
 if [ "${CEPM_NO_SETUP:-0}" != 1 ]; then

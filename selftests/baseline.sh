@@ -131,7 +131,7 @@ baseline_restore() {
 	cepm_base=$(echo "$BASELINE_EXPECTED" | grep '^module cepm\|^cepm parameter')
 	if [ "$cepm_now" != "$cepm_base" ]; then
 		[ -d /sys/module/cepm ] && rmmod cepm
-		insmod "$CEPM_ROOT/cepm.ko"
+		insmod "${CEPM_KO:-$CEPM_ROOT/cepm.ko}"
 	fi
 	for knob in drop_rx_count destroy_delay_ms fail_handle_count pretend_ib; do
 		[ -w /sys/kernel/debug/cepm/$knob ] && echo 0 >/sys/kernel/debug/cepm/$knob

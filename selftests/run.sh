@@ -6,6 +6,7 @@
 #   TEST      a script or program in selftests/cepm/ (or out/selftests/), or a path
 #   TOPOLOGY  loopback or two-hosts (CEPM_TOPOLOGY, see cepm/lib.sh)
 #   LIMIT     seconds before the test is stopped, instead of its entry in cepm/limits
+#             (either multiplied by CEPM_LIMIT_SCALE, default 1)
 # Each test is independent of the one before it: whatever its result, the runner puts the
 # guest back to its baseline afterwards (baseline.sh) and says so in a '#' line if it had to.
 # CEPM_RUN_NESTED=1 (a test of this runner running it) leaves kmemleak alone and skips
@@ -68,6 +69,8 @@ for t in "${tests[@]}"; do
 	*) if [ -x "$here/cepm/$name" ]; then prog=$here/cepm/$name; else prog=$out/$name; fi ;;
 	esac
 	limit=${limit:-${limit_of[${name##*/}]:-${limit_of[DEFAULT]}}}
+	# A slower kernel (KASAN: five to six times) scales every limit alike.
+	limit=$((limit * ${CEPM_LIMIT_SCALE:-1}))
 	echo "# selftests: cepm: $t"
 	start=$SECONDS
 	tag=$$.$n

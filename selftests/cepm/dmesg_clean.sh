@@ -7,9 +7,10 @@ need_root
 ktap_print_header
 ktap_set_plan 2
 
-# Lockdep, DEBUG_ATOMIC_SLEEP, DEBUG_LIST and refcount reports all start with one of these;
+# Lockdep, DEBUG_ATOMIC_SLEEP, DEBUG_LIST, refcount, KASAN, KFENCE and slub_debug reports all
+# start with one of these;
 # cepm's own unload reports of what it found still referenced end in "at unload".
-splats='cepm: .* at unload|WARNING:|BUG:|Oops|general protection|Call Trace:|INFO: (lockdep|task .* blocked|possible|inconsistent)|DEBUG_LOCKS_WARN_ON|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|sleeping function called from invalid context|list_(add|del) corruption|UBSAN|Kernel panic|refcount_t:|unreferenced object'
+splats='cepm: .* at unload|WARNING:|BUG:|Oops|general protection|Call Trace:|INFO: (lockdep|task .* blocked|possible|inconsistent)|DEBUG_LOCKS_WARN_ON|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|sleeping function called from invalid context|list_(add|del) corruption|UBSAN|Kernel panic|refcount_t:|unreferenced object|BUG [^ ]+ \((Not t|T)ainted\)|KFENCE:'
 
 kmemleak=/sys/kernel/debug/kmemleak
 # Unloaded first, so that the scan sees whatever the module failed to free.

@@ -6,7 +6,7 @@
 . "$CEPM_KDIR/tools/testing/selftests/kselftest/ktap_helpers.sh"
 
 CEPMCTL=${CEPMCTL:-$CEPM_ROOT/target/release/cepmctl}
-CEPM_KO=$CEPM_ROOT/cepm.ko
+CEPM_KO=${CEPM_KO:-$CEPM_ROOT/cepm.ko}
 RXE_DEV=${RXE_DEV:-rxe0}
 RXE_NETDEV=${RXE_NETDEV:-veth0}
 
