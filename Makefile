@@ -9,6 +9,7 @@
 #   make selftest  boot the test kernel once and run every selftest in it
 #   make check     all of the above, as CI runs it
 #   make check-kasan  the selftests and fuzzers at full scale on a KASAN kernel (not in check)
+#   make install   cepm.ko (for KDIR's kernel), cepmctl and the udev rule; DESTDIR, PREFIX
 #   make demo      boot the VM and show the module live
 #   make bench     connect/disconnect timings, cepm against the stock CM (out/bench.md)
 #   make lint      cepm.ko under clippy (CLIPPY=1), cargo clippy on the host crates, fmt-check
@@ -31,7 +32,7 @@ KDIR ?= $(shell cat $(CEPM_CACHE)/current-kernel 2>/dev/null)
 
 CARGO ?= cargo
 
-.PHONY: all module deps kernel user host-test selftest selftest-progs check check-kasan demo bench lint fmt fmt-check clean need-kdir
+.PHONY: all module deps kernel user host-test selftest selftest-progs check check-kasan demo bench lint fmt fmt-check clean need-kdir install
 
 all: module
 
@@ -79,6 +80,7 @@ selftest-progs: need-kdir
 	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -I$(KDIR)/tools/testing/selftests \
 		-o out/selftests/ioctl_abi selftests/cepm/ioctl_abi.c
 	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -o out/selftests/ioctl_fuzz selftests/cepm/ioctl_fuzz.c
+	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -o out/selftests/privileges selftests/cepm/privileges.c
 	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_server selftests/cepm/rdma_reject_server.c -lrdmacm
 
 selftest: module user selftest-progs
@@ -89,6 +91,14 @@ check:
 
 check-kasan:
 	scripts/check-kasan.sh
+
+# The udev rule makes /dev/cepm usable by every user, under the module's rules (docs/abi.md,
+# "Privileges and limits").
+PREFIX ?= /usr/local
+install: module user
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) modules_install
+	install -D -m 0755 target/release/cepmctl $(DESTDIR)$(PREFIX)/bin/cepmctl
+	install -D -m 0644 udev/90-cepm.rules $(DESTDIR)/etc/udev/rules.d/90-cepm.rules
 
 demo:
 	scripts/demo.sh

@@ -1,0 +1,705 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * privileges: the /dev/cepm calls of privileges.sh, one sequence per run.  The script runs it
+ * as different users (setpriv) and so checks docs/abi.md's "Privileges and limits"; this
+ * program only makes the calls and compares their outcome with what it is told to expect.
+ * Through include/uapi/cepm.h only.
+ *
+ *   privileges listen SERVICE_ID MASK --expect E [--context U64] [--hold]
+ *       CREATE, then LISTEN on SERVICE_ID under MASK (passed as given: 0 means exact).
+ *   privileges create N --expect E [--files F] [--wait-go] [--hold]
+ *       CREATE in F files (default 1) in turn until N CEPs exist or one fails.
+ *   privileges listens N --expect E [--files F] [--base SERVICE_ID]
+ *       in F files in turn, CREATE and LISTEN exactly on BASE + i for i < N
+ *       (default BASE 0x0000000001062000: TCP port 0x2000).
+ *   privileges list [--expect-own N] [--expect-other N] [--min-other N] [--want-service ID]
+ *       LIST_CEPS: entries with a handle are this file's own, those without are others'.
+ *       N may be "any".  Always fails if another file's CEP shows a user_context.
+ *   privileges monitor [--count N] [--timeout-ms T] [--hold]
+ *       MONITOR, then read records until N of them, T ms without one, or (--hold) stdin's
+ *       EOF; each record is one "trace SERVICE_ID ..." line.
+ *   privileges connect-sgid INDEX --expect E [--device DEV] [--wait-event MS]
+ *       CREATE, CONNECT from GID INDEX of DEV (default rxe0) port 1 to this host's own
+ *       RoCE v2 IPv4 GID (no one listens on service 0x0000000001063000: a REJ comes back),
+ *       then DESTROY.  --wait-event: after a successful CONNECT, an event must arrive within
+ *       MS ms (read before the DESTROY).
+ *
+ * E is "ok" or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...), and
+ * applies to the call the command is about: LISTEN, the first CREATE that fails, the first
+ * CREATE or LISTEN that fails, CONNECT.  Exit status: 0 when the outcome is the expected one,
+ * 1 when not, 2 when the run did not get that far (usage, opening /dev/cepm, a call that only
+ * sets up): a setup failure never passes for an expected errno.
+ *
+ * Output: lines starting with "# " are for the log, each outcome among them.  The others are
+ * for the script: "ready" (--hold: what the run made is held until stdin reaches EOF, or a
+ * signal), "waiting" (--wait-go: the creates start once a line arrives on stdin), "trace".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "cepm.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_FILES 64
+#define ANY (-1L)
+
+/* The outcomes a caller may name in --expect, and how the log names the others. */
+static const struct {
+	const char *name;
+	int err;
+} errnos[] = {
+	{ "ok", 0 },		  { "EPERM", EPERM },	    { "ENOENT", ENOENT },
+	{ "EINTR", EINTR },	  { "EIO", EIO },	    { "E2BIG", E2BIG },
+	{ "EBADF", EBADF },	  { "EAGAIN", EAGAIN },	    { "ENOMEM", ENOMEM },
+	{ "EACCES", EACCES },	  { "EFAULT", EFAULT },	    { "EBUSY", EBUSY },
+	{ "EEXIST", EEXIST },	  { "ENODEV", ENODEV },	    { "EINVAL", EINVAL },
+	{ "ENFILE", ENFILE },	  { "EMFILE", EMFILE },	    { "ENOTTY", ENOTTY },
+	{ "ENOSPC", ENOSPC },	  { "ERANGE", ERANGE },	    { "EOVERFLOW", EOVERFLOW },
+	{ "EOPNOTSUPP", EOPNOTSUPP }, { "EADDRINUSE", EADDRINUSE }, { "ETIMEDOUT", ETIMEDOUT },
+	{ "EDQUOT", EDQUOT },
+};
+
+static const char *errno_name(int err)
+{
+	static char unknown[32];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(errnos); i++)
+		if (errnos[i].err == err)
+			return errnos[i].name;
+	snprintf(unknown, sizeof(unknown), "errno %d", err);
+	return unknown;
+}
+
+struct opts {
+	const char *pos[2];
+	int npos;
+	bool have_expect;
+	int expect;
+	bool hold;
+	bool wait_go;
+	__u64 context;
+	unsigned long files;
+	__u64 base;
+	long expect_own;
+	long expect_other;
+	long min_other;
+	bool have_want_service;
+	__u64 want_service;
+	unsigned long count;
+	long timeout_ms;
+	const char *device;
+	long wait_event_ms;
+};
+
+static void usage(void)
+{
+	fputs("usage: privileges listen SERVICE_ID MASK --expect E [--context U64] [--hold]\n"
+	      "       privileges create N --expect E [--files F] [--wait-go] [--hold]\n"
+	      "       privileges listens N --expect E [--files F] [--base SERVICE_ID]\n"
+	      "       privileges list [--expect-own N|any] [--expect-other N|any] [--min-other N]\n"
+	      "                       [--want-service ID]\n"
+	      "       privileges monitor [--count N] [--timeout-ms T] [--hold]\n"
+	      "       privileges connect-sgid INDEX --expect E [--device DEV] [--wait-event MS]\n"
+	      "E: ok or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...)\n",
+	      stderr);
+	exit(2);
+}
+
+/* The run cannot check what it was asked to: say why, exit 2. */
+static void __attribute__((noreturn, format(printf, 1, 2))) setup_failed(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# privileges: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	exit(2);
+}
+
+static __u64 parse_u64(const char *what, const char *s)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || s[0] == '-') {
+		fprintf(stderr, "privileges: %s: '%s' is not a number\n", what, s);
+		usage();
+	}
+	return v;
+}
+
+static long parse_count_or_any(const char *what, const char *s)
+{
+	__u64 v;
+
+	if (!strcmp(s, "any"))
+		return ANY;
+	v = parse_u64(what, s);
+	if (v > 0x7fffffff)
+		usage();
+	return (long)v;
+}
+
+static int parse_expect(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(errnos); i++)
+		if (!strcmp(errnos[i].name, s))
+			return errnos[i].err;
+	fprintf(stderr, "privileges: --expect %s: neither ok nor an errno name it knows\n", s);
+	usage();
+	return 0;
+}
+
+static void parse_option(struct opts *o, const char *name, const char *value)
+{
+	if (!strcmp(name, "--expect")) {
+		o->expect = parse_expect(value);
+		o->have_expect = true;
+	} else if (!strcmp(name, "--context")) {
+		o->context = parse_u64(name, value);
+	} else if (!strcmp(name, "--files")) {
+		o->files = parse_u64(name, value);
+		if (o->files < 1 || o->files > MAX_FILES)
+			usage();
+	} else if (!strcmp(name, "--base")) {
+		o->base = parse_u64(name, value);
+	} else if (!strcmp(name, "--expect-own")) {
+		o->expect_own = parse_count_or_any(name, value);
+	} else if (!strcmp(name, "--expect-other")) {
+		o->expect_other = parse_count_or_any(name, value);
+	} else if (!strcmp(name, "--min-other")) {
+		o->min_other = parse_count_or_any(name, value);
+	} else if (!strcmp(name, "--want-service")) {
+		o->want_service = parse_u64(name, value);
+		o->have_want_service = true;
+	} else if (!strcmp(name, "--count")) {
+		o->count = parse_u64(name, value);
+	} else if (!strcmp(name, "--timeout-ms")) {
+		o->timeout_ms = parse_u64(name, value);
+	} else if (!strcmp(name, "--device")) {
+		o->device = value;
+	} else if (!strcmp(name, "--wait-event")) {
+		o->wait_event_ms = parse_u64(name, value);
+	} else {
+		fprintf(stderr, "privileges: unknown option %s\n", name);
+		usage();
+	}
+}
+
+static int open_cepm(int flags)
+{
+	int fd = open("/dev/cepm", O_RDWR | O_CLOEXEC | flags);
+
+	if (fd < 0)
+		setup_failed("open /dev/cepm as uid %u: %s (%s)", geteuid(), errno_name(errno),
+			     strerror(errno));
+	return fd;
+}
+
+/* An ioctl's outcome: 0 or its errno. */
+static int call(int fd, unsigned long request, void *arg)
+{
+	return ioctl(fd, request, arg) ? errno : 0;
+}
+
+static int create_cep(int fd, __u64 context, __u32 *handle)
+{
+	struct cepm_create c;
+	int err;
+
+	memset(&c, 0, sizeof(c));
+	c.user_context = context;
+	err = call(fd, CEPM_IOC_CREATE, &c);
+	*handle = c.handle;
+	return err;
+}
+
+static int listen_on(int fd, __u32 handle, __u64 service_id, __u64 mask)
+{
+	struct cepm_listen l;
+
+	memset(&l, 0, sizeof(l));
+	l.handle = handle;
+	l.service_id = service_id;
+	l.service_mask = mask;
+	return call(fd, CEPM_IOC_LISTEN, &l);
+}
+
+/* The outcome of WHAT against the expectation, in the log; 0 when they agree. */
+static int verdict(const char *what, int got, int want)
+{
+	printf("# uid %u: %s: %s", geteuid(), what, errno_name(got));
+	printf(" (expected %s)\n", errno_name(want));
+	return got == want ? 0 : 1;
+}
+
+/* --hold: say "ready", then keep everything (the open files) until stdin's EOF or a signal. */
+static void hold_until_eof(void)
+{
+	char buf[256];
+
+	printf("ready\n");
+	fflush(stdout);
+	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
+		;
+}
+
+/* --wait-go: say "waiting", then go on once a line (or anything) arrives on stdin. */
+static void wait_go(void)
+{
+	char c;
+
+	printf("waiting\n");
+	fflush(stdout);
+	if (read(STDIN_FILENO, &c, 1) != 1)
+		setup_failed("stdin closed before the go");
+}
+
+static void open_files(const struct opts *o, int *fds)
+{
+	unsigned long i;
+
+	for (i = 0; i < o->files; i++)
+		fds[i] = open_cepm(0);
+}
+
+static int cmd_listen(const struct opts *o)
+{
+	__u64 id = parse_u64("SERVICE_ID", o->pos[0]), mask = parse_u64("MASK", o->pos[1]);
+	int fd = open_cepm(0), err, rc;
+	char what[128];
+	__u32 handle;
+
+	err = create_cep(fd, o->context, &handle);
+	if (err)
+		setup_failed("CREATE before the LISTEN: %s", errno_name(err));
+	err = listen_on(fd, handle, id, mask);
+	snprintf(what, sizeof(what), "LISTEN on 0x%016llx mask 0x%016llx",
+		 (unsigned long long)id, (unsigned long long)mask);
+	rc = verdict(what, err, o->expect);
+	if (rc == 0 && err == 0 && o->hold)
+		hold_until_eof();
+	return rc;
+}
+
+static int cmd_create(const struct opts *o)
+{
+	unsigned long n = parse_u64("N", o->pos[0]), k;
+	int fds[MAX_FILES], err = 0, rc;
+	char what[128];
+	__u32 handle;
+
+	open_files(o, fds);
+	if (o->wait_go)
+		wait_go();
+	for (k = 0; k < n; k++) {
+		err = create_cep(fds[k % o->files], k, &handle);
+		if (err)
+			break;
+	}
+	printf("# created %lu of %lu CEPs in %lu file(s)\n", k, n, o->files);
+	if (err)
+		snprintf(what, sizeof(what), "CREATE of CEP %lu (file %lu)", k + 1,
+			 k % o->files + 1);
+	else
+		snprintf(what, sizeof(what), "%lu CREATEs", n);
+	rc = verdict(what, err, o->expect);
+	if (rc == 0 && o->hold)
+		hold_until_eof();
+	return rc;
+}
+
+static int cmd_listens(const struct opts *o)
+{
+	unsigned long n = parse_u64("N", o->pos[0]), k;
+	int fds[MAX_FILES], err = 0;
+	char what[128];
+	__u32 handle;
+
+	open_files(o, fds);
+	snprintf(what, sizeof(what), "%lu listens", n);
+	for (k = 0; k < n; k++) {
+		int fd = fds[k % o->files];
+
+		err = create_cep(fd, k, &handle);
+		if (err) {
+			snprintf(what, sizeof(what), "CREATE for listen %lu (file %lu)", k + 1,
+				 k % o->files + 1);
+			break;
+		}
+		err = listen_on(fd, handle, o->base + k, ~0ULL);
+		if (err) {
+			snprintf(what, sizeof(what), "LISTEN %lu on 0x%016llx (file %lu)", k + 1,
+				 (unsigned long long)(o->base + k), k % o->files + 1);
+			break;
+		}
+	}
+	printf("# listening on %lu of %lu service IDs from 0x%016llx in %lu file(s)\n", k, n,
+	       (unsigned long long)o->base, o->files);
+	return verdict(what, err, o->expect);
+}
+
+static bool count_matches(const char *what, unsigned long got, long want)
+{
+	if (want == ANY || got == (unsigned long)want)
+		return true;
+	printf("# %s: %lu, expected %ld\n", what, got, want);
+	return false;
+}
+
+static int cmd_list(const struct opts *o)
+{
+	unsigned long own = 0, other = 0, shown_context = 0, n, i;
+	struct cepm_cep_info *infos;
+	bool found_service = false, ok;
+	struct cepm_list l;
+	int fd = open_cepm(0), err;
+	__u32 capacity;
+
+	memset(&l, 0, sizeof(l));
+	err = call(fd, CEPM_IOC_LIST_CEPS, &l);
+	if (err)
+		setup_failed("LIST_CEPS (count only): %s", errno_name(err));
+	/* Room for some more, should CEPs appear between the two calls. */
+	capacity = l.count + 64;
+	infos = calloc(capacity, sizeof(*infos));
+	if (!infos)
+		setup_failed("out of memory");
+	memset(&l, 0, sizeof(l));
+	l.capacity = capacity;
+	l.ceps = (uintptr_t)infos;
+	err = call(fd, CEPM_IOC_LIST_CEPS, &l);
+	if (err)
+		setup_failed("LIST_CEPS: %s", errno_name(err));
+	n = l.count < capacity ? l.count : capacity;
+	for (i = 0; i < n; i++) {
+		const struct cepm_cep_info *c = &infos[i];
+
+		if (i < 32)
+			printf("# cep %lu: handle %u state %u service 0x%016llx context 0x%llx\n",
+			       i, c->handle, c->state, (unsigned long long)c->service_id,
+			       (unsigned long long)c->user_context);
+		if (c->handle) {
+			own++;
+		} else {
+			other++;
+			if (c->user_context) {
+				printf("# cep %lu (another file's) shows user_context 0x%llx\n", i,
+				       (unsigned long long)c->user_context);
+				shown_context++;
+			}
+		}
+		if (o->have_want_service && c->service_id == o->want_service)
+			found_service = true;
+	}
+	printf("# uid %u: LIST_CEPS: count %u, %lu own, %lu of other files\n", geteuid(), l.count,
+	       own, other);
+	ok = shown_context == 0;
+	ok &= count_matches("own CEPs", own, o->expect_own);
+	ok &= count_matches("other files' CEPs", other, o->expect_other);
+	if (o->min_other != ANY && other < (unsigned long)o->min_other) {
+		printf("# other files' CEPs: %lu, expected at least %ld\n", other, o->min_other);
+		ok = false;
+	}
+	if (o->have_want_service && !found_service) {
+		printf("# no CEP with service ID 0x%016llx listed\n",
+		       (unsigned long long)o->want_service);
+		ok = false;
+	}
+	free(infos);
+	return ok ? 0 : 1;
+}
+
+/* Every record queued now (the file is O_NONBLOCK), one "trace" line each. */
+static unsigned long read_records(int fd)
+{
+	struct cepm_trace t[32];
+	unsigned long records = 0;
+	ssize_t got;
+	size_t i;
+
+	for (;;) {
+		got = read(fd, t, sizeof(t));
+		if (got < 0 && errno == EAGAIN)
+			return records;
+		if (got < 0)
+			setup_failed("read of the monitor: %s", errno_name(errno));
+		if (got == 0)
+			return records;
+		for (i = 0; i < (size_t)got / sizeof(t[0]); i++) {
+			printf("trace 0x%016llx event %u status %u state %u lost %u\n",
+			       (unsigned long long)t[i].service_id, t[i].event, t[i].status,
+			       t[i].state, t[i].lost);
+			records++;
+		}
+	}
+}
+
+static int cmd_monitor(const struct opts *o)
+{
+	int fd = open_cepm(O_NONBLOCK), err;
+	unsigned long records = 0;
+	struct cepm_monitor m;
+	struct pollfd p[2];
+	bool eof = false;
+	char buf[256];
+
+	memset(&m, 0, sizeof(m));
+	err = call(fd, CEPM_IOC_MONITOR, &m);
+	if (err)
+		setup_failed("MONITOR: %s", errno_name(err));
+	printf("ready\n");
+	fflush(stdout);
+	memset(p, 0, sizeof(p));
+	p[0].fd = fd;
+	p[0].events = POLLIN;
+	p[1].fd = STDIN_FILENO;
+	p[1].events = POLLIN;
+	while (!eof && (!o->count || records < o->count)) {
+		int ready = poll(p, o->hold ? 2 : 1, o->timeout_ms);
+
+		if (ready < 0 && errno == EINTR)
+			break;
+		if (ready < 0)
+			setup_failed("poll: %s", errno_name(errno));
+		if (ready == 0)
+			break; /* timeout_ms without a record */
+		if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL))
+			setup_failed("poll of the monitor: revents %#x", p[0].revents);
+		if (o->hold && p[1].revents)
+			eof = read(STDIN_FILENO, buf, sizeof(buf)) <= 0;
+		/* At EOF too: what was queued before it counts. */
+		if ((p[0].revents & POLLIN) || eof)
+			records += read_records(fd);
+	}
+	printf("# uid %u: records %lu\n", geteuid(), records);
+	return 0;
+}
+
+/* The first line of a sysfs file, without its newline; false if it cannot be read. */
+static bool read_line(const char *path, char *line, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	int err;
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fgets(line, size, f) != NULL;
+	err = errno;
+	fclose(f);
+	errno = err;
+	if (ok)
+		line[strcspn(line, "\n")] = 0;
+	return ok;
+}
+
+/* "fe80:0000:0000:0000:0000:0000:0000:0001", as sysfs writes a GID. */
+static bool parse_gid(const char *s, __u8 gid[16])
+{
+	unsigned int g[8];
+	int i, n = 0;
+
+	if (sscanf(s, "%4x:%4x:%4x:%4x:%4x:%4x:%4x:%4x%n", &g[0], &g[1], &g[2], &g[3], &g[4],
+		   &g[5], &g[6], &g[7], &n) != 8 || s[n])
+		return false;
+	for (i = 0; i < 8; i++) {
+		gid[2 * i] = g[i] >> 8;
+		gid[2 * i + 1] = g[i] & 0xff;
+	}
+	return true;
+}
+
+static bool parse_mac(const char *s, __u8 mac[6])
+{
+	unsigned int m[6];
+	int i, n = 0;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
+		   &n) != 6 || s[n])
+		return false;
+	for (i = 0; i < 6; i++)
+		mac[i] = m[i];
+	return true;
+}
+
+/*
+ * Where the REQ goes: this host's own first RoCE v2 GID that maps an IPv4 address, and the
+ * MAC of its netdev as the next hop, as cepmctl connects in loopback (connect.rs's Route):
+ * rxe loops the REQ back and cepm, with no listener, answers it with a REJ.
+ */
+static void own_roce_v2_address(const char *dev, __u8 dgid[16], __u8 dmac[6], unsigned int *index)
+{
+	static const __u8 v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	char path[256], line[128], ndev[64];
+	unsigned int i;
+
+	for (i = 0; i < 256; i++) {
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%u",
+			 dev, i);
+		/* An empty entry cannot be read (EINVAL); past the table there is no file. */
+		if (!read_line(path, line, sizeof(line))) {
+			if (errno == ENOENT)
+				break;
+			continue;
+		}
+		if (strcmp(line, "RoCE v2"))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gids/%u", dev, i);
+		if (!read_line(path, line, sizeof(line)) || !parse_gid(line, dgid) ||
+		    memcmp(dgid, v4_mapped, sizeof(v4_mapped)))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%u",
+			 dev, i);
+		if (!read_line(path, ndev, sizeof(ndev)))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/net/%s/address", ndev);
+		if (!read_line(path, line, sizeof(line)) || !parse_mac(line, dmac))
+			continue;
+		printf("# to %s port 1 GID %u (::ffff:%u.%u.%u.%u on %s, MAC %s)\n", dev, i,
+		       dgid[12], dgid[13], dgid[14], dgid[15], ndev, line);
+		*index = i;
+		return;
+	}
+	setup_failed("%s port 1 has no RoCE v2 IPv4 GID", dev);
+}
+
+static int cmd_connect_sgid(const struct opts *o)
+{
+	__u64 index = parse_u64("INDEX", o->pos[0]);
+	const char *dev = o->device ? o->device : "rxe0";
+	struct cepm_destroy d;
+	struct cepm_connect c;
+	unsigned int dgid_index;
+	int fd, err, rc;
+	char what[64];
+	__u32 handle;
+
+	if (index > 255)
+		usage();
+	memset(&c, 0, sizeof(c));
+	own_roce_v2_address(dev, c.path.dgid, c.path.dmac, &dgid_index);
+	fd = open_cepm(0);
+	err = create_cep(fd, 0, &handle);
+	if (err)
+		setup_failed("CREATE before the CONNECT: %s", errno_name(err));
+	c.service_id = 0x0000000001063000ULL; /* TCP port 0x3000: no one listens */
+	c.handle = handle;
+	c.port_num = 1;
+	snprintf(c.dev_name, sizeof(c.dev_name), "%s", dev);
+	c.path.sgid_index = index;
+	c.path.hop_limit = 64;
+	c.path.mtu = 3; /* 1024 */
+	c.path.packet_life_time = 14;
+	c.path.pkey = 0;
+	c.local_qpn = 0x123;
+	c.starting_psn = 1;
+	c.responder_resources = 1;
+	c.initiator_depth = 1;
+	c.remote_cm_response_timeout = 20;
+	c.local_cm_response_timeout = 20;
+	c.retry_count = 7;
+	c.rnr_retry_count = 7;
+	c.max_cm_retries = 3;
+	c.qp_type = CEPM_TRANSPORT_RC;
+	err = call(fd, CEPM_IOC_CONNECT, &c);
+	snprintf(what, sizeof(what), "CONNECT from GID index %u", (unsigned int)index);
+	rc = verdict(what, err, o->expect);
+	if (!err && o->wait_event_ms >= 0) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct cepm_event ev;
+
+		if (poll(&p, 1, o->wait_event_ms) != 1) {
+			printf("# no event within %ld ms\n", o->wait_event_ms);
+			rc = rc ? rc : 1;
+		} else if (read(fd, &ev, sizeof(ev)) != sizeof(ev)) {
+			printf("# read of the event: %s\n", errno_name(errno));
+			rc = rc ? rc : 1;
+		} else {
+			printf("# event %u status %u\n", ev.event, ev.status);
+		}
+	}
+	memset(&d, 0, sizeof(d));
+	d.handle = handle;
+	err = call(fd, CEPM_IOC_DESTROY, &d);
+	if (err)
+		setup_failed("DESTROY after the CONNECT: %s", errno_name(err));
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const struct {
+		const char *name;
+		int (*run)(const struct opts *);
+		int npos;
+		bool needs_expect;
+	} commands[] = {
+		{ "listen", cmd_listen, 2, true },
+		{ "create", cmd_create, 1, true },
+		{ "listens", cmd_listens, 1, true },
+		{ "list", cmd_list, 0, false },
+		{ "monitor", cmd_monitor, 0, false },
+		{ "connect-sgid", cmd_connect_sgid, 1, true },
+	};
+	struct opts o;
+	size_t c;
+	int i;
+
+	/* Lines reach the script as they are written, through a pipe too. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/*
+	 * What the caller left open is not ours to hold: a holder that kept another holder's
+	 * stdin open would keep that one from ever seeing its EOF.
+	 */
+	close_range(3, ~0U, 0);
+
+	memset(&o, 0, sizeof(o));
+	o.files = 1;
+	o.base = 0x0000000001062000ULL;
+	o.expect_own = ANY;
+	o.expect_other = ANY;
+	o.min_other = ANY;
+	o.timeout_ms = -1;
+	o.wait_event_ms = -1;
+	if (argc < 2)
+		usage();
+	for (i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--hold"))
+			o.hold = true;
+		else if (!strcmp(argv[i], "--wait-go"))
+			o.wait_go = true;
+		else if (!strncmp(argv[i], "--", 2) && i + 1 < argc) {
+			parse_option(&o, argv[i], argv[i + 1]);
+			i++;
+		} else if (argv[i][0] != '-' && o.npos < 2)
+			o.pos[o.npos++] = argv[i];
+		else
+			usage();
+	}
+	for (c = 0; c < ARRAY_SIZE(commands); c++) {
+		if (strcmp(argv[1], commands[c].name))
+			continue;
+		if (o.npos != commands[c].npos || (commands[c].needs_expect && !o.have_expect))
+			usage();
+		return commands[c].run(&o);
+	}
+	usage();
+	return 2;
+}

@@ -1,0 +1,446 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# /dev/cepm for every user (docs/abi.md, "Privileges and limits").  The shipped udev rule
+# makes the device 0666, and then what one user does cannot reach another's: a privileged
+# port needs CAP_NET_BIND_SERVICE; another user's service IDs are theirs (CAP_NET_ADMIN may
+# cover them with a masked listen, no one may take them over); LIST_CEPS and monitors show
+# only the caller's user's CEPs (all with CAP_NET_ADMIN, and never another file's
+# user_context); CONNECT starts from a RoCE v2 GID the port has; the module parameters bound
+# what a file and a user hold; what a user's calls allocate is charged to their memory cgroup.
+#
+# The calls are made by out/selftests/privileges (privileges.c), run through setpriv as user A
+# (uid 65534) or user B (uid 65533), with one ambient capability where a check says so, or as
+# root.  What must stay in place while others try (a listener, CEPs, a monitor) is held by the
+# helper in the background: its stdin and stdout are fifos, it says "ready" once it holds it,
+# and lets go when its stdin is closed.  The trap stops every holder and the udevd it started,
+# reloads cepm with its defaults if it had other limits, and puts /dev/cepm back to 0600.
+. "$(dirname "$0")/lib.sh"
+set -u
+need_root
+ktap_print_header
+
+HELPER=$CEPM_ROOT/out/selftests/privileges
+[ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
+ktap_set_plan 42
+
+USER_A=65534
+USER_B=65533
+EXACT=0xffffffffffffffff
+work=$(mktemp -d)
+
+# --- Running the helper as someone ----------------------------------------------------------
+
+# helper_as WHO: HELPER_AS becomes the command that runs the helper as WHO: root; a or b with no
+# capability; a+CAP or b+CAP (e.g. b+net_admin) with that one, ambient so that it survives
+# setpriv's exec of the helper.
+helper_as() {
+	local who=$1 uid caps=(--inh-caps=-all)
+	case $who in
+	root) HELPER_AS=("$HELPER"); return 0 ;;
+	a | a+*) uid=$USER_A ;;
+	b | b+*) uid=$USER_B ;;
+	*) echo "helper_as: no user '$who'" >&2; return 1 ;;
+	esac
+	case $who in
+	*+*) caps=(--inh-caps="+${who#*+}" --ambient-caps="+${who#*+}") ;;
+	esac
+	HELPER_AS=(setpriv --reuid="$uid" --regid="$uid" --clear-groups "${caps[@]}" "$HELPER")
+}
+
+# as WHO ARGS...: one run of the helper as WHO; its exit status (0: the outcome expected).
+as() {
+	helper_as "$1" || return 2
+	shift
+	"${HELPER_AS[@]}" "$@"
+}
+
+# $CEPM_ROOT may lie under a directory other users cannot search (a home directory of mode
+# 0700): then users A and B run a copy, from a directory of ours that every user can search.
+if ! setpriv --reuid=$USER_A --regid=$USER_A --clear-groups test -x "$HELPER"; then
+	ktap_print_msg "user A cannot run $HELPER: running a copy in $work"
+	chmod 0755 "$work"
+	install -m 0755 "$HELPER" "$work/privileges"
+	HELPER=$work/privileges
+fi
+
+# --- Holders: helpers kept running in the background ----------------------------------------
+
+declare -A HOLDER_PID=() HOLDER_IN=() HOLDER_OUT=()
+
+# hold_start NAME WHO ARGS...: the helper as WHO in the background (in the cgroup
+# $HOLDER_CGROUP if set), its stdin the fifo NAME.in (closing our end releases it) and its
+# stdout NAME.out, which holder_says and holder_release read.  The helper closes every other
+# descriptor it inherits: it must not keep another holder's stdin open.
+hold_start() {
+	local name=$1 who=$2 in=$work/$1.in out=$work/$1.out fd
+	shift 2
+	helper_as "$who" || return 1
+	mkfifo "$in" "$out" || return 1
+	(
+		if [ -n "${HOLDER_CGROUP:-}" ]; then
+			echo "$BASHPID" >"$HOLDER_CGROUP/cgroup.procs" || exit 2
+		fi
+		exec "${HELPER_AS[@]}" "$@"
+	) <"$in" >"$out" &
+	HOLDER_PID[$name]=$!
+	# Each open waits for the other end's, in the order the subshell opens them.
+	exec {fd}>"$in"
+	HOLDER_IN[$name]=$fd
+	exec {fd}<"$out"
+	HOLDER_OUT[$name]=$fd
+}
+
+# holder_says NAME LINE: wait (30 s at most) until holder NAME says LINE; what it says before
+# goes to the log.  False if it ends, or stays silent, first.
+holder_says() {
+	local name=$1 want=$2 line
+	while IFS= read -r -t 30 -u "${HOLDER_OUT[$name]}" line; do
+		[ "$line" = "$want" ] && return 0
+		echo "# [$name] ${line#\# }"
+	done
+	ktap_print_msg "[$name] never said '$want' (it ended, or was silent for 30 s)"
+	return 1
+}
+
+# holder_tell NAME LINE: a line on holder NAME's stdin.
+holder_tell() { echo "$2" >&"${HOLDER_IN[$1]}"; }
+
+# hold NAME WHO ARGS...: hold_start, then wait for its "ready".
+hold() { hold_start "$@" && holder_says "$1" ready; }
+
+# holder_release NAME: close its stdin (it lets go and exits), log the rest of what it says
+# (kept in $work/NAME.log too) and return its exit status.
+holder_release() {
+	local name=$1 pid=${HOLDER_PID[$1]:-} fd rc
+	[ -n "$pid" ] || return 1
+	fd=${HOLDER_IN[$name]}
+	exec {fd}>&-
+	fd=${HOLDER_OUT[$name]}
+	# It exits at its stdin's EOF; one that does not is stopped.
+	timeout 30 cat <&"$fd" >"$work/$name.log" || kill "$pid" 2>/dev/null
+	exec {fd}<&-
+	wait "$pid"
+	rc=$?
+	sed "s/^\(# \)\{0,1\}/# [$name] /" "$work/$name.log"
+	unset "HOLDER_PID[$name]" "HOLDER_IN[$name]" "HOLDER_OUT[$name]"
+	return $rc
+}
+
+# Every holder still running is stopped and waited for: none may outlive the test.
+release_all() {
+	local name
+	for name in "${!HOLDER_PID[@]}"; do
+		kill "${HOLDER_PID[$name]}" 2>/dev/null
+		holder_release "$name" >/dev/null
+	done
+}
+
+# --- The guest around the test, and its restoration ----------------------------------------
+
+RULES_DIR=/run/udev/rules.d
+run_udev_existed=0
+[ -d /run/udev ] && run_udev_existed=1
+udevd_pid=
+udevd_preexisting=0
+limits_loaded=0
+CG=/sys/fs/cgroup
+CG_DIR=$CG/cepm-priv.$$
+cg_mounted=0
+cg_memory_enabled=0
+
+# reload_cepm [PARAM=VALUE...]: cepm loaded again with these parameters and managing rxe0, its
+# device open to all as the shipped rule makes it (no udevd runs now to apply it).
+reload_cepm() {
+	{ ! cepm_loaded || rmmod cepm; } && insmod "$CEPM_KO" "$@" &&
+		wait_until 20 port_listed "$RXE_DEV" 1 && chmod 0666 /dev/cepm
+}
+
+udevd_stop() {
+	[ -n "$udevd_pid" ] || return 0
+	udevadm control --exit -t 10 2>/dev/null
+	kill "$udevd_pid" 2>/dev/null
+	wait "$udevd_pid" 2>/dev/null
+	udevd_pid=
+}
+
+cgroup_cleanup() {
+	if [ -d "$CG_DIR" ]; then rmdir "$CG_DIR"; fi
+	if [ $cg_memory_enabled = 1 ]; then
+		echo -memory >$CG/cgroup.subtree_control && cg_memory_enabled=0
+	fi
+	if [ $cg_mounted = 1 ]; then
+		umount $CG && cg_mounted=0
+	fi
+}
+
+cleanup() {
+	release_all
+	udevd_stop
+	rm -f $RULES_DIR/90-cepm.rules
+	if [ $udevd_preexisting = 1 ]; then
+		udevadm control --reload
+	elif [ $run_udev_existed = 0 ]; then
+		rm -rf /run/udev
+	fi
+	cgroup_cleanup
+	if [ $limits_loaded = 1 ]; then
+		! cepm_loaded || rmmod cepm
+		insmod "$CEPM_KO" && wait_until 20 port_listed "$RXE_DEV" 1
+	fi
+	# The module's own mode: the next test starts from the baseline.
+	chmod 0600 /dev/cepm 2>/dev/null
+	chown 0:0 /dev/cepm 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+# Stopped by the runner's time limit: the cleanup still runs.
+trap 'exit 143' TERM
+
+# --- a. The shipped udev rule ---------------------------------------------------------------
+
+mode_is() {
+	local mode
+	mode=$(stat -c %a /dev/cepm) || return 1
+	[ "$mode" = "$1" ] || { ktap_print_msg "/dev/cepm has mode $mode"; return 1; }
+}
+
+# The guest runs no udevd: start one with the shipped rule among its rules, replay the "add"
+# event of /dev/cepm and wait (--settle) until it has been processed.
+udev_rule_applies() {
+	mkdir -p $RULES_DIR && cp "$CEPM_ROOT/udev/90-cepm.rules" $RULES_DIR/ || return 1
+	if udevadm control --ping -t 5 2>/dev/null; then
+		udevd_preexisting=1
+		udevadm control --reload || return 1
+	else
+		SYSTEMD_LOG_TARGET=console /lib/systemd/systemd-udevd >"$work/udevd.log" 2>&1 &
+		udevd_pid=$!
+		# It answers once its control socket is bound; the uevents come after that.
+		if ! wait_until 30 udevadm control --ping -t 1 2>/dev/null; then
+			sed 's/^/# udevd: /' "$work/udevd.log"
+			return 1
+		fi
+	fi
+	udevadm trigger --settle --action=add /sys/class/misc/cepm && mode_is 666
+}
+
+ktap_check "/dev/cepm starts with the module's mode, 0600" mode_is 600
+ktap_check "the shipped rule (udev/90-cepm.rules) makes /dev/cepm 0666" udev_rule_applies
+# From here on no udevd runs (it would apply its rules to the reloads below) and the device is
+# 0666 whatever udev did, so that the checks below do not depend on the one above.
+udevd_stop
+rm -f $RULES_DIR/90-cepm.rules
+[ $udevd_preexisting = 0 ] || udevadm control --reload
+chmod 0666 /dev/cepm
+
+# --- b. Every user may use it ---------------------------------------------------------------
+
+ktap_check "user A opens /dev/cepm and creates a CEP" as a create 1 --expect ok
+
+# --- c. Privileged ports: CAP_NET_BIND_SERVICE, as bind(2) ----------------------------------
+# Service IDs of rdma_cm's IP port spaces: port space << 16 | port.
+
+ktap_check "user A cannot listen on TCP port 80: EACCES" \
+	as a listen 0x0000000001060050 $EXACT --expect EACCES
+ktap_check "user A with CAP_NET_BIND_SERVICE listens on TCP port 80" \
+	as a+net_bind_service listen 0x0000000001060050 $EXACT --expect ok
+ktap_check "user A listens on TCP port 5001" \
+	as a listen 0x0000000001061389 $EXACT --expect ok
+ktap_check "user A cannot listen over the whole TCP port space, ports below 1024 included: EACCES" \
+	as a listen 0x0000000001060000 0xffffffffffff0000 --expect EACCES
+ktap_check "user A cannot listen on UDP port 53: EACCES" \
+	as a listen 0x0000000001110035 $EXACT --expect EACCES
+low_ports_of_ipoib_and_ib() {
+	as a listen 0x0000000000020016 $EXACT --expect EACCES &&
+		as a listen 0x00000000013f0016 $EXACT --expect EACCES
+}
+ktap_check "user A cannot listen on port 22 of the IPoIB or the IB port space: EACCES" \
+	low_ports_of_ipoib_and_ib
+ktap_check "user A listens on 0x0000000001070050, in no IP port space: no port is privileged" \
+	as a listen 0x0000000001070050 $EXACT --expect ok
+
+# --- d. Another user's exact listener --------------------------------------------------------
+
+ktap_check "user A holds an exact listener on TCP port 5001 (0x1389)" \
+	hold a_exact a listen 0x0000000001061389 $EXACT --expect ok --hold
+ktap_check "user B, the same service ID and mask: EBUSY" \
+	as b listen 0x0000000001061389 $EXACT --expect EBUSY
+ktap_check "user B, a masked listen over it (ports 0x1300..0x13ff): EADDRINUSE" \
+	as b listen 0x0000000001061300 0xffffffffffffff00 --expect EADDRINUSE
+ktap_check "user B with CAP_NET_ADMIN may listen over it" \
+	as b+net_admin listen 0x0000000001061300 0xffffffffffffff00 --expect ok
+ktap_check "user A's own masked listen over its listener" \
+	as a listen 0x0000000001061300 0xffffffffffffff00 --expect ok
+ktap_check "user B listens on the port next to it (0x1388)" \
+	as b listen 0x0000000001061388 $EXACT --expect ok
+holder_release a_exact
+
+# --- e. Another user's masked listener: no one takes a service ID from it --------------------
+
+ktap_check "user A holds a masked listener on TCP ports 0x1400..0x14ff" \
+	hold a_masked a listen 0x0000000001061400 0xffffffffffffff00 --expect ok --hold
+ktap_check "user B cannot take port 0x1401 from it: EADDRINUSE" \
+	as b listen 0x0000000001061401 $EXACT --expect EADDRINUSE
+ktap_check "root cannot either: EADDRINUSE" \
+	as root listen 0x0000000001061401 $EXACT --expect EADDRINUSE
+ktap_check "user A's own exact listen on 0x1401, inside its range" \
+	as a listen 0x0000000001061401 $EXACT --expect ok
+holder_release a_masked
+
+# --- f. Who sees which CEPs ------------------------------------------------------------------
+# The helper's list fails on its own if another file's CEP shows a user_context.
+
+ktap_check "user A holds a listener on 0x0000000001061500 with user_context 0x1234" \
+	hold a_context a listen 0x0000000001061500 $EXACT --context 0x1234 --expect ok --hold
+ktap_check "user B's LIST_CEPS shows none of user A's CEPs" \
+	as b list --expect-own 0 --expect-other 0
+ktap_check "root's LIST_CEPS shows user A's listener, with user_context 0" \
+	as root list --min-other 1 --want-service 0x0000000001061500
+ktap_check "user A's other file lists that listener too, with user_context 0" \
+	as a list --expect-own 0 --min-other 1 --want-service 0x0000000001061500
+holder_release a_context
+
+# --- GIDs of rxe0 port 1 for g and h ---------------------------------------------------------
+
+GIDS=/sys/class/infiniband/$RXE_DEV/ports/1
+NO_GID=0000:0000:0000:0000:0000:0000:0000:0000
+# The port's GIDs and their types, by index (read by the shell: under TCG every process
+# started costs a good fraction of a second).  An empty entry cannot be read.
+PORT_GID=() PORT_GID_TYPE=()
+for i in {0..15}; do
+	if ! read -r gid 2>/dev/null <"$GIDS/gids/$i" || [ "$gid" = $NO_GID ]; then continue; fi
+	read -r type 2>/dev/null <"$GIDS/gid_attrs/types/$i" || type=unknown
+	PORT_GID[i]=$gid PORT_GID_TYPE[i]=$type
+	ktap_print_msg "$RXE_DEV port 1 GID $i: $gid, $type"
+done
+# gid_index TYPE [PREFIX]: the first GID of type TYPE ("RoCE v2", "IB/RoCE v1") that starts
+# with PREFIX.
+gid_index() {
+	local i
+	for i in "${!PORT_GID[@]}"; do
+		if [ "${PORT_GID_TYPE[i]}" = "$1" ] && [[ ${PORT_GID[i]} == "${2:-}"* ]]; then
+			echo "$i"
+			return 0
+		fi
+	done
+	return 1
+}
+# The IPv4 one: the helper's REQs go to it (this host), and loop back.
+v2_index=$(gid_index "RoCE v2" 0000:0000:0000:0000:0000:ffff:)
+v1_index=$(gid_index "IB/RoCE v1")
+
+# --- g. Monitors see their user's records only (all of them with CAP_NET_ADMIN) --------------
+
+monitors_ready() { hold mon_b b monitor --hold && hold mon_root root monitor --hold; }
+ktap_check "user B and root monitor" monitors_ready
+# A REQ to a service no one listens on: it loops back and cepm answers it with a REJ, an
+# event (REJ_RECEIVED) on user A's CEP, read before the CEP goes.
+ktap_check "user A connects to 0x0000000001063000 and gets the REJ" \
+	as a connect-sgid "$v2_index" --expect ok --wait-event 20000
+# Their records are all queued now: a monitor drains its queue when its stdin closes.
+holder_release mon_b
+holder_release mon_root
+ktap_check "root's monitor has the records of user A's CEP" \
+	grep -q '^trace 0x0000000001063000 ' "$work/mon_root.log"
+# The helper's last line counts the records it read.
+ktap_check "user B's monitor has no record: it owns no CEP" \
+	grep -q ': records 0$' "$work/mon_b.log"
+
+# --- h. CONNECT's source GID: one the port has, of the type cepm speaks there ---------------
+
+# rxe's table has 1024 entries: 200 is inside it, and empty.
+ktap_check "user A's CONNECT from an empty GID entry (index 200): EINVAL" \
+	as a connect-sgid 200 --expect EINVAL
+if [ -n "$v1_index" ]; then
+	ktap_check "user A's CONNECT from a RoCE v1 GID (index $v1_index): EINVAL" \
+		as a connect-sgid "$v1_index" --expect EINVAL
+else
+	ktap_print_msg "$RXE_DEV port 1 has no RoCE v1 GID"
+	ktap_test_skip "user A's CONNECT from a RoCE v1 GID: EINVAL"
+fi
+ktap_check "user A's CONNECT from a RoCE v2 GID (index ${v2_index:-none})" \
+	as a connect-sgid "${v2_index:-none}" --expect ok
+
+# --- i. Limits per file and per user ---------------------------------------------------------
+
+LIMITS=(max_ceps_per_file=4 max_ceps_per_user=6 max_listens_per_file=2 max_listens_per_user=3)
+limits_loaded=1
+ktap_check "cepm reloaded with ${LIMITS[*]}" reload_cepm "${LIMITS[@]}"
+params_shown() {
+	local p value rc=0
+	for p in "${LIMITS[@]}"; do
+		value=
+		read -r value 2>/dev/null <"/sys/module/cepm/parameters/${p%=*}"
+		[ "$value" = "${p#*=}" ] || { ktap_print_msg "${p%=*} is '$value'"; rc=1; }
+	done
+	return $rc
+}
+ktap_check "/sys/module/cepm/parameters/ shows them" params_shown
+ktap_check "a file's 5th CEP: EMFILE" as a create 5 --expect EMFILE
+ktap_check "a user's 7th CEP, across two files: EDQUOT" as a create 7 --files 2 --expect EDQUOT
+ktap_check "a file's 3rd listen: EMFILE" as a listens 3 --expect EMFILE
+ktap_check "a user's 4th listen, across two files: EDQUOT" as a listens 4 --files 2 --expect EDQUOT
+ktap_check "user A holds 4 CEPs in two files" hold a_ceps a create 4 --files 2 --expect ok --hold
+ktap_check "user A's 7th CEP, in another process: EDQUOT" as a create 3 --expect EDQUOT
+ktap_check "user B creates 4 CEPs in two files meanwhile: the limits are per user" \
+	as b create 4 --files 2 --expect ok
+holder_release a_ceps
+reload_defaults() { reload_cepm && limits_loaded=0; }
+ktap_check "cepm reloaded with its default limits" reload_defaults
+
+# --- j. Memory is charged to the caller's cgroup ---------------------------------------------
+
+# memory_cgroup: a cgroup of ours ($CG_DIR) under the memory controller, or false with the
+# reason in $no_cgroup.
+no_cgroup=
+memory_cgroup() {
+	if [ "$(stat -fc %T $CG 2>/dev/null)" != cgroup2fs ]; then
+		mount -t cgroup2 none $CG || { no_cgroup="cgroup2 could not be mounted"; return 1; }
+		cg_mounted=1
+	fi
+	if ! grep -qw memory $CG/cgroup.controllers; then
+		no_cgroup="no memory controller (CONFIG_MEMCG)"
+		return 1
+	fi
+	if ! grep -qw memory $CG/cgroup.subtree_control; then
+		if ! echo +memory >$CG/cgroup.subtree_control; then
+			no_cgroup="the memory controller cannot be enabled"
+			return 1
+		fi
+		cg_memory_enabled=1
+	fi
+	mkdir "$CG_DIR" || { no_cgroup="cannot create $CG_DIR"; return 1; }
+}
+
+kmem() { awk -v k="$1" '$1 == k { print $2 }' "$CG_DIR/memory.stat"; }
+kmem_grew_by() { [ $(($(kmem "$1") - $2)) -ge "$3" ]; }
+
+# User A, alone in our cgroup, creates 2000 CEPs: the cgroup's kernel memory grows by at least
+# 256 bytes a CEP (a CEP is far larger; were it not charged, it would hardly grow).  Measured
+# from the moment the helper is in the cgroup with /dev/cepm open, so that only the CEPs count.
+charged_to_cgroup() {
+	local key=kernel before now want=$((2000 * 256)) rc
+	# memory.stat's total of kernel memory; older kernels have only its slab part.
+	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab
+	HOLDER_CGROUP=$CG_DIR hold_start mem a create 2000 --wait-go --expect ok --hold &&
+		holder_says mem waiting || return 1
+	before=$(kmem $key)
+	holder_tell mem go
+	holder_says mem ready || return 1
+	# memory.stat is flushed lazily (every 2 s at worst): wait for the growth to show.
+	wait_until 10 kmem_grew_by $key "$before" $want
+	rc=$?
+	now=$(kmem $key)
+	ktap_print_msg "memory.stat $key: $before before the CEPs, $now with them" \
+		"(+$want at least expected)"
+	holder_release mem || rc=1
+	return $rc
+}
+
+if memory_cgroup; then
+	ktap_check "user A's CEPs are charged to its memory cgroup" charged_to_cgroup
+else
+	ktap_print_msg "$no_cgroup"
+	ktap_test_skip "user A's CEPs are charged to its memory cgroup"
+fi
+cgroup_cleanup
+ktap_finished
