@@ -38,6 +38,7 @@ use kernel::{
         Arc,
         SpinLock, //
     },
+    task::Kuid,
     time::msecs_to_jiffies,
     workqueue::{
         DelayedWork,
@@ -66,6 +67,7 @@ use crate::{
         pdata::PrivateData,
         rej::REJ_PRIVATE_DATA_SIZE,
         rtu::Rtu,
+        service_id::ServiceRange,
         state::{
             self,
             Action,
@@ -248,6 +250,13 @@ impl Cep {
         kind: Kind,
         owner: Option<Owner>,
     ) -> Result<Arc<Self>> {
+        // A user's CEP is charged to the user's memory cgroup; one a peer's REQ spawns is
+        // charged to no one until claimed (a listener holds at most BACKLOG of them).
+        let gfp = if owner.is_some() {
+            GFP_KERNEL_ACCOUNT
+        } else {
+            GFP_KERNEL
+        };
         // Only a CEP without an owner (born from a listen) parks events.
         let parked = Parked {
             events: match owner {
@@ -277,8 +286,13 @@ impl Cep {
                     tid: 0,
                 }, "Cep::inner"),
             }),
-            GFP_KERNEL,
+            gfp,
         )
+    }
+
+    /// The user of the file that owns this CEP (`None`: nobody owns it yet, or any more).
+    pub(crate) fn owner_uid(&self) -> Option<Kuid> {
+        self.inner.lock().owner.as_ref().map(|o| o.file.uid())
     }
 
     /// A new idle CEP of `cm`, owned by `owner`.
@@ -458,8 +472,11 @@ impl Cep {
                 }
             }
             Action::StopListening => {
-                let mask = inner.kind.listener().map_or(u64::MAX, |l| l.mask);
-                self.cm.tables.remove_listener(self, inner.service_id, mask)
+                let range = ServiceRange {
+                    id: inner.service_id,
+                    mask: inner.kind.listener().map_or(u64::MAX, |l| l.mask),
+                };
+                self.cm.tables.remove_listener(self, range)
             }
             Action::CountDuplicate => {
                 if let Some(peer) = &inner.peer {

@@ -23,9 +23,11 @@ mod file;
 mod monitor;
 mod port;
 mod registry;
+mod sharded;
 mod shim;
 mod tables;
 mod uapi;
+mod users;
 
 /// The protocol core: `core`-only code that the host also tests (see `proto/src/lib.rs`).
 #[path = "../proto/src"]

@@ -7,6 +7,7 @@
  * made in Rust.  The prototypes are in cepm_shim.h.
  */
 #include <linux/atomic.h>
+#include <linux/capability.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/err.h>
@@ -17,6 +18,7 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/user_namespace.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
@@ -60,11 +62,45 @@ module_param_named(inject_init_failure, cepm_inject_init_failure, uint, 0444);
 MODULE_PARM_DESC(inject_init_failure,
 		 "For tests: make one step of module init fail with ENOMEM (1: the ib_client registration, 2: the /dev/cepm registration); 0 (default): none");
 
+/* What one file and one user may hold (docs/abi.md, "Privileges and limits"). */
+static unsigned int cepm_max_ceps_per_file = 65536;
+module_param_named(max_ceps_per_file, cepm_max_ceps_per_file, uint, 0444);
+MODULE_PARM_DESC(max_ceps_per_file, "CEPs one /dev/cepm file may own (default 65536); more: EMFILE");
+
+static unsigned int cepm_max_ceps_per_user = 262144;
+module_param_named(max_ceps_per_user, cepm_max_ceps_per_user, uint, 0444);
+MODULE_PARM_DESC(max_ceps_per_user, "CEPs one user's files may own together (default 262144); more: EDQUOT");
+
+static unsigned int cepm_max_listens_per_file = 256;
+module_param_named(max_listens_per_file, cepm_max_listens_per_file, uint, 0444);
+MODULE_PARM_DESC(max_listens_per_file, "Listening CEPs of one file (default 256); more: EMFILE");
+
+static unsigned int cepm_max_listens_per_user = 1024;
+module_param_named(max_listens_per_user, cepm_max_listens_per_user, uint, 0444);
+MODULE_PARM_DESC(max_listens_per_user, "Listening CEPs of one user (default 1024); more: EDQUOT");
+
+static unsigned int cepm_max_events_per_user = 262144;
+module_param_named(max_events_per_user, cepm_max_events_per_user, uint, 0444);
+MODULE_PARM_DESC(max_events_per_user,
+		 "Events queued on one user's files together (default 262144); more are lost and read() says EOVERFLOW");
+
 void cepm_shim_params(struct cepm_params *out)
 {
 	out->event_queue_max = cepm_event_queue_max;
 	out->timewait_ms = cepm_timewait_ms;
 	out->inject_init_failure = cepm_inject_init_failure;
+	out->max_ceps_per_file = cepm_max_ceps_per_file;
+	out->max_ceps_per_user = cepm_max_ceps_per_user;
+	out->max_listens_per_file = cepm_max_listens_per_file;
+	out->max_listens_per_user = cepm_max_listens_per_user;
+	out->max_events_per_user = cepm_max_events_per_user;
+}
+
+void cepm_shim_current_caps(struct cepm_caps *out)
+{
+	/* noaudit: every open asks, and a user without them is no event worth a log line. */
+	out->net_admin = ns_capable_noaudit(&init_user_ns, CAP_NET_ADMIN);
+	out->net_bind_service = ns_capable_noaudit(&init_user_ns, CAP_NET_BIND_SERVICE);
 }
 
 /*
@@ -381,6 +417,23 @@ int cepm_shim_query_gid(struct ib_mad_agent *agent, u8 index, u8 *gid)
 
 	if (!ret)
 		memcpy(gid, g.raw, sizeof(g.raw));
+	return ret;
+}
+
+int cepm_shim_query_source_gid(struct ib_mad_agent *agent, u8 index, u8 *gid)
+{
+	enum ib_gid_type spoken = rdma_protocol_roce(agent->device, agent->port_num) ?
+		IB_GID_TYPE_ROCE_UDP_ENCAP : IB_GID_TYPE_IB;
+	const struct ib_gid_attr *attr = rdma_get_gid_attr(agent->device, agent->port_num, index);
+	int ret = 0;
+
+	if (IS_ERR(attr))
+		return PTR_ERR(attr);
+	if (attr->gid_type == spoken)
+		memcpy(gid, attr->gid.raw, sizeof(attr->gid.raw));
+	else
+		ret = -EINVAL;
+	rdma_put_gid_attr(attr);
 	return ret;
 }
 

@@ -90,8 +90,19 @@ struct cepm_params {
 	u32 event_queue_max;
 	u32 timewait_ms;
 	u32 inject_init_failure;
+	u32 max_ceps_per_file;
+	u32 max_ceps_per_user;
+	u32 max_listens_per_file;
+	u32 max_listens_per_user;
+	u32 max_events_per_user;
 };
 void cepm_shim_params(struct cepm_params *out);
+/* The current task's capabilities that /dev/cepm asks about, in the initial user namespace. */
+struct cepm_caps {
+	bool net_admin;
+	bool net_bind_service;
+};
+void cepm_shim_current_caps(struct cepm_caps *out);
 /* /sys/kernel/debug/cepm: test-only fault injection (drop received MADs). */
 void cepm_shim_debugfs_create(void);
 void cepm_shim_debugfs_remove(void);
@@ -179,6 +190,8 @@ struct cepm_ah_info {
 struct ib_ah *cepm_shim_create_ah(struct ib_mad_agent *agent, const struct cepm_ah_info *info);
 /* Our GID at index on the agent's port. */
 int cepm_shim_query_gid(struct ib_mad_agent *agent, u8 index, u8 *gid);
+/* The GID at index, if it is of the type cepm speaks on the port (RoCE v2, or IB): -EINVAL if not. */
+int cepm_shim_query_source_gid(struct ib_mad_agent *agent, u8 index, u8 *gid);
 /* Whether the agent's port has gid (16 bytes) in its GID table, of any type. */
 bool cepm_shim_agent_has_gid(struct ib_mad_agent *agent, const u8 *gid);
 /* Reads back what ah points at. */

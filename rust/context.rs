@@ -17,7 +17,8 @@ use crate::{
     monitor::Monitors,
     registry::Devices,
     shim::Workqueue,
-    tables::Tables, //
+    tables::Tables,
+    users::Users, //
 };
 
 /// The connection manager.
@@ -40,6 +41,9 @@ pub(crate) struct Cm {
     /// The files that watch every CEP's events (`cepmctl events`).
     #[pin]
     pub(crate) monitors: Monitors,
+    /// The users with a file open, and what their files hold together.
+    #[pin]
+    pub(crate) users: Users,
 }
 
 impl Cm {
@@ -51,6 +55,7 @@ impl Cm {
                 tables <- Tables::new(),
                 devices <- Devices::new(),
                 monitors <- Monitors::new(),
+                users <- Users::new(),
             }),
             GFP_KERNEL,
         )
@@ -78,17 +83,19 @@ impl Drop for ModuleCm {
         let Some(cm) = self.0.take() else {
             return;
         };
-        let (ceps, devices, monitors) = (
+        let (ceps, devices, monitors, users) = (
             cm.tables.count_local(),
             cm.devices.count(),
             cm.monitors.count(),
+            cm.users.count(),
         );
         if Arc::into_unique_or_drop(cm).is_none() {
             pr_err!(
-                "the CM is still referenced at unload: {} CEPs, {} devices, {} monitors\n",
+                "the CM is still referenced at unload: {} CEPs, {} devices, {} monitors, {} users\n",
                 ceps,
                 devices,
-                monitors
+                monitors,
+                users
             );
             kernel::warn_on!(true);
         }

@@ -33,9 +33,11 @@ use kernel::{
     },
 };
 
+mod event_queue;
 mod ioctl_arg;
 pub(crate) mod ring;
 
+use event_queue::EventQueue;
 use ioctl_arg::{
     IoctlArg,
     KnownIoctl, //
@@ -76,10 +78,18 @@ use crate::{
         REJ_PDATA_MAX, //
     },
     context::Cm,
+    proto::service_id::ServiceRange,
+    shim,
     uapi::{
         self,
         cepm_port_info,
         cepm_query, //
+    },
+    users::{
+        Charge,
+        Opener,
+        Resource,
+        Usage, //
     },
 };
 
@@ -88,10 +98,19 @@ struct Handle {
     cep: Arc<Cep>,
     /// Events for this CEP read so far (reported by destroy).
     events_reported: u32,
+    /// The CEP, counted against the file and its user while the handle exists.
+    _counted: Charge,
+    /// Its listen, counted likewise once it listens.
+    listen: Option<Charge>,
 }
 
-/// Room for one handle in a file's tree, taken where allocating is allowed.
-type HandleNode = RBTreeNodeReservation<u32, Handle>;
+/// A handle number, the room to file it under and its charge, taken where sleeping is
+/// allowed: [`CepmFile::fill_handle`] attaches the CEP.
+struct ReservedHandle {
+    id: u32,
+    node: RBTreeNodeReservation<u32, Handle>,
+    counted: Charge,
+}
 
 /// Events that may wait in one file: one that finds the queue full is lost, and the next
 /// `read` after the queue has drained says so (`EOVERFLOW`), so none is lost silently. The
@@ -107,7 +126,7 @@ struct FileInner {
     handles: RBTree<u32, Handle>,
     next_handle: u32,
     /// Room allocated with the first handle ([`CepmFile::reserve_handle`]).
-    events: Ring<uapi::cepm_event>,
+    events: EventQueue,
     /// Events lost since the last `read` (the queue was full).
     events_lost: u32,
     /// Set by release: no handle or event is added afterwards.
@@ -130,6 +149,10 @@ struct MonitorQueue {
 pub(crate) struct CepmFile {
     /// The CM the file's CEPs belong to.
     cm: Arc<Cm>,
+    /// Whose file it is.
+    opener: Opener,
+    /// What the file holds, against the per-file limits.
+    usage: Arc<Usage>,
     #[pin]
     inner: SpinLock<FileInner>,
     /// Signalled when an event is queued.
@@ -142,21 +165,30 @@ const POLLIN: u32 = kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
 impl CepmFile {
     /// A new, empty file state, on `cm`.
     pub(crate) fn open(cm: Arc<Cm>) -> Result<Arc<Self>> {
+        let opener = Opener::current(&cm)?;
+        let events = EventQueue::new(opener.user.clone());
         Arc::pin_init(
             try_pin_init!(Self {
                 cm,
+                opener,
+                usage: Usage::new()?,
                 inner <- new_spinlock!(FileInner {
                     handles: RBTree::new(),
                     next_handle: 1,
-                    events: Ring::empty(),
+                    events,
                     events_lost: 0,
                     closed: false,
                     monitor: None,
                 }, "CepmFile::inner"),
                 readable <- kernel::new_poll_condvar!("CepmFile::readable"),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
+    }
+
+    /// The user whose file this is.
+    pub(crate) fn uid(&self) -> kernel::task::Kuid {
+        self.opener.uid
     }
 
     /// The last close: destroy every CEP this file owns, or stop monitoring.
@@ -185,7 +217,11 @@ impl CepmFile {
         if inner.closed || inner.handles.get(&event.handle).is_none() {
             return;
         }
-        if inner.events.push(event).is_err() {
+        if inner
+            .events
+            .push(event, shim::params().max_events_per_user)
+            .is_err()
+        {
             inner.events_lost = inner.events_lost.saturating_add(1);
         }
         drop(inner);
@@ -225,7 +261,17 @@ impl CepmFile {
 
     /// Queues a monitor's copy of an event that happened at `now`; called under the CEP's
     /// lock and the monitor list's.
-    pub(crate) fn push_trace(&self, mut record: uapi::cepm_trace, now: Instant<Monotonic>) {
+    /// Only CEPs of the monitor's own user, unless it has `CAP_NET_ADMIN`: `owner` is the
+    /// user of the CEP's file (`None`: not claimed yet).
+    pub(crate) fn push_trace(
+        &self,
+        mut record: uapi::cepm_trace,
+        now: Instant<Monotonic>,
+        owner: Option<kernel::task::Kuid>,
+    ) {
+        if !self.opener.sees(owner) {
+            return;
+        }
         let mut inner = self.inner.lock();
         let Some(m) = inner.monitor.as_mut() else {
             return;
@@ -402,7 +448,7 @@ impl CepmFile {
         }
         // The handle must exist before the CEP can raise events, so reserve its number first.
         let reserved = self.reserve_handle()?;
-        let handle = reserved.0;
+        let handle = reserved.id;
         let owner = Owner {
             file: self.clone(),
             handle,
@@ -420,10 +466,19 @@ impl CepmFile {
         Ok(())
     }
 
-    /// Takes the next handle number and the room to file it under; `fill_handle` attaches
-    /// the CEP. The file's event queue gets its room with the first handle. May sleep.
-    fn reserve_handle(&self) -> Result<(u32, HandleNode)> {
-        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+    /// Takes the next handle number, the room to file it under and the CEP's charge against
+    /// the limits; `fill_handle` attaches the CEP. The file's event queue gets its room with
+    /// the first handle. May sleep.
+    fn reserve_handle(&self) -> Result<ReservedHandle> {
+        let params = shim::params();
+        let counted = Charge::take(
+            &self.usage,
+            &self.opener,
+            Resource::Ceps,
+            params.max_ceps_per_file,
+            params.max_ceps_per_user,
+        )?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         let mut room = None;
         if !self.inner.lock().events.has_room() {
             room = Some(Ring::with_capacity(event_queue_max())?);
@@ -440,20 +495,18 @@ impl CepmFile {
         }
         let id = inner.next_handle;
         inner.next_handle = id.checked_add(1).ok_or(EMFILE)?;
-        if !inner.events.has_room() {
-            if let Some(room) = room.take() {
-                inner.events = room;
-            }
-        }
-        // On every path the guard goes before `room` (declared later, it is dropped first),
+        let unused = room.take().and_then(|fresh| inner.events.give_room(fresh));
+        // On every path the guard goes before the room (declared later, it is dropped first),
         // so room left unused (an error, or another call gave the file its queue meanwhile)
         // is never freed under the lock, where freeing a vmalloc'ed queue could sleep.
         drop(inner);
-        Ok((id, node))
+        drop(unused);
+        Ok(ReservedHandle { id, node, counted })
     }
 
-    /// Attaches `cep` to the reserved handle `id`; on failure the CEP is destroyed.
-    fn fill_handle(&self, (id, node): (u32, HandleNode), cep: Arc<Cep>) -> Result {
+    /// Attaches `cep` to the reserved handle; on failure the CEP is destroyed.
+    fn fill_handle(&self, reserved: ReservedHandle, cep: Arc<Cep>) -> Result {
+        let ReservedHandle { id, node, counted } = reserved;
         let mut inner = self.inner.lock();
         let added = if inner.closed {
             Err(EBADF)
@@ -466,6 +519,8 @@ impl CepmFile {
                 Handle {
                     cep: cep.clone(),
                     events_reported: 0,
+                    _counted: counted,
+                    listen: None,
                 },
             ));
             Ok(())
@@ -478,11 +533,15 @@ impl CepmFile {
     }
 
     /// Forgets `handle` and its queued events; returns its CEP and the events read for it.
+    /// Its charges are given back.
     fn remove_handle(&self, handle: u32) -> Option<(Arc<Cep>, u32)> {
-        let mut inner = self.inner.lock();
-        let h = inner.handles.remove(&handle)?;
-        inner.events.retain(|ev| ev.handle != handle);
-        Some((h.cep, h.events_reported))
+        let removed = {
+            let mut inner = self.inner.lock();
+            let h = inner.handles.remove(&handle)?;
+            inner.events.retain(|ev| ev.handle != handle);
+            h
+        };
+        Some((removed.cep.clone(), removed.events_reported))
     }
 
     fn destroy(&self, arg: IoctlArg) -> Result {
@@ -501,12 +560,35 @@ impl CepmFile {
         if req.reserved != 0 {
             return Err(EINVAL);
         }
-        let mask = if req.service_mask == 0 {
-            u64::MAX
-        } else {
-            req.service_mask
+        let range = ServiceRange {
+            id: req.service_id,
+            mask: if req.service_mask == 0 {
+                u64::MAX
+            } else {
+                req.service_mask
+            },
         };
-        self.cep(req.handle)?.listen(req.service_id, mask)
+        if range.includes_privileged_port() && !self.opener.net_bind_service {
+            return Err(EACCES);
+        }
+        let cep = self.cep(req.handle)?;
+        let params = shim::params();
+        let counted = Charge::take(
+            &self.usage,
+            &self.opener,
+            Resource::Listens,
+            params.max_listens_per_file,
+            params.max_listens_per_user,
+        )?;
+        cep.listen(range, &self.opener)?;
+        // The handle may have gone meanwhile (a racing DESTROY): then so did the listen, and
+        // the charge goes back as it drops.
+        if let Some(handle) = self.inner.lock().handles.get_mut(&req.handle) {
+            if Arc::ptr_eq(&handle.cep, &cep) {
+                handle.listen = Some(counted);
+            }
+        }
+        Ok(())
     }
 
     fn get_request(self: &Arc<Self>, arg: IoctlArg) -> Result {
@@ -519,7 +601,7 @@ impl CepmFile {
             // The handle first: a REQ taken from the backlog must end up owned or destroyed,
             // and a handle number that goes unused costs nothing.
             let reserved = self.reserve_handle()?;
-            let handle = reserved.0;
+            let handle = reserved.id;
             let child = listener.take_pending()?;
             let owner = Owner {
                 file: self.clone(),
@@ -651,7 +733,9 @@ impl CepmFile {
 
     fn list_ceps(&self, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_list = arg.read()?;
-        let ceps = self.cm.tables.all_ceps()?;
+        let mut ceps = self.cm.tables.all_ceps()?;
+        // Other users' CEPs only for CAP_NET_ADMIN.
+        ceps.retain(|cep| self.opener.sees(cep.owner_uid()));
         let filled = ceps.len().min(req.capacity as usize);
         let mut infos = KVec::with_capacity(filled, GFP_KERNEL)?;
         for cep in ceps.iter().take(filled) {
@@ -664,7 +748,12 @@ impl CepmFile {
                     .find(|(_, h)| Arc::ptr_eq(&h.cep, cep))
                     .map_or(0, |(&id, _)| id)
             };
-            infos.push(cep.info(handle), GFP_KERNEL)?;
+            let mut info = cep.info(handle);
+            // A CEP's user_context is only ever its own file's to see.
+            if handle == 0 {
+                info.user_context = 0;
+            }
+            infos.push(info, GFP_KERNEL)?;
         }
         if filled > 0 {
             let out = UserPtr::from_addr(usize::try_from(req.ceps).map_err(|_| EFAULT)?);

@@ -17,6 +17,7 @@ use kernel::{
         },
         Arc, SpinLock,
     },
+    task::Kuid,
     time::{
         Instant,
         Monotonic, //
@@ -72,16 +73,17 @@ impl Monitors {
         drop(removed);
     }
 
-    /// Copies the record `make` builds (timestamp still unset) to every monitor; called under
-    /// the CEP's lock. Without monitors, the record is never built.
-    pub(crate) fn publish(&self, make: impl FnOnce() -> uapi::cepm_trace) {
+    /// Copies the record `make` builds (timestamp still unset) to every monitor that may see
+    /// a CEP of `owner`'s user; called under the CEP's lock. Without monitors, the record is
+    /// never built.
+    pub(crate) fn publish(&self, owner: Option<Kuid>, make: impl FnOnce() -> uapi::cepm_trace) {
         if self.count.load(Relaxed) == 0 {
             return;
         }
         let record = make();
         let now = Instant::<Monotonic>::now();
         for file in self.files.lock().iter() {
-            file.push_trace(record, now);
+            file.push_trace(record, now, owner);
         }
     }
 }

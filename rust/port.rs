@@ -312,6 +312,11 @@ impl CmPort {
         self.with_agent(|agent| agent.gid(index))
     }
 
+    /// Our GID at `index`, checked as the source of a user's path ([`AgentRef::source_gid`]).
+    pub(crate) fn source_gid(&self, index: u8) -> Result<[u8; 16]> {
+        self.with_agent(|agent| agent.source_gid(index))
+    }
+
     /// Whether this port has `gid` (false once the device is going away).
     pub(crate) fn has_gid(&self, gid: &[u8; 16]) -> bool {
         self.with_agent(|agent| Ok(agent.has_gid(gid)))

@@ -262,6 +262,18 @@ pub(crate) fn params() -> Params {
     out
 }
 
+/// The capabilities `/dev/cepm` asks about, as the current task has them in the initial user
+/// namespace.
+pub(crate) type Caps = shim::cepm_caps;
+
+/// The current task's [`Caps`].
+pub(crate) fn current_caps() -> Caps {
+    let mut out = Caps::default();
+    // SAFETY: `out` is writable; the shim only writes its two fields.
+    unsafe { shim::cepm_shim_current_caps(&mut out) };
+    out
+}
+
 /// A random 32-bit value.
 pub(crate) fn random_u32() -> u32 {
     // SAFETY: No preconditions.

@@ -12,6 +12,20 @@
 //! clone the `Arc` and drop the shard lock before locking the CEP. No code holds two shard
 //! locks at once.
 
+use crate::{
+    cep::Cep,
+    proto::service_id::{
+        ListenConflict,
+        ServiceRange, //
+    },
+    sharded::{
+        shard_of,
+        Sharded,
+        SHARDS, //
+    },
+    shim, //
+    users::Opener,
+};
 use kernel::{
     new_spinlock,
     prelude::*,
@@ -26,53 +40,14 @@ use kernel::{
         },
         Arc, SpinLock,
     },
-};
-use pin_init::pin_init_array_from_fn;
-
-use crate::{
-    cep::Cep,
-    shim, //
+    task::Kuid,
 };
 
-/// Shards per table.
-pub(crate) const SHARDS: usize = 16;
-
-/// One table split into [`SHARDS`] spinlocks, each holding a `T`. All shards share one lock
-/// class: no code holds two at once, and lockdep would say so.
-#[pin_data]
-struct Sharded<T> {
-    #[pin]
-    shards: [SpinLock<T>; SHARDS],
-}
-
-impl<T> Sharded<T> {
-    /// `SHARDS` shards, each initialised by `empty`.
-    fn new(empty: impl Fn() -> T) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            shards <- pin_init_array_from_fn(|_| new_spinlock!(empty(), "Tables::shard")),
-        }? Error)
-    }
-}
-
-impl<T: Unpin> Sharded<T> {
-    /// Runs `f` on shard `i % SHARDS` under its lock.
-    fn with<R>(&self, i: usize, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut self.shards[i % SHARDS].lock())
-    }
-}
-
-/// A listener: REQs whose service ID matches `service_id` under `mask` go to `cep`.
+/// A listener: REQs whose service ID is in `range` go to `cep`, of user `uid`.
 struct Listener {
-    service_id: u64,
-    mask: u64,
+    range: ServiceRange,
+    uid: Kuid,
     cep: Arc<Cep>,
-}
-
-/// The shard of a 64-bit key (service IDs, peer keys): fold all its bits.
-fn shard_of(key: u64) -> usize {
-    let folded = key ^ (key >> 32);
-    let folded = folded ^ (folded >> 16);
-    (folded ^ (folded >> 8)) as usize
 }
 
 /// The CM's lookup tables, owned by its [`crate::context::Cm`].
@@ -87,10 +62,13 @@ pub(crate) struct Tables {
     /// Listeners with an exact service ID, sharded by it.
     #[pin]
     listeners: Sharded<KVec<Listener>>,
-    /// Listeners with a partial mask: one list, only locked while such a listener exists.
+    /// Listeners with a partial mask: one list, only locked while such a listener exists. Its
+    /// lock also orders the listens that must look at both kinds (see
+    /// [`Tables::add_listener`]); it is taken before a shard's, never after.
     #[pin]
     masked_listeners: SpinLock<KVec<Listener>>,
-    /// How many listeners have a partial mask: while 0, REQs never lock their list.
+    /// How many listeners have a partial mask, or are being added: while 0, REQs never lock
+    /// their list, and an exact listen needs only its shard.
     masked_count: Atomic<u32>,
     /// Comm IDs on the wire are a counter XORed with this, like Linux's `random_id_operand`,
     /// so that they are not predictable across loads.
@@ -273,29 +251,67 @@ impl Tables {
         drop(removed);
     }
 
-    /// Adds a listener; `EBUSY` if the same service ID and mask are already listened on.
-    pub(crate) fn add_listener(&self, service_id: u64, mask: u64, cep: Arc<Cep>) -> Result {
-        let listener = Listener {
-            service_id,
-            mask,
-            cep,
-        };
-        let add = |list: &mut KVec<Listener>| {
-            if list
-                .iter()
-                .any(|l| l.mask == mask && l.service_id & mask == service_id & mask)
-            {
-                return Err(EBUSY);
+    /// Adds `cep`, of `owner`'s user, as a listener on `range`: `EBUSY` if the same range is
+    /// listened on already, `EADDRINUSE` if it may not join another user's listener there
+    /// (docs/abi.md, "Privileges and limits": a listen never takes REQs from another user's,
+    /// and only `CAP_NET_ADMIN` covers one with a wider mask).
+    ///
+    /// No lock covers every listener. An exact listen checks its shard, then the masked ones
+    /// if any exist; a masked listen counts itself in [`Tables::masked_count`] first, then
+    /// checks every shard. An exact listen reads that count under its shard's lock, which the
+    /// masked listen takes after counting itself, so of two racing listens one always sees the
+    /// other.
+    pub(crate) fn add_listener(
+        &self,
+        range: ServiceRange,
+        owner: &Opener,
+        cep: Arc<Cep>,
+    ) -> Result {
+        let refuse = |list: &KVec<Listener>| -> Result {
+            for other in list.iter() {
+                match range.conflict_with(&other.range) {
+                    Some(ListenConflict::Same) => return Err(EBUSY),
+                    None => {}
+                    Some(_) if other.uid == owner.uid => {}
+                    Some(ListenConflict::Covers) if owner.net_admin => {}
+                    Some(ListenConflict::Covers | ListenConflict::TakesOver) => {
+                        return Err(EADDRINUSE)
+                    }
+                }
             }
-            list.push(listener, GFP_ATOMIC)?;
             Ok(())
         };
-        if mask == u64::MAX {
-            self.listeners.with(shard_of(service_id), add)
-        } else {
-            add(&mut self.masked_listeners.lock())?;
-            self.masked_count.fetch_add(1, Relaxed);
+        let mut listener = Some(Listener {
+            range,
+            uid: owner.uid,
+            cep,
+        });
+        let mut add = |list: &mut KVec<Listener>| -> Result {
+            refuse(list)?;
+            list.push(listener.take().ok_or(EINVAL)?, GFP_ATOMIC)?;
             Ok(())
+        };
+        if range.mask == u64::MAX {
+            let shard = shard_of(range.id);
+            let alone = self.listeners.with(shard, |list| {
+                (self.masked_count.load(Relaxed) == 0).then(|| add(list))
+            });
+            if let Some(added) = alone {
+                return added;
+            }
+            let masked = self.masked_listeners.lock();
+            refuse(&masked)?;
+            self.listeners.with(shard, add)
+        } else {
+            let mut masked = self.masked_listeners.lock();
+            self.masked_count.fetch_add(1, Relaxed);
+            let added = (0..SHARDS)
+                .try_for_each(|i| self.listeners.with(i, |list| refuse(list)))
+                .and_then(|()| add(&mut masked));
+            if added.is_err() {
+                self.masked_count.fetch_sub(1, Relaxed);
+            }
+            added
         }
     }
 
@@ -304,7 +320,7 @@ impl Tables {
     pub(crate) fn find_listener(&self, service_id: u64) -> Option<Arc<Cep>> {
         let exact = self.listeners.with(shard_of(service_id), |list| {
             list.iter()
-                .find(|l| l.service_id == service_id)
+                .find(|l| l.range.id == service_id)
                 .map(|l| l.cep.clone())
         });
         if exact.is_some() || self.masked_count.load(Relaxed) == 0 {
@@ -313,19 +329,19 @@ impl Tables {
         let masked = self.masked_listeners.lock();
         masked
             .iter()
-            .filter(|l| service_id & l.mask == l.service_id & l.mask)
-            .max_by_key(|l| l.mask.count_ones())
+            .filter(|l| service_id & l.range.mask == l.range.id & l.range.mask)
+            .max_by_key(|l| l.range.specificity())
             .map(|l| l.cep.clone())
     }
 
-    /// Removes `cep` (listening on `service_id` under `mask`) from the listeners.
-    pub(crate) fn remove_listener(&self, cep: &Cep, service_id: u64, mask: u64) {
+    /// Removes `cep` (listening on `range`) from the listeners.
+    pub(crate) fn remove_listener(&self, cep: &Cep, range: ServiceRange) {
         let take = |list: &mut KVec<Listener>| {
             let found = list.iter().position(|l| core::ptr::eq(&*l.cep, cep));
             found.and_then(|i| list.remove(i).ok())
         };
-        let removed = if mask == u64::MAX {
-            self.listeners.with(shard_of(service_id), take)
+        let removed = if range.mask == u64::MAX {
+            self.listeners.with(shard_of(range.id), take)
         } else {
             let removed = take(&mut self.masked_listeners.lock());
             if removed.is_some() {

@@ -106,7 +106,8 @@ impl CepInner {
     /// Delivers `ev` of `cep` (whose inner state this is) to its owner, or parks it until the
     /// CEP is claimed, with a copy to the monitors.
     pub(super) fn deliver_raw(&mut self, cep: &Cep, mut ev: uapi::cepm_event) {
-        cep.cm.monitors.publish(|| uapi::cepm_trace {
+        let owner = self.owner.as_ref().map(|o| o.file.uid());
+        cep.cm.monitors.publish(owner, || uapi::cepm_trace {
             service_id: self.service_id,
             local_comm_id: cep.local_id,
             remote_comm_id: self.peer.as_ref().map_or(0, |p| p.comm_id),

@@ -182,7 +182,7 @@ impl Cep {
         let path = &args.path;
         let info = ah_info(path, &port)?;
         // A source GID the port lacks is the caller's mistake.
-        let local_gid = port.gid(path.sgid_index).map_err(|_| EINVAL)?;
+        let local_gid = port.source_gid(path.sgid_index).map_err(|_| EINVAL)?;
         let req = KBox::new(
             Req {
                 local_comm_id: self.local_id,

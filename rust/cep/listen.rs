@@ -9,13 +9,15 @@ use kernel::{
 };
 
 use crate::{
+    proto::service_id::ServiceRange,
     proto::state::{
         Action,
         Event,
         State,
         UserEvent, //
     },
-    uapi, //
+    uapi,
+    users::Opener, //
 };
 
 use super::{
@@ -27,15 +29,13 @@ use super::{
 };
 
 impl Cep {
-    /// Starts listening on `service_id` under `mask`.
-    pub(crate) fn listen(self: &Arc<Self>, service_id: u64, mask: u64) -> Result {
+    /// Starts listening on `range`, for `owner`'s user.
+    pub(crate) fn listen(self: &Arc<Self>, range: ServiceRange, owner: &Opener) -> Result {
         let mut inner = self.inner.lock();
         let checked = inner.check(Event::Listen)?;
-        self.cm
-            .tables
-            .add_listener(service_id, mask, self.clone())?;
-        inner.service_id = service_id;
-        inner.kind = Kind::Listener(Listener::new(mask));
+        self.cm.tables.add_listener(range, owner, self.clone())?;
+        inner.service_id = range.id;
+        inner.kind = Kind::Listener(Listener::new(range.mask));
         self.commit(&mut inner, checked, None);
         Ok(())
     }

@@ -56,7 +56,7 @@ impl Cep {
     ) -> Result {
         let path = &args.path;
         let info = ah_info(path, &port)?;
-        port.gid(path.sgid_index).map_err(|_| EINVAL)?;
+        port.source_gid(path.sgid_index).map_err(|_| EINVAL)?;
         let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
         let req = KBox::new(
             SidrReq {

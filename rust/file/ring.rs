@@ -34,7 +34,8 @@ impl<T: Copy> Ring<T> {
     /// An empty queue with room for `capacity` records, allocated now (may sleep).
     pub(crate) fn with_capacity(capacity: usize) -> Result<Self> {
         Ok(Self {
-            slots: KVVec::with_capacity(capacity, GFP_KERNEL)?,
+            // Charged to the caller: only a caller's call makes one.
+            slots: KVVec::with_capacity(capacity, GFP_KERNEL_ACCOUNT)?,
             head: 0,
             len: 0,
         })

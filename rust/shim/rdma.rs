@@ -189,6 +189,18 @@ impl AgentRef<'_> {
         Ok(gid)
     }
 
+    /// Our GID at `index` on the agent's port, if it is of the type cepm speaks there (RoCE
+    /// v2 on a RoCE port, IB on an IB port): the source of a path a user gives. `EINVAL` if
+    /// the port has no GID there, or one of another type.
+    pub(crate) fn source_gid(&self, index: u8) -> Result<[u8; 16]> {
+        let mut gid = [0u8; 16];
+        // SAFETY: The agent is registered by the type invariant; `gid` has room for 16 bytes.
+        to_result(unsafe {
+            shim::cepm_shim_query_source_gid(self.0.as_ptr(), index, gid.as_mut_ptr())
+        })?;
+        Ok(gid)
+    }
+
     /// Whether the agent's port has `gid` in its GID table (of any GID type).
     pub(crate) fn has_gid(&self, gid: &[u8; 16]) -> bool {
         // SAFETY: The agent is registered by the type invariant; `gid` is 16 readable bytes.
