@@ -9,6 +9,7 @@
 #   make selftest  boot the test kernel once and run every selftest in it
 #   make check     all of the above, as CI runs it
 #   make check-kasan  the selftests and fuzzers at full scale on a KASAN kernel (not in check)
+#   make stress    connection storms of 10^6 iterations per topology (CEPM_STORM_ITERATIONS)
 #   make install   cepm.ko (for KDIR's kernel), cepmctl and the udev rule; DESTDIR, PREFIX
 #   make demo      boot the VM and show the module live
 #   make bench     connect/disconnect timings, cepm against the stock CM (out/bench.md)
@@ -32,7 +33,7 @@ KDIR ?= $(shell cat $(CEPM_CACHE)/current-kernel 2>/dev/null)
 
 CARGO ?= cargo
 
-.PHONY: all module deps kernel user host-test selftest selftest-progs check check-kasan demo bench lint fmt fmt-check clean need-kdir install
+.PHONY: all module deps kernel user host-test selftest selftest-progs check check-kasan stress demo bench lint fmt fmt-check clean need-kdir install
 
 all: module
 
@@ -91,6 +92,13 @@ check:
 
 check-kasan:
 	scripts/check-kasan.sh
+
+# Hours under TCG: each test's time limit is scaled to fit.
+CEPM_STORM_ITERATIONS ?= 1000000
+stress: module user selftest-progs
+	scripts/vm -- env CEPM_STORM_ITERATIONS=$(CEPM_STORM_ITERATIONS) \
+		CEPM_LIMIT_SCALE=$$(( $(CEPM_STORM_ITERATIONS) / 2000 + 1 )) \
+		selftests/run.sh storms.sh@loopback storms.sh@two-hosts
 
 # The udev rule makes /dev/cepm usable by every user, under the module's rules (docs/abi.md,
 # "Privileges and limits").

@@ -10,6 +10,7 @@
 #
 # Environment: CEPM_KASAN_TESTS (default: every selftest), CEPM_MAD_FUZZ_COUNT (default
 # 1000000), CEPM_FUZZ_SEEDS and CEPM_FUZZ_CALLS (default 10 seeds x 100000 calls),
+# CEPM_STORM_ITERATIONS (default 10000 per topology),
 # CEPM_LIMIT_SCALE (default 8: every test's time limit times 8).
 set -euo pipefail
 CEPM_LOG_TAG=check-kasan
@@ -57,6 +58,7 @@ kasan_selftests() {
 		CEPM_MAD_FUZZ_COUNT="${CEPM_MAD_FUZZ_COUNT:-1000000}" \
 		CEPM_FUZZ_SEEDS="${CEPM_FUZZ_SEEDS:-1 2 3 4 5 6 7 8 9 10}" \
 		CEPM_FUZZ_CALLS="${CEPM_FUZZ_CALLS:-100000}" \
+		CEPM_STORM_ITERATIONS="${CEPM_STORM_ITERATIONS:-10000}" \
 		selftests/run.sh ${CEPM_KASAN_TESTS:-}
 }
 step selftest kasan_selftests

@@ -15,6 +15,7 @@ use std::{
 };
 
 use cepm::{
+    rng::Rng,
     umad::{
         self,
         MAD_SIZE, //
@@ -39,33 +40,6 @@ pub struct Config {
     pub comm_ids: Vec<u32>,
     /// Service IDs its REQs and SIDR_REQs ask for.
     pub service_ids: Vec<u64>,
-}
-
-/// splitmix64: small, well defined, and the same on every host, so a seed replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A value in `0..n` (`n` > 0).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// True `percent` times in 100.
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a, T>(&mut self, from: &'a [T]) -> Option<&'a T> {
-        (!from.is_empty()).then(|| &from[self.below(from.len() as u64) as usize])
-    }
 }
 
 /// Attribute IDs cepm does not serve: it must count and drop them.
@@ -95,14 +69,14 @@ fn comm_id(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> u32 {
             return id;
         }
     }
-    rng.next() as u32
+    rng.next_u64() as u32
 }
 
 /// A well-formed MAD of `attr` with random fields.
 fn template(rng: &mut Rng, cfg: &Config, attr: AttrId, tally: &mut Tally) -> [u8; MAD_SIZE] {
     let mut fields = Fields {
         valid: true,
-        tid: Some(rng.next()),
+        tid: Some(rng.next_u64()),
         ..Default::default()
     };
     if attr != AttrId::ClassPortInfo {
@@ -151,7 +125,7 @@ fn next_mad(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> [u8; MAD_SIZE] {
             // Base version, class, class version, method, status or attribute ID.
             tally.header_broken += 1;
             let at = [0, 1, 2, 3, 4, 5, 16, 17][rng.below(8) as usize];
-            mad[at] = rng.next() as u8;
+            mad[at] = rng.next_u64() as u8;
         }
         _ => {
             tally.cut_short += 1;
@@ -173,7 +147,7 @@ pub fn run(cfg: &Config) -> io::Result<()> {
         umad::SendAgent::open(&cfg.device, cfg.port)?,
         umad::SendAgent::open(&cfg.device, cfg.port)?,
     ];
-    let mut rng = Rng(cfg.seed);
+    let mut rng = Rng::new(cfg.seed);
     let mut tally = Tally::default();
     // A window of MADs sent in a shuffled order, as a reordering network would; each with
     // the agent that sends it.

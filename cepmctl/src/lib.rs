@@ -7,7 +7,9 @@
 pub mod cep;
 pub mod connect;
 pub mod many;
+pub mod rng;
 pub mod sidr;
+pub mod storm;
 pub mod sys;
 pub mod umad;
 pub mod verbs;

@@ -180,6 +180,60 @@ enum Command {
         #[arg(long, value_delimiter = ',', value_parser = parse_u64, required = true)]
         service_ids: Vec<u64>,
     },
+    /// A connection storm, CM only (no QP): the client keeps --parallel connections in
+    /// flight until --iterations were attempted, each with a fate drawn from --seed (complete,
+    /// destroyed right after CONNECT, after REP_RECEIVED or after the RTU, or left for the
+    /// file's close at exit); the server answers each REQ with a fate of its own (accept,
+    /// reject with reason 28, destroy after the claim or after the REP, leave unclaimed).
+    /// Races' errnos and failure events are counted; an errno docs/abi.md does not allow, an
+    /// event for a destroyed CEP or one the protocol forbids, or a stall exits 1. Prints a
+    /// summary; SIGTERM ends a run with it.
+    Storm {
+        /// Which side this process plays.
+        #[arg(long, value_enum)]
+        role: StormRole,
+        /// Service ID to listen on / connect to.
+        #[arg(long, value_parser = parse_u64)]
+        service_id: u64,
+        /// client: connections to attempt [default: 1000]; server: stop after this many REQs
+        /// [default: no limit].
+        #[arg(long)]
+        iterations: Option<u64>,
+        /// client: connections in flight at once; server: REQs left unclaimed at once.
+        #[arg(long, default_value_t = 16)]
+        parallel: u64,
+        /// Seed of every choice: the same seed makes the same choices.
+        #[arg(long, value_parser = parse_u64, default_value = "1")]
+        seed: u64,
+        /// client: give up (exit 1) when the connections in flight hear nothing this long;
+        /// server: exit after this long without an event.
+        #[arg(long, default_value_t = 30_000)]
+        timeout_ms: u64,
+        /// client: RDMA device.
+        #[arg(long, default_value = "rxe0")]
+        device: String,
+        /// client: port.
+        #[arg(long, default_value_t = 1)]
+        port: u8,
+        /// client: the peer's IPv4 address (default: this host, over the port's own GID).
+        #[arg(long, requires = "peer_mac")]
+        peer_ip: Option<std::net::Ipv4Addr>,
+        /// client: the MAC of the peer's netdev (next hop).
+        #[arg(long, requires = "peer_ip", value_parser = parse_mac)]
+        peer_mac: Option<[u8; 6]>,
+        /// client: how often a REQ (and the server's REP) is resent before the *_ERROR event.
+        #[arg(long, default_value_t = 8)]
+        max_cm_retries: u8,
+        /// client: how long the peer may take to answer, IBTA exponent (16: about 270 ms).
+        #[arg(long, default_value_t = 16)]
+        cm_response_timeout: u8,
+        /// client: the path's packet lifetime, IBTA exponent (also sets timewait's length).
+        #[arg(long, default_value_t = 8)]
+        packet_life_time: u8,
+        /// client: print "storm: progress N started" every N connections (0: never).
+        #[arg(long, default_value_t = 100)]
+        progress: u64,
+    },
     /// Verbs self-test (for tests): two RC QPs on one port, connected to each other by hand,
     /// run a ping-pong whose every message is verified. Exits non-zero on any mismatch.
     #[command(hide = true)]
@@ -206,6 +260,15 @@ enum Command {
         #[arg(long)]
         corrupt_echo_at: Option<u64>,
     },
+}
+
+/// `cepmctl storm --role`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum StormRole {
+    /// Listen and answer REQs.
+    Server,
+    /// Connect.
+    Client,
 }
 
 fn parse_u64(s: &str) -> Result<u64, String> {
@@ -753,6 +816,44 @@ fn run(cli: Cli) -> std::io::Result<()> {
             comm_ids,
             service_ids,
         })?,
+        Command::Storm {
+            role,
+            service_id,
+            iterations,
+            parallel,
+            seed,
+            timeout_ms,
+            device,
+            port,
+            peer_ip,
+            peer_mac,
+            max_cm_retries,
+            cm_response_timeout,
+            packet_life_time,
+            progress,
+        } => {
+            let opts = cepm::storm::Options {
+                role: match role {
+                    StormRole::Server => cepm::storm::Role::Server,
+                    StormRole::Client => cepm::storm::Role::Client,
+                },
+                service_id,
+                iterations,
+                parallel,
+                seed,
+                timeout: std::time::Duration::from_millis(timeout_ms),
+                device,
+                port,
+                peer: peer_ip.zip(peer_mac).map(|(ip, mac)| (ip.octets(), mac)),
+                max_cm_retries,
+                cm_response_timeout,
+                packet_life_time,
+                progress,
+            };
+            // A panic is a failure like any other: exit 1, after the panic message.
+            std::panic::catch_unwind(|| cepm::storm::run(&opts))
+                .map_err(|_| std::io::Error::other("storm: panicked"))??;
+        }
         Command::VerbsSelftest {
             device,
             port,
