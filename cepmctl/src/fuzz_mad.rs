@@ -4,8 +4,8 @@
 //!
 //! Each MAD starts from one of the 12 CM messages, ClassPortInfo or an attribute cepm does
 //! not know, well formed by `send-mad`'s templates (`forge.rs`) with random fields: TIDs,
-//! QPNs, service IDs from a given set, and comm IDs either random or harvested from live
-//! connections (`--comm-ids`). Then it is sent as it is, or damaged: bytes of the body
+//! service IDs from a given set, and comm IDs, QPNs and GIDs either random or harvested from
+//! live connections (`--comm-ids`, `--qpns`, `--gids`). Then it is sent as it is, or damaged: bytes of the body
 //! flipped, a header field broken (versions, class, method, status, attribute), or the body
 //! cut short (a zero tail). Some are sent twice, and a window of them is reordered.
 
@@ -38,6 +38,10 @@ pub struct Config {
     pub count: u64,
     /// Comm IDs (and SIDR request IDs) of live connections to aim at.
     pub comm_ids: Vec<u32>,
+    /// QPNs of live connections' ends.
+    pub qpns: Vec<u32>,
+    /// GIDs of the hosts with live connections.
+    pub gids: Vec<[u8; 16]>,
     /// Service IDs its REQs and SIDR_REQs ask for.
     pub service_ids: Vec<u64>,
 }
@@ -57,19 +61,43 @@ struct Tally {
     cut_short: u64,
     unknown_attr: u64,
     duplicates: u64,
+    /// Fields filled with a harvested comm ID, QPN or GID.
     harvested: u64,
 }
 
-/// A comm ID: one harvested from a live connection 40 times in 100 when there are any,
-/// else a random one.
-fn comm_id(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> u32 {
+/// One of `harvested` 40 times in 100 when there are any, else `random`'s.
+fn harvested<T: Copy>(
+    rng: &mut Rng,
+    harvested: &[T],
+    tally: &mut Tally,
+    random: impl FnOnce(&mut Rng) -> T,
+) -> T {
     if rng.chance(40) {
-        if let Some(&id) = rng.pick(&cfg.comm_ids) {
+        if let Some(&value) = rng.pick(harvested) {
             tally.harvested += 1;
-            return id;
+            return value;
         }
     }
-    rng.next_u64() as u32
+    random(rng)
+}
+
+fn comm_id(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> u32 {
+    harvested(rng, &cfg.comm_ids, tally, |rng| rng.next_u64() as u32)
+}
+
+/// A 24-bit QPN (0 included: cepm must refuse it).
+fn qpn(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> u32 {
+    harvested(rng, &cfg.qpns, tally, |rng| rng.below(1 << 24) as u32)
+}
+
+/// A GID: a harvested host's, or random bytes.
+fn gid(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> [u8; 16] {
+    harvested(rng, &cfg.gids, tally, |rng| {
+        let mut gid = [0u8; 16];
+        gid[..8].copy_from_slice(&rng.next_u64().to_be_bytes());
+        gid[8..].copy_from_slice(&rng.next_u64().to_be_bytes());
+        gid
+    })
 }
 
 /// A well-formed MAD of `attr` with random fields.
@@ -89,11 +117,19 @@ fn template(rng: &mut Rng, cfg: &Config, attr: AttrId, tally: &mut Tally) -> [u8
         fields.service_id = rng.pick(&cfg.service_ids).copied();
     }
     if matches!(attr, AttrId::Req | AttrId::Rep | AttrId::Dreq) {
-        fields.qpn = Some(rng.below(1 << 24) as u32);
+        fields.qpn = Some(qpn(rng, cfg, tally));
+    }
+    // The REQ's primary path names the receiver's GID: the real one half the time.
+    if attr == AttrId::Req && rng.chance(50) {
+        fields.remote_gid = Some(gid(rng, cfg, tally).into());
     }
     if attr == AttrId::Rej {
         fields.reason = Some(rng.below(40) as u16);
         fields.msg_rejected = Some(rng.below(4) as u8);
+        // A GID in the ARI, as REJ 12's (and a timeout REJ's CA GUID, in its first 8 bytes).
+        if rng.chance(30) {
+            fields.ari = Some(forge::HexBytes(gid(rng, cfg, tally).to_vec()));
+        }
     }
     // Every field set applies to `attr` and fits; an all-zero MAD is still fair input.
     fields.mad(attr, 0, &cfg.to).unwrap_or([0; MAD_SIZE])
@@ -180,7 +216,7 @@ pub fn run(cfg: &Config) -> io::Result<()> {
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "fuzz-mad: seed {}: {} MADs sent in {:.1} s ({:.0} MADs/s), {} refused by our own MAD layer: {} well formed, {} with flipped body bytes, {} with a broken header, {} cut short, {} of unknown attributes, {} sent twice, {} comm IDs harvested",
+        "fuzz-mad: seed {}: {} MADs sent in {:.1} s ({:.0} MADs/s), {} refused by our own MAD layer: {} well formed, {} with flipped body bytes, {} with a broken header, {} cut short, {} of unknown attributes, {} sent twice, {} harvested comm IDs, QPNs and GIDs used",
         cfg.seed,
         tally.sent,
         secs,

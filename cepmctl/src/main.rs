@@ -176,6 +176,12 @@ enum Command {
         /// e.g. from `cepmctl list`).
         #[arg(long, value_delimiter = ',', value_parser = parse_u32)]
         comm_ids: Vec<u32>,
+        /// QPNs of live connections' ends to aim at, comma-separated.
+        #[arg(long, value_delimiter = ',', value_parser = parse_u32)]
+        qpns: Vec<u32>,
+        /// GIDs of the hosts to aim at, comma-separated, in IPv6 notation.
+        #[arg(long, value_delimiter = ',')]
+        gids: Vec<std::net::Ipv6Addr>,
         /// Service IDs its REQs and SIDR_REQs ask for, comma-separated.
         #[arg(long, value_delimiter = ',', value_parser = parse_u64, required = true)]
         service_ids: Vec<u64>,
@@ -806,6 +812,8 @@ fn run(cli: Cli) -> std::io::Result<()> {
             seed,
             count,
             comm_ids,
+            qpns,
+            gids,
             service_ids,
         } => fuzz_mad::run(&fuzz_mad::Config {
             device,
@@ -814,6 +822,8 @@ fn run(cli: Cli) -> std::io::Result<()> {
             seed,
             count,
             comm_ids,
+            qpns,
+            gids: gids.iter().map(|g| g.octets()).collect(),
             service_ids,
         })?,
         Command::Storm {

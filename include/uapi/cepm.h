@@ -216,7 +216,9 @@ struct cepm_cep_info {
  * CEPM_IOC_LIST_CEPS: every CEP in the module (all files, and unclaimed
  * ones), like CEPM_IOC_QUERY's ports: the first min(count, capacity) entries
  * of ceps are filled in.  handle is the caller's handle for CEPs it owns, 0
- * for the others.  For diagnostics (cepmctl list): /dev/cepm is root-only.
+ * for the others.  For diagnostics (cepmctl list).  Without CAP_NET_ADMIN (at
+ * open), only the CEPs of the caller's user are listed (and counted), and
+ * user_context is 0 for every CEP the calling file does not own.
  */
 struct cepm_list {
 	__u32 count;    /* out */
@@ -362,7 +364,8 @@ struct cepm_establish {
  * "cepmctl events".  flags and reserved must be 0; the file must own no CEP
  * and cannot create one afterwards (EBUSY).  read() and poll() then deal in
  * struct cepm_trace records instead of events: a copy of every event any CEP
- * in the module delivers (to any file, or parked on an unclaimed CEP).  At
+ * in the module delivers (to any file, or parked on an unclaimed CEP); without
+ * CAP_NET_ADMIN (at open), only those of CEPs the caller's user owns.  At
  * most CEPM_MONITOR_QUEUE_MAX records wait; further ones are dropped and
  * counted in the next record's lost field.
  */

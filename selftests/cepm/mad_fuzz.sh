@@ -3,9 +3,9 @@
 # A hostile peer: cepmctl fuzz-mad on rxe1, in the peer namespace, sends rxe0's cepm a
 # seeded stream of CM MADs through ib_umad (well-formed messages of every kind with random
 # fields, flipped bytes, broken headers, short bodies, unknown attributes, duplicates,
-# reordering), aimed in part at the comm IDs of two live connections it harvested. Next to
-# it, legitimate connections from rxe0 to a server on rxe1, whose IDs it does not know, must
-# all succeed; when everything is closed no CEP may be left, and a new connection must work.
+# reordering), aimed in part at the comm IDs and QPNs of a live connection it harvested, and
+# at both hosts' GIDs. Next to it, legitimate connections from rxe0 to a server on rxe1, whose
+# IDs it does not know, must all succeed; when everything is closed no CEP may be left, and a new connection must work.
 # dmesg_clean.sh judges the kernel log and kmemleak at the end of the run. Fixed seed, so a
 # failure replays; CEPM_MAD_FUZZ_SEED and CEPM_MAD_FUZZ_COUNT override.
 . "$(dirname "$0")/lib.sh"
@@ -34,10 +34,13 @@ held_up() { grep -q 'in ESTABLISHED' "$out.held"; }
 ktap_check "a held connection to aim at is established" wait_until 20 held_up
 # Harvested: the held connection's comm IDs (ours and the peer's), as cepmctl list shows them.
 ids=$("$CEPMCTL" list | awk '$2 == "ESTABLISHED" { print $1; print $4 }' | sort -u | paste -sd, -)
-ktap_print_msg "harvested comm IDs: $ids"
+qpns=$("$CEPMCTL" list | awk '$2 == "ESTABLISHED" { print $5 }' | sort -u | paste -sd, -)
+# And the GIDs of both hosts, which REQ paths and REJ ARIs name.
+gids=::ffff:10.77.0.1,::ffff:10.77.0.2
+ktap_print_msg "harvested comm IDs: $ids; QPNs: $qpns; GIDs: $gids"
 
 on_server "$CEPMCTL" fuzz-mad "$SERVER_DEV" 1 --to-gid ::ffff:10.77.0.1 --seed "$seed" --count "$count" \
-	--comm-ids "$ids" --service-ids "$SID_SINK,$SID_HELD,$SID_SIDR,0x0000000001064eff" >"$out.fuzz" 2>&1 &
+	--comm-ids "$ids" --qpns "$qpns" --gids "$gids" --service-ids "$SID_SINK,$SID_HELD,$SID_SIDR,0x0000000001064eff" >"$out.fuzz" 2>&1 &
 fpid=$!
 # Legitimate connections meanwhile, to a service and with comm IDs the fuzzer does not know.
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_LEGIT --count 100 --timeout-ms 60000 \

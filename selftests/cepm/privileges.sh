@@ -421,6 +421,7 @@ charged_to_cgroup() {
 	local key=kernel before now want=$((2000 * 256)) rc
 	# memory.stat's total of kernel memory; older kernels have only its slab part.
 	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab
+	ktap_print_msg "/dev/cepm: $(stat -c '%a %U:%G' /dev/cepm)"
 	HOLDER_CGROUP=$CG_DIR hold_start mem a create 2000 --wait-go --expect ok --hold &&
 		holder_says mem waiting || return 1
 	before=$(kmem $key)
