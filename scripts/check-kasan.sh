@@ -35,9 +35,12 @@ kasan_kernel() { kasan_kdir=$(scripts/kasan.sh kernel | tail -n 1) && [ -f "$kas
 
 src=$CEPM_ROOT/out/kasan/src
 kasan_module() {
+	# The module's sources only, what Kbuild reads, into a fresh copy: not the objects and
+	# generated bindings of the default build, made for another kernel's flags.
+	rm -rf "$src"
 	mkdir -p "$src"
-	# The module's sources only: what Kbuild reads.
-	rsync -a --delete --exclude target --exclude "*.o" --exclude ".*.cmd" Kbuild rust include scripts proto "$src/"
+	rsync -a --exclude target --exclude "*.o" --exclude ".*.cmd" --exclude "*_bindings.rs" \
+		Kbuild rust include scripts proto "$src/"
 	scripts/kasan.sh run make -C "$kasan_kdir" M="$src" LLVM=-19 modules
 }
 

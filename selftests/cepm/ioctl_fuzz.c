@@ -130,8 +130,10 @@ enum call_id {
  * The errnos each call may fail with, from docs/abi.md's "Errors" table, which is the one
  * list (no other errno is accepted).  "[prov]": only when the call was given what provokes
  * it (PROV_* below), so that e.g. a well-formed call getting E2BIG or EFAULT is a failure.
- * The fuzzer is stricter than the table where it knows more: EMFILE (handles run out, or a
- * debugfs knob) cannot happen here, so it is not accepted.
+ * The fuzzer is stricter than the table where it knows more: EMFILE (handles run out, a
+ * debugfs knob, or a file's limit) cannot happen here, so it is not accepted; nor can the
+ * errnos of "Privileges and limits" (EACCES, EADDRINUSE, EDQUOT): every process is root,
+ * with every capability, and holds far less than the default limits (MAX_CEPS a file).
  *
  *   every ioctl  EINVAL     bad argument, reserved != 0, a handle not ours, a call the
  *                           CEP's state does not allow
