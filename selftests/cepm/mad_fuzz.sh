@@ -24,12 +24,14 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 
 # Targets: a listener on rxe0 that rejects whatever it is offered, and a held connection
 # from rxe0 to rxe1 whose comm IDs the fuzzer is given.
-"$CEPMCTL" serve --service-id $SID_SINK --count 1000000 --timeout-ms 600000 >"$out.sink" 2>&1 &
+# The targets outlast the whole run: 10 minutes, or more on a slower kernel (check-kasan).
+long_ms=$((600000 * ${CEPM_LIMIT_SCALE:-1}))
+"$CEPMCTL" serve --service-id $SID_SINK --count 1000000 --timeout-ms $long_ms >"$out.sink" 2>&1 &
 wait_until 10 grep -q '^serve: listening' "$out.sink"
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID_HELD --cm-only --hold --timeout-ms 600000 \
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID_HELD --cm-only --hold --timeout-ms $long_ms \
 	>"$out.held-accept" 2>&1 &
 wait_until 10 grep -q '^accept: listening' "$out.held-accept"
-"$CEPMCTL" connect --service-id $SID_HELD --cm-only --hold --timeout-ms 600000 "${TO_SERVER[@]}" >"$out.held" 2>&1 &
+"$CEPMCTL" connect --service-id $SID_HELD --cm-only --hold --timeout-ms $long_ms "${TO_SERVER[@]}" >"$out.held" 2>&1 &
 held_up() { grep -q 'in ESTABLISHED' "$out.held"; }
 ktap_check "a held connection to aim at is established" wait_until 20 held_up
 # Harvested: the held connection's comm IDs (ours and the peer's), as cepmctl list shows them.
