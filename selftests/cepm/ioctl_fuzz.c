@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "cepm.h"
+#include "roce_route.h"
 
 #define DEV_PATH	"/dev/cepm"
 #define RXE_DEV		"rxe0"
@@ -2572,84 +2573,22 @@ fail:
 	exit(1);
 }
 
-static bool read_line(const char *path, char *buf, size_t len)
-{
-	FILE *fp = fopen(path, "r");
-	bool ok;
-
-	if (!fp)
-		return false;
-	ok = fgets(buf, len, fp) != NULL;
-	fclose(fp);
-	if (ok)
-		buf[strcspn(buf, "\n")] = 0;
-	return ok;
-}
-
-/* A GID as sysfs prints it: eight groups of four hex digits. */
-static bool parse_gid(const char *s, uint8_t gid[16])
-{
-	unsigned int g[8];
-	int i, n = 0;
-
-	if (sscanf(s, "%4x:%4x:%4x:%4x:%4x:%4x:%4x:%4x%n", &g[0], &g[1], &g[2], &g[3], &g[4],
-		   &g[5], &g[6], &g[7], &n) != 8 || s[n])
-		return false;
-	for (i = 0; i < 8; i++) {
-		gid[2 * i] = g[i] >> 8;
-		gid[2 * i + 1] = g[i] & 0xff;
-	}
-	return true;
-}
-
-static bool parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned int m[6];
-	int i, n = 0;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
-		   &n) != 6 || s[n])
-		return false;
-	for (i = 0; i < 6; i++)
-		mac[i] = m[i];
-	return true;
-}
-
 /* rxe0 port 1's first RoCE v2 GID that maps an IPv4 address, and its netdev's MAC: the next
- * hop when the peer is this host (as cepmctl's roce_v2_ipv4_gid() and local_mac()). */
+ * hop when the peer is this host. */
 static void find_gid(void)
 {
-	static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	char path[256], line[128], ndev[64];
-	int i;
+	char ndev[64];
+	unsigned int index;
 
-	for (i = 0; i <= 255; i++) {
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/gid_attrs/types/%d",
-			 RXE_DEV, RXE_PORT, i);
-		if (!read_line(path, line, sizeof(line)))
-			break;
-		if (strcmp(line, "RoCE v2"))
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/gids/%d", RXE_DEV,
-			 RXE_PORT, i);
-		if (!read_line(path, line, sizeof(line)) || !parse_gid(line, G.gid) ||
-		    memcmp(G.gid, v4_prefix, sizeof(v4_prefix)))
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%d",
-			 RXE_DEV, RXE_PORT, i);
-		if (!read_line(path, ndev, sizeof(ndev)))
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/net/%s/address", ndev);
-		if (!read_line(path, line, sizeof(line)) || !parse_mac(line, G.mac))
-			continue;
-		G.index = i;
-		G.found = true;
-		printf("ioctl_fuzz: %s port %d GID %d ::ffff:%u.%u.%u.%u on %s\n", RXE_DEV,
-		       RXE_PORT, i, G.gid[12], G.gid[13], G.gid[14], G.gid[15], ndev);
+	if (!roce_v2_ipv4_route(RXE_DEV, RXE_PORT, G.gid, G.mac, &index, ndev, sizeof(ndev))) {
+		printf("ioctl_fuzz: warning: no RoCE v2 IPv4 GID on %s port %d: requests will not "
+		       "meet listeners\n", RXE_DEV, RXE_PORT);
 		return;
 	}
-	printf("ioctl_fuzz: warning: no RoCE v2 IPv4 GID on %s port %d: requests will not meet "
-	       "listeners\n", RXE_DEV, RXE_PORT);
+	G.index = index;
+	G.found = true;
+	printf("ioctl_fuzz: %s port %d GID %u ::ffff:%u.%u.%u.%u on %s\n", RXE_DEV, RXE_PORT,
+	       index, G.gid[12], G.gid[13], G.gid[14], G.gid[15], ndev);
 }
 
 static void setup_signals(void)

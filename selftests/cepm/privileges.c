@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "cepm.h"
+#include "roce_route.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_FILES 64
@@ -492,53 +493,6 @@ static int cmd_monitor(const struct opts *o)
 	return 0;
 }
 
-/* The first line of a sysfs file, without its newline; false if it cannot be read. */
-static bool read_line(const char *path, char *line, size_t size)
-{
-	FILE *f = fopen(path, "r");
-	int err;
-	bool ok;
-
-	if (!f)
-		return false;
-	ok = fgets(line, size, f) != NULL;
-	err = errno;
-	fclose(f);
-	errno = err;
-	if (ok)
-		line[strcspn(line, "\n")] = 0;
-	return ok;
-}
-
-/* "fe80:0000:0000:0000:0000:0000:0000:0001", as sysfs writes a GID. */
-static bool parse_gid(const char *s, __u8 gid[16])
-{
-	unsigned int g[8];
-	int i, n = 0;
-
-	if (sscanf(s, "%4x:%4x:%4x:%4x:%4x:%4x:%4x:%4x%n", &g[0], &g[1], &g[2], &g[3], &g[4],
-		   &g[5], &g[6], &g[7], &n) != 8 || s[n])
-		return false;
-	for (i = 0; i < 8; i++) {
-		gid[2 * i] = g[i] >> 8;
-		gid[2 * i + 1] = g[i] & 0xff;
-	}
-	return true;
-}
-
-static bool parse_mac(const char *s, __u8 mac[6])
-{
-	unsigned int m[6];
-	int i, n = 0;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
-		   &n) != 6 || s[n])
-		return false;
-	for (i = 0; i < 6; i++)
-		mac[i] = m[i];
-	return true;
-}
-
 /*
  * Where the REQ goes: this host's own first RoCE v2 GID that maps an IPv4 address, and the
  * MAC of its netdev as the next hop, as cepmctl connects in loopback (connect.rs's Route):
@@ -546,38 +500,13 @@ static bool parse_mac(const char *s, __u8 mac[6])
  */
 static void own_roce_v2_address(const char *dev, __u8 dgid[16], __u8 dmac[6], unsigned int *index)
 {
-	static const __u8 v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	char path[256], line[128], ndev[64];
-	unsigned int i;
+	char ndev[64];
 
-	for (i = 0; i < 256; i++) {
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%u",
-			 dev, i);
-		/* An empty entry cannot be read (EINVAL); past the table there is no file. */
-		if (!read_line(path, line, sizeof(line))) {
-			if (errno == ENOENT)
-				break;
-			continue;
-		}
-		if (strcmp(line, "RoCE v2"))
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gids/%u", dev, i);
-		if (!read_line(path, line, sizeof(line)) || !parse_gid(line, dgid) ||
-		    memcmp(dgid, v4_mapped, sizeof(v4_mapped)))
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%u",
-			 dev, i);
-		if (!read_line(path, ndev, sizeof(ndev)))
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/net/%s/address", ndev);
-		if (!read_line(path, line, sizeof(line)) || !parse_mac(line, dmac))
-			continue;
-		printf("# to %s port 1 GID %u (::ffff:%u.%u.%u.%u on %s, MAC %s)\n", dev, i,
-		       dgid[12], dgid[13], dgid[14], dgid[15], ndev, line);
-		*index = i;
-		return;
-	}
-	setup_failed("%s port 1 has no RoCE v2 IPv4 GID", dev);
+	if (!roce_v2_ipv4_route(dev, 1, dgid, dmac, index, ndev, sizeof(ndev)))
+		setup_failed("%s port 1 has no RoCE v2 IPv4 GID", dev);
+	printf("# to %s port 1 GID %u (::ffff:%u.%u.%u.%u on %s, MAC %02x:%02x:%02x:%02x:%02x:%02x)\n",
+	       dev, *index, dgid[12], dgid[13], dgid[14], dgid[15], ndev, dmac[0], dmac[1], dmac[2],
+	       dmac[3], dmac[4], dmac[5]);
 }
 
 static int cmd_connect_sgid(const struct opts *o)
