@@ -7,8 +7,11 @@
  *
  *   privileges listen SERVICE_ID MASK --expect E [--context U64] [--hold]
  *       CREATE, then LISTEN on SERVICE_ID under MASK (passed as given: 0 means exact).
- *   privileges create N --expect E [--files F] [--wait-go] [--hold]
- *       CREATE in F files (default 1) in turn until N CEPs exist or one fails.
+ *   privileges create N --expect E [--files F] [--wait-go] [--hold] [--send req|sidr]
+ *       CREATE in F files (default 1) in turn until N CEPs exist or one fails.  --send: then
+ *       each CEP sends a REQ (CONNECT) or a SIDR_REQ (SIDR_REQ) to this host's own RoCE v2
+ *       IPv4 GID on rxe0, service 0x0000000001063000, with 15 retries 4 s apart; with
+ *       --wait-go, the sends (not the creates) wait for the go.
  *   privileges listens N --expect E [--files F] [--base SERVICE_ID]
  *       in F files in turn, CREATE and LISTEN exactly on BASE + i for i < N
  *       (default BASE 0x0000000001062000: TCP port 0x2000).
@@ -51,6 +54,7 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_FILES 64
+#define MAX_CREATES 100000 /* create --send */
 #define ANY (-1L)
 
 /* The outcomes a caller may name in --expect, and how the log names the others. */
@@ -100,12 +104,14 @@ struct opts {
 	long timeout_ms;
 	const char *device;
 	long wait_event_ms;
+	const char *send;
 };
 
 static void usage(void)
 {
 	fputs("usage: privileges listen SERVICE_ID MASK --expect E [--context U64] [--hold]\n"
 	      "       privileges create N --expect E [--files F] [--wait-go] [--hold]\n"
+	      "                         [--send req|sidr]\n"
 	      "       privileges listens N --expect E [--files F] [--base SERVICE_ID]\n"
 	      "       privileges list [--expect-own N|any] [--expect-other N|any] [--min-other N]\n"
 	      "                       [--want-service ID]\n"
@@ -197,6 +203,10 @@ static void parse_option(struct opts *o, const char *name, const char *value)
 		o->device = value;
 	} else if (!strcmp(name, "--wait-event")) {
 		o->wait_event_ms = parse_u64(name, value);
+	} else if (!strcmp(name, "--send")) {
+		if (strcmp(value, "req") && strcmp(value, "sidr"))
+			usage();
+		o->send = value;
 	} else {
 		fprintf(stderr, "privileges: unknown option %s\n", name);
 		usage();
@@ -299,18 +309,97 @@ static int cmd_listen(const struct opts *o)
 	return rc;
 }
 
+/*
+ * Where the REQ goes: this host's own first RoCE v2 GID that maps an IPv4 address, and the
+ * MAC of its netdev as the next hop, as cepmctl connects in loopback (connect.rs's Route):
+ * rxe loops the REQ back and cepm, with no listener, answers it with a REJ.
+ */
+static void own_roce_v2_address(const char *dev, __u8 dgid[16], __u8 dmac[6], unsigned int *index)
+{
+	char ndev[64];
+
+	if (!roce_v2_ipv4_route(dev, 1, dgid, dmac, index, ndev, sizeof(ndev)))
+		setup_failed("%s port 1 has no RoCE v2 IPv4 GID", dev);
+	printf("# to %s port 1 GID %u (::ffff:%u.%u.%u.%u on %s, MAC %02x:%02x:%02x:%02x:%02x:%02x)\n",
+	       dev, *index, dgid[12], dgid[13], dgid[14], dgid[15], ndev, dmac[0], dmac[1], dmac[2],
+	       dmac[3], dmac[4], dmac[5]);
+}
+
+/*
+ * CONNECT HANDLE from GID SGID_INDEX of DEV port 1 to DGID (the MAC DMAC), service
+ * 0x0000000001063000 (TCP port 0x3000, where no one listens), as QPN 0x123 would.
+ */
+static int connect_to(int fd, __u32 handle, const char *dev, unsigned int sgid_index,
+		      const __u8 dgid[16], const __u8 dmac[6], __u8 max_cm_retries)
+{
+	struct cepm_connect c;
+
+	memset(&c, 0, sizeof(c));
+	c.service_id = 0x0000000001063000ULL;
+	c.handle = handle;
+	c.port_num = 1;
+	snprintf(c.dev_name, sizeof(c.dev_name), "%s", dev);
+	memcpy(c.path.dgid, dgid, 16);
+	memcpy(c.path.dmac, dmac, 6);
+	c.path.sgid_index = sgid_index;
+	c.path.hop_limit = 64;
+	c.path.mtu = 3; /* 1024 */
+	c.path.packet_life_time = 14;
+	c.path.pkey = 0;
+	c.local_qpn = 0x123;
+	c.starting_psn = 1;
+	c.responder_resources = 1;
+	c.initiator_depth = 1;
+	c.remote_cm_response_timeout = 20; /* 4 s */
+	c.local_cm_response_timeout = 20;
+	c.retry_count = 7;
+	c.rnr_retry_count = 7;
+	c.max_cm_retries = max_cm_retries;
+	c.qp_type = CEPM_TRANSPORT_RC;
+	return call(fd, CEPM_IOC_CONNECT, &c);
+}
+
+/* SIDR_REQ from HANDLE, to where connect_to() connects, waiting 4 s between its retries. */
+static int sidr_request_to(int fd, __u32 handle, const char *dev, unsigned int sgid_index,
+			   const __u8 dgid[16], const __u8 dmac[6], __u8 max_cm_retries)
+{
+	struct cepm_sidr_req r;
+
+	memset(&r, 0, sizeof(r));
+	r.service_id = 0x0000000001063000ULL;
+	r.handle = handle;
+	r.port_num = 1;
+	snprintf(r.dev_name, sizeof(r.dev_name), "%s", dev);
+	memcpy(r.path.dgid, dgid, 16);
+	memcpy(r.path.dmac, dmac, 6);
+	r.path.sgid_index = sgid_index;
+	r.path.hop_limit = 64;
+	r.path.mtu = 3;
+	r.path.packet_life_time = 14;
+	r.cm_response_timeout = 20;
+	r.max_cm_retries = max_cm_retries;
+	return call(fd, CEPM_IOC_SIDR_REQ, &r);
+}
+
 static int cmd_create(const struct opts *o)
 {
-	unsigned long n = parse_u64("N", o->pos[0]), k;
+	unsigned long n = parse_u64("N", o->pos[0]), k, sent = 0;
 	int fds[MAX_FILES], err = 0, rc;
+	static __u32 handles[MAX_CREATES];
+	unsigned int gid_index;
+	__u8 gid[16], mac[6];
 	char what[128];
-	__u32 handle;
 
+	if (o->send) {
+		if (n > MAX_CREATES)
+			usage();
+		own_roce_v2_address("rxe0", gid, mac, &gid_index);
+	}
 	open_files(o, fds);
-	if (o->wait_go)
+	if (o->wait_go && !o->send)
 		wait_go();
 	for (k = 0; k < n; k++) {
-		err = create_cep(fds[k % o->files], k, &handle);
+		err = create_cep(fds[k % o->files], k, &handles[o->send ? k : 0]);
 		if (err)
 			break;
 	}
@@ -321,6 +410,21 @@ static int cmd_create(const struct opts *o)
 	else
 		snprintf(what, sizeof(what), "%lu CREATEs", n);
 	rc = verdict(what, err, o->expect);
+	if (rc == 0 && o->send) {
+		if (o->wait_go)
+			wait_go();
+		for (; sent < k; sent++) {
+			int fd = fds[sent % o->files];
+
+			err = !strcmp(o->send, "req") ?
+				      connect_to(fd, handles[sent], "rxe0", gid_index, gid, mac, 15) :
+				      sidr_request_to(fd, handles[sent], "rxe0", gid_index, gid, mac, 15);
+			if (err)
+				setup_failed("%s of CEP %lu: %s", !strcmp(o->send, "req") ? "CONNECT" :
+				             "SIDR_REQ", sent + 1, errno_name(err));
+		}
+		printf("# %lu CEPs sent a %s\n", sent, !strcmp(o->send, "req") ? "REQ" : "SIDR_REQ");
+	}
 	if (rc == 0 && o->hold)
 		hold_until_eof();
 	return rc;
@@ -493,61 +597,25 @@ static int cmd_monitor(const struct opts *o)
 	return 0;
 }
 
-/*
- * Where the REQ goes: this host's own first RoCE v2 GID that maps an IPv4 address, and the
- * MAC of its netdev as the next hop, as cepmctl connects in loopback (connect.rs's Route):
- * rxe loops the REQ back and cepm, with no listener, answers it with a REJ.
- */
-static void own_roce_v2_address(const char *dev, __u8 dgid[16], __u8 dmac[6], unsigned int *index)
-{
-	char ndev[64];
-
-	if (!roce_v2_ipv4_route(dev, 1, dgid, dmac, index, ndev, sizeof(ndev)))
-		setup_failed("%s port 1 has no RoCE v2 IPv4 GID", dev);
-	printf("# to %s port 1 GID %u (::ffff:%u.%u.%u.%u on %s, MAC %02x:%02x:%02x:%02x:%02x:%02x)\n",
-	       dev, *index, dgid[12], dgid[13], dgid[14], dgid[15], ndev, dmac[0], dmac[1], dmac[2],
-	       dmac[3], dmac[4], dmac[5]);
-}
-
 static int cmd_connect_sgid(const struct opts *o)
 {
 	__u64 index = parse_u64("INDEX", o->pos[0]);
 	const char *dev = o->device ? o->device : "rxe0";
 	struct cepm_destroy d;
-	struct cepm_connect c;
 	unsigned int dgid_index;
+	__u8 dgid[16], dmac[6];
 	int fd, err, rc;
 	char what[64];
 	__u32 handle;
 
 	if (index > 255)
 		usage();
-	memset(&c, 0, sizeof(c));
-	own_roce_v2_address(dev, c.path.dgid, c.path.dmac, &dgid_index);
+	own_roce_v2_address(dev, dgid, dmac, &dgid_index);
 	fd = open_cepm(0);
 	err = create_cep(fd, 0, &handle);
 	if (err)
 		setup_failed("CREATE before the CONNECT: %s", errno_name(err));
-	c.service_id = 0x0000000001063000ULL; /* TCP port 0x3000: no one listens */
-	c.handle = handle;
-	c.port_num = 1;
-	snprintf(c.dev_name, sizeof(c.dev_name), "%s", dev);
-	c.path.sgid_index = index;
-	c.path.hop_limit = 64;
-	c.path.mtu = 3; /* 1024 */
-	c.path.packet_life_time = 14;
-	c.path.pkey = 0;
-	c.local_qpn = 0x123;
-	c.starting_psn = 1;
-	c.responder_resources = 1;
-	c.initiator_depth = 1;
-	c.remote_cm_response_timeout = 20;
-	c.local_cm_response_timeout = 20;
-	c.retry_count = 7;
-	c.rnr_retry_count = 7;
-	c.max_cm_retries = 3;
-	c.qp_type = CEPM_TRANSPORT_RC;
-	err = call(fd, CEPM_IOC_CONNECT, &c);
+	err = connect_to(fd, handle, dev, index, dgid, dmac, 3);
 	snprintf(what, sizeof(what), "CONNECT from GID index %u", (unsigned int)index);
 	rc = verdict(what, err, o->expect);
 	if (!err && o->wait_event_ms >= 0) {

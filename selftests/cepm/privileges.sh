@@ -6,7 +6,8 @@
 # cover them with a masked listen, no one may take them over); LIST_CEPS and monitors show
 # only the caller's user's CEPs (all with CAP_NET_ADMIN, and never another file's
 # user_context); CONNECT starts from a RoCE v2 GID the port has; the module parameters bound
-# what a file and a user hold; what a user's calls allocate is charged to their memory cgroup.
+# what a file and a user hold; what a user's calls allocate (CEPs, the REQs and SIDR_REQs they
+# keep for their retries) is charged to their memory cgroup.
 #
 # The calls are made by out/selftests/privileges (privileges.c), run through setpriv as user A
 # (uid 65534) or user B (uid 65533), with one ambient capability where a check says so, or as
@@ -21,7 +22,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 42
+ktap_set_plan 44
 
 USER_A=65534
 USER_B=65533
@@ -183,6 +184,8 @@ cleanup() {
 		rm -rf /run/udev
 	fi
 	cgroup_cleanup
+	# A check stopped half way may leave cepm dropping what it receives.
+	[ ! -w $CEPM_DEBUGFS/drop_rx_count ] || drop_rx 0 0
 	if [ $limits_loaded = 1 ]; then
 		! cepm_loaded || rmmod cepm
 		insmod "$CEPM_KO" && wait_until 20 port_listed "$RXE_DEV" 1
@@ -437,11 +440,39 @@ charged_to_cgroup() {
 	return $rc
 }
 
+# User A's 1000 CEPs each send a REQ (or a SIDR_REQ) that no answer ever reaches, cepm dropping
+# every CM MAD rxe0 receives: each CEP keeps its message for the retries, and the cgroup's kernel
+# memory grows by at least 128 bytes a message (a REQ alone is larger).  Measured from the
+# moment the CEPs exist, so that only what the sends keep counts.
+sends_charged_to_cgroup() {
+	local kind=$1 key=kernel before now want=$((1000 * 128)) rc
+	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab
+	drop_rx 0 100000000 || return 1
+	HOLDER_CGROUP=$CG_DIR hold_start "send-$kind" a create 1000 --send "$kind" --wait-go \
+		--expect ok --hold && holder_says "send-$kind" waiting || { drop_rx 0 0; return 1; }
+	before=$(kmem $key)
+	holder_tell "send-$kind" go
+	holder_says "send-$kind" ready && wait_until 10 kmem_grew_by $key "$before" $want
+	rc=$?
+	now=$(kmem $key)
+	ktap_print_msg "memory.stat $key: $before before the ${kind}s, $now with them" \
+		"(+$want at least expected)"
+	holder_release "send-$kind" || rc=1
+	drop_rx 0 0
+	# The CEPs went with their file; the next check starts with none.
+	wait_until 30 ceps_are 0 || rc=1
+	return $rc
+}
+
 if memory_cgroup; then
 	ktap_check "user A's CEPs are charged to its memory cgroup" charged_to_cgroup
+	ktap_check "so are the REQs they send" sends_charged_to_cgroup req
+	ktap_check "and their SIDR_REQs" sends_charged_to_cgroup sidr
 else
 	ktap_print_msg "$no_cgroup"
 	ktap_test_skip "user A's CEPs are charged to its memory cgroup"
+	ktap_test_skip "so are the REQs they send"
+	ktap_test_skip "and their SIDR_REQs"
 fi
 cgroup_cleanup
 ktap_finished
