@@ -222,7 +222,7 @@ impl Cep {
                 .map_err(|_| E2BIG)?,
                 ..Default::default()
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?;
         // Encoding refuses out-of-range values (QPN 0 or over 24 bits, ...): check before any
         // state changes.
@@ -230,7 +230,7 @@ impl Cep {
             .encode(&mut [0u8; MAD_SIZE])
             .map_err(|_| EINVAL)?;
         let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
-        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         let mut inner = self.inner.lock();
         let checked = inner.attach_first_peer(self, Event::SendReq, port, info, node)?;
         inner.service_id = args.service_id;

@@ -65,9 +65,9 @@ impl Cep {
                 service_id: args.service_id,
                 private_data: PrivateData::new(pdata).map_err(|_| E2BIG)?,
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?;
-        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         let mut inner = self.inner.lock();
         let checked = inner.attach_first_peer(self, Event::SendSidrReq, port, info, node)?;
         inner.service_id = args.service_id;
@@ -113,7 +113,7 @@ impl Cep {
                 private_data: PrivateData::new(pdata).map_err(|_| E2BIG)?,
                 ..Default::default()
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?;
         CmMsg::SidrRep(*rep)
             .encode(&mut [0u8; MAD_SIZE])
