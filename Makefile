@@ -4,13 +4,14 @@
 #   make deps      install build/test dependencies (idempotent)
 #   make kernel    build the cached test kernel (~/.cache/cepm/linux-*)
 #   make           build cepm.ko against KDIR (default: the cached kernel)
-#   make user      build the userspace crate and cepmctl
+#   make user      build the userspace crate, cepmctl and cepm's librdmacm.so.1
 #   make host-test host-side Rust tests
 #   make selftest  boot the test kernel once and run every selftest in it
 #   make check     all of the above, as CI runs it
 #   make check-kasan  the selftests and fuzzers at full scale on a KASAN kernel (not in check)
 #   make stress    connection storms of 10^6 iterations per topology (CEPM_STORM_ITERATIONS)
-#   make install   cepm.ko (for KDIR's kernel), cepmctl and the udev rule; DESTDIR, PREFIX
+#   make install   cepm.ko (for KDIR's kernel), cepmctl, the udev rule, cepm's librdmacm.so.1
+#                  and cepm-run; DESTDIR, PREFIX
 #   make demo      boot the VM and show the module live
 #   make bench     connect/disconnect timings, cepm against the stock CM (out/bench.md)
 #   make lint      cepm.ko under clippy (CLIPPY=1), cargo clippy on the host crates, fmt-check
@@ -48,9 +49,9 @@ lint: need-kdir fmt-check
 	$(MAKE) -C $(KDIR) M=$(CURDIR) CLIPPY=1 modules
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Every Rust source of ours (the module, proto/ with its fuzz targets, cepmctl/), not the
+# Every Rust source of ours (the module, proto/ with its fuzz targets, cepmctl/, rdmacm/), not the
 # generated bindings.
-RUST_SOURCES = $(shell find rust proto cepmctl -name '*.rs' -not -path '*/target/*' -not -name '*_bindings.rs')
+RUST_SOURCES = $(shell find rust proto cepmctl rdmacm -name '*.rs' -not -path '*/target/*' -not -name '*_bindings.rs')
 
 fmt-check:
 	@echo "rustfmt --check: $(words $(RUST_SOURCES)) files"
@@ -65,14 +66,18 @@ deps:
 kernel:
 	scripts/kernel.sh
 
+# cepmctl, and cepm's librdmacm.so.1 (out/rdmacm/; rdmacm/cepm-run runs a program with it).
 user:
 	$(CARGO) build --release -p cepmctl
+	scripts/rdmacm-link.sh
 
 # The protocol core has its own, fuller check (oracles, fuzzing); the rest of the workspace is
 # plain cargo test.
 host-test:
 	scripts/check-proto-mount.sh
 	$(CARGO) test --workspace --exclude cepm-proto
+	scripts/rdmacm-link.sh
+	rdmacm/check-symbols.sh
 	proto/check.sh
 
 # C selftest programs, built on the host against the UAPI header and the kernel's kselftest harness.
@@ -107,6 +112,8 @@ install: module user
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) modules_install
 	install -D -m 0755 target/release/cepmctl $(DESTDIR)$(PREFIX)/bin/cepmctl
 	install -D -m 0644 udev/90-cepm.rules $(DESTDIR)/etc/udev/rules.d/90-cepm.rules
+	install -D -m 0755 out/rdmacm/librdmacm.so.1 $(DESTDIR)$(PREFIX)/lib/cepm/librdmacm.so.1
+	install -D -m 0755 rdmacm/cepm-run $(DESTDIR)$(PREFIX)/bin/cepm-run
 
 demo:
 	scripts/demo.sh

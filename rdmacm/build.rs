@@ -1,0 +1,43 @@
+//! The C types of librdmacm's API (`<rdma/rdma_cma.h>`, with libibverbs' types it uses) through
+//! the bindgen crate, so that applications and this library agree on every struct layout by
+//! construction: none is copied by hand.
+
+use std::{env, path::PathBuf, process::Command};
+
+/// The C compiler's own header directory (`stddef.h`, ...), which the libclang of `make deps`
+/// (PyPI's, without clang's resource headers) does not have.
+fn compiler_include_dir() -> String {
+    let cc = env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .arg("-print-file-name=include")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
+    assert!(out.status.success(), "{cc} -print-file-name=include failed");
+    String::from_utf8(out.stdout)
+        .expect("a path")
+        .trim()
+        .to_owned()
+}
+
+fn main() {
+    println!("cargo:rerun-if-changed=src/sys.h");
+    println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    bindgen::Builder::default()
+        .header("src/sys.h")
+        .clang_arg(format!("-isystem{}", compiler_include_dir()))
+        .allowlist_type("rdma_.*|ibv_.*|sockaddr_ib")
+        .allowlist_var("RDMA_.*|RAI_.*|IBV_.*|AF_IB")
+        .allowlist_function(
+            "ibv_get_device_list|ibv_free_device_list|ibv_get_device_name|ibv_open_device|ibv_close_device",
+        )
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .prepend_enum_name(false)
+        .derive_default(true)
+        .layout_tests(true)
+        .generate()
+        .expect("bindgen: <rdma/rdma_cma.h> (Debian's librdmacm-dev, which make deps installs)")
+        .write_to_file(out.join("sys.rs"))
+        .expect("write the bindings");
+    println!("cargo:rustc-link-lib=dylib=ibverbs");
+}

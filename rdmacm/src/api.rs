@@ -1,0 +1,8 @@
+//! The exported C API, grouped as librdmacm's man pages group it. Every function keeps
+//! librdmacm's conventions: -1 (or NULL) with `errno` set on failure.
+
+pub mod addrinfo;
+pub mod channel;
+pub mod pending;
+pub mod query;
+pub mod unsupported;

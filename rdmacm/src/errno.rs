@@ -1,0 +1,16 @@
+//! librdmacm's error convention: a call that fails returns -1 (or NULL) and sets `errno`.
+
+use core::ffi::c_int;
+
+/// Sets the calling thread's `errno`.
+pub(crate) fn set(errno: c_int) {
+    // SAFETY: `__errno_location` returns the calling thread's `errno`, valid for the thread's
+    // lifetime.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Fails the way librdmacm's calls fail: `errno` set, -1 returned.
+pub(crate) fn fail(errno: c_int) -> c_int {
+    set(errno);
+    -1
+}
