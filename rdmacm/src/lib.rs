@@ -9,4 +9,5 @@
 pub mod api;
 mod errno;
 pub mod event_str;
+mod resolve;
 pub mod sys;

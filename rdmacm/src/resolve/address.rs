@@ -1,0 +1,147 @@
+//! `rdma_resolve_addr`'s work: from a destination (and perhaps a source) IP address to the RDMA
+//! device, port and GID the connection starts at, and the next hop's MAC address.
+
+use std::{ffi::CStr, fs, io, net::IpAddr, path::Path, time::Duration};
+
+use super::{gid_table, neighbour, route};
+
+/// What an address resolution finds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Resolved {
+    /// The RDMA device and port.
+    pub(crate) device: String,
+    /// Port number.
+    pub(crate) port: u8,
+    /// Our GID's index in the port's table.
+    pub(crate) sgid_index: u8,
+    /// Our address (the GID's).
+    pub(crate) source: IpAddr,
+    /// The peer's GID.
+    pub(crate) dgid: [u8; 16],
+    /// The next hop's MAC address.
+    pub(crate) dmac: [u8; 6],
+    /// The path MTU, as the IB enum (1: 256 ... 5: 4096).
+    pub(crate) mtu: u8,
+}
+
+/// The largest IB MTU whose RoCE packets fit in a netdev MTU of `netdev_mtu` bytes, leaving
+/// room for the GRH (or IP header), UDP, BTH, the largest extended header and the ICRC, as the
+/// kernel's `iboe_get_mtu` does.
+pub(crate) fn ib_mtu_for(netdev_mtu: u32) -> Option<u8> {
+    const OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
+    let room = netdev_mtu.checked_sub(OVERHEAD)?;
+    [(4096, 5), (2048, 4), (1024, 3), (512, 2), (256, 1)]
+        .into_iter()
+        .find(|(bytes, _)| room >= *bytes)
+        .map(|(_, mtu)| mtu)
+}
+
+fn netdev_name(ifindex: u32) -> io::Result<String> {
+    let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: `name` has room for IF_NAMESIZE bytes, as if_indextoname needs.
+    let got = unsafe { libc::if_indextoname(ifindex, name.as_mut_ptr()) };
+    if got.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: if_indextoname wrote a C string into `name`.
+    Ok(unsafe { CStr::from_ptr(name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned())
+}
+
+fn netdev_file(netdev: &str, file: &str) -> io::Result<String> {
+    Ok(
+        fs::read_to_string(Path::new("/sys/class/net").join(netdev).join(file))?
+            .trim()
+            .to_owned(),
+    )
+}
+
+fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = text.split(':');
+    for byte in &mut mac {
+        *byte = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+/// Resolves `destination`, from `source` if given, within `timeout`. The errnos are those
+/// `RDMA_CM_EVENT_ADDR_ERROR` reports: `ENETUNREACH` without a route, `EADDRNOTAVAIL` when no
+/// RDMA port has a RoCE v2 GID for the source address on the route's netdev,
+/// `EHOSTUNREACH`/`ETIMEDOUT` when the next hop does not answer.
+pub(crate) fn resolve(
+    destination: IpAddr,
+    source: Option<IpAddr>,
+    timeout: Duration,
+) -> io::Result<Resolved> {
+    let route = route::lookup(destination, source)?;
+    let entries = gid_table::scan(Path::new(gid_table::SYSFS));
+    let (entry, dmac) = if route.local {
+        // This host: the packets loop back through the port whose GID is the destination's,
+        // to the MAC of its own netdev.
+        let peer = entries
+            .iter()
+            .find(|e| {
+                e.kind == gid_table::GidType::RoceV2 && e.gid == gid_table::gid_of(destination)
+            })
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
+        let ours = gid_table::find_roce_v2(&entries, source.unwrap_or(destination), &peer.netdev)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
+        let mac = parse_mac(&netdev_file(&peer.netdev, "address")?)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+        (ours, mac)
+    } else {
+        let netdev = netdev_name(route.ifindex)?;
+        let from = route
+            .source
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
+        let ours = gid_table::find_roce_v2(&entries, from, &netdev)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
+        let mac = neighbour::resolve(
+            route.ifindex,
+            route.next_hop(destination),
+            Some(from),
+            timeout,
+        )?;
+        (ours, mac)
+    };
+    let netdev_mtu = netdev_file(&entry.netdev, "mtu")?
+        .parse()
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    Ok(Resolved {
+        device: entry.device.clone(),
+        port: entry.port,
+        sgid_index: entry.index,
+        source: source.or(route.source).unwrap_or(destination),
+        dgid: gid_table::gid_of(destination),
+        dmac,
+        mtu: ib_mtu_for(netdev_mtu).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn netdev_mtus_map_as_the_kernel_maps_them() {
+        assert_eq!(ib_mtu_for(1500), Some(3)); // rxe on an ordinary netdev: 1024
+        assert_eq!(ib_mtu_for(9000), Some(5));
+        assert_eq!(ib_mtu_for(2048 + 96), Some(4));
+        assert_eq!(ib_mtu_for(2048 + 95), Some(3));
+        assert_eq!(ib_mtu_for(256 + 96), Some(1));
+        assert_eq!(ib_mtu_for(256 + 95), None);
+        assert_eq!(ib_mtu_for(0), None);
+    }
+
+    #[test]
+    fn macs_parse_as_sysfs_prints_them() {
+        assert_eq!(
+            parse_mac("02:24:13:c5:51:8f"),
+            Some([0x02, 0x24, 0x13, 0xc5, 0x51, 0x8f])
+        );
+        assert_eq!(parse_mac("02:24:13:c5:51"), None);
+        assert_eq!(parse_mac("02:24:13:c5:51:8f:00"), None);
+    }
+}
