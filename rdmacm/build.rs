@@ -29,7 +29,11 @@ fn main() {
         .allowlist_type("rdma_.*|ibv_.*|sockaddr_ib")
         .allowlist_var("RDMA_.*|RAI_.*|IBV_.*|AF_IB")
         .allowlist_function(
-            "ibv_get_device_list|ibv_free_device_list|ibv_get_device_name|ibv_open_device|ibv_close_device",
+            "ibv_get_device_list|ibv_free_device_list|ibv_get_device_name|ibv_open_device|\
+             ibv_close_device|ibv_query_device|ibv_alloc_pd|ibv_dealloc_pd|ibv_create_qp|\
+             ibv_modify_qp|ibv_destroy_qp|ibv_create_cq|ibv_destroy_cq|\
+             ibv_create_comp_channel|ibv_destroy_comp_channel|ibv_create_srq|ibv_destroy_srq|\
+             _ibv_query_gid_table",
         )
         .default_enum_style(bindgen::EnumVariation::Consts)
         .prepend_enum_name(false)

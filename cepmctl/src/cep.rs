@@ -439,6 +439,18 @@ impl Cepm {
         }))
     }
 
+    /// The next event, as the file's flags say: waiting for one, or `EAGAIN` under
+    /// `O_NONBLOCK` when none is queued.
+    pub fn read_event(&self) -> io::Result<Event> {
+        let ev: sys::cepm_event = self.read_record()?;
+        Ok(Event {
+            kind: ev.event,
+            handle: ev.handle,
+            user_context: ev.user_context,
+            status: ev.status,
+        })
+    }
+
     /// Whether an event is waiting to be read (without reading it).
     pub fn event_pending(&self) -> io::Result<bool> {
         self.wait_readable(Some(Duration::ZERO))
@@ -490,6 +502,12 @@ impl Cepm {
             return Err(io::Error::last_os_error());
         }
         Ok(record)
+    }
+}
+
+impl AsRawFd for Cepm {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.file.as_raw_fd()
     }
 }
 

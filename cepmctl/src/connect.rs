@@ -209,7 +209,7 @@ pub(crate) fn cma_hdr(
 /// A random 24-bit starting PSN, as rdma_cm draws one (`cma_connect_ib`,
 /// `cma_accept_ib`): a fixed one lets a stale packet of an earlier connection on the same
 /// QPN pass for a new one's.
-pub(crate) fn random_psn() -> io::Result<u32> {
+pub fn random_psn() -> io::Result<u32> {
     let mut bytes = [0u8; 4];
     // SAFETY: `bytes` is valid for writes of its length; flags 0 is a blocking read of the
     // urandom source, which never fails once the pool is initialised.

@@ -3,6 +3,9 @@
 
 pub mod addrinfo;
 pub mod channel;
+pub mod connection;
+pub mod ids;
 pub mod pending;
+pub mod qp;
 pub mod query;
 pub mod unsupported;

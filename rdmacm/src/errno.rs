@@ -14,3 +14,11 @@ pub(crate) fn fail(errno: c_int) -> c_int {
     set(errno);
     -1
 }
+
+/// 0 on `Ok`, -1 with `errno` set on `Err`.
+pub(crate) fn status(result: Result<(), c_int>) -> c_int {
+    match result {
+        Ok(()) => 0,
+        Err(errno) => fail(errno),
+    }
+}

@@ -3,11 +3,19 @@
 //! as OpenFabrics Windows ran librdmacm in userspace over its CM-only kernel interface.
 //!
 //! [`api`] holds every exported function, one file per group of librdmacm's API; the C types
-//! come from `<rdma/rdma_cma.h>` through bindgen ([`sys`]). docs/rdmacm.md lists what is
-//! supported and how it differs from librdmacm.
+//! come from `<rdma/rdma_cma.h>` through bindgen ([`sys`]). An event channel is a [`channel`]
+//! (an open `/dev/cepm`), an `rdma_cm_id` an [`id`] (a CEP in it), and [`event`] makes
+//! librdmacm's events from cepm's. docs/rdmacm.md lists what is supported and how it differs
+//! from librdmacm.
 
 pub mod api;
+pub(crate) mod channel;
+pub(crate) mod debug;
+pub(crate) mod device;
 mod errno;
+pub(crate) mod event;
 pub mod event_str;
+pub(crate) mod id;
+pub(crate) mod qp;
 mod resolve;
 pub mod sys;

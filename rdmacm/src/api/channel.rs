@@ -3,38 +3,24 @@
 //! A channel is an open `/dev/cepm`: its `fd` is the file whose events the channel's IDs
 //! receive, so that an application may poll it, or make it non-blocking, as with librdmacm.
 
-use core::{ffi::c_int, mem::size_of};
-
-use crate::{errno, sys};
-
-/// The character device every channel opens.
-const DEVICE: &core::ffi::CStr = c"/dev/cepm";
+use crate::{channel::Channel, errno, sys};
 
 /// `struct rdma_event_channel *rdma_create_event_channel(void)`: NULL with `errno` set (e.g.
 /// `ENOENT` when cepm is not loaded) on failure.
 #[no_mangle]
 pub extern "C" fn rdma_create_event_channel() -> *mut sys::rdma_event_channel {
-    // SAFETY: `DEVICE` is a C string.
-    let fd = unsafe { libc::open(DEVICE.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return core::ptr::null_mut(); // errno is open's.
+    match Channel::open() {
+        Ok(channel) => Box::into_raw(channel).cast(),
+        Err(e) => {
+            errno::set(e.raw_os_error().unwrap_or(libc::EIO));
+            core::ptr::null_mut()
+        }
     }
-    // SAFETY: malloc of one channel; checked below.
-    let channel = unsafe { libc::malloc(size_of::<sys::rdma_event_channel>()) }
-        .cast::<sys::rdma_event_channel>();
-    if channel.is_null() {
-        // SAFETY: `fd` is ours, opened above.
-        unsafe { libc::close(fd) };
-        errno::set(libc::ENOMEM);
-        return channel;
-    }
-    // SAFETY: `channel` was just allocated for one rdma_event_channel.
-    unsafe { channel.write(sys::rdma_event_channel { fd }) };
-    channel
 }
 
 /// `void rdma_destroy_event_channel(struct rdma_event_channel *channel)`: closes the file.
-/// As with librdmacm, every ID on the channel must have been destroyed first.
+/// As with librdmacm, every ID on the channel must have been destroyed first; a channel that
+/// still has IDs is left open (their events would have nowhere to go).
 ///
 /// # Safety
 ///
@@ -44,10 +30,11 @@ pub unsafe extern "C" fn rdma_destroy_event_channel(channel: *mut sys::rdma_even
     if channel.is_null() {
         return;
     }
-    // SAFETY: The caller gives up a channel of ours: its fd is open, the memory malloc'd.
-    unsafe {
-        let fd: c_int = (*channel).fd;
-        libc::close(fd);
-        libc::free(channel.cast());
+    // SAFETY: The caller passes a live channel of ours.
+    if unsafe { Channel::from_public(channel) }.has_ids() {
+        errno::set(libc::EBUSY);
+        return;
     }
+    // SAFETY: The caller gives the channel up; it came from Box::into_raw.
+    drop(unsafe { Box::from_raw(channel.cast::<Channel>()) });
 }

@@ -2,7 +2,6 @@
 //! `rdma_get_devices` and `rdma_free_devices`.
 
 use core::{ffi::c_int, ptr};
-use std::sync::Mutex;
 
 use crate::{errno, sys};
 
@@ -53,50 +52,6 @@ pub unsafe extern "C" fn rdma_get_dst_port(id: *mut sys::rdma_cm_id) -> u16 {
     port_of(unsafe { &(*id).route.addr.__bindgen_anon_2.dst_storage })
 }
 
-/// The verbs contexts of every RDMA device, opened once for the life of the process as
-/// librdmacm opens them: the IDs bound to a device share its context. NULL-terminated.
-struct Devices {
-    contexts: Vec<*mut sys::ibv_context>,
-}
-
-// SAFETY: ibv_context pointers may be used from any thread (libibverbs is thread-safe); the list
-// is only read once built.
-unsafe impl Send for Devices {}
-
-static DEVICES: Mutex<Option<Devices>> = Mutex::new(None);
-
-/// Opens every device, once; `ENODEV` if there is none.
-fn devices() -> Result<Vec<*mut sys::ibv_context>, c_int> {
-    let mut guard = DEVICES.lock().map_err(|_| libc::EIO)?;
-    if guard.is_none() {
-        let mut count: c_int = 0;
-        // SAFETY: `count` is valid for a write.
-        let list = unsafe { sys::ibv_get_device_list(&mut count) };
-        if list.is_null() {
-            return Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::ENODEV));
-        }
-        let mut contexts = Vec::new();
-        for i in 0..usize::try_from(count).unwrap_or(0) {
-            // SAFETY: The list has `count` entries.
-            let device = unsafe { *list.add(i) };
-            // SAFETY: A device of the list, which is still allocated.
-            let context = unsafe { sys::ibv_open_device(device) };
-            if !context.is_null() {
-                contexts.push(context);
-            }
-        }
-        // SAFETY: The list came from ibv_get_device_list; the opened contexts outlive it.
-        unsafe { sys::ibv_free_device_list(list) };
-        *guard = Some(Devices { contexts });
-    }
-    match guard.as_ref() {
-        Some(d) if !d.contexts.is_empty() => Ok(d.contexts.clone()),
-        _ => Err(libc::ENODEV),
-    }
-}
-
 /// `struct ibv_context **rdma_get_devices(int *num_devices)`: a NULL-terminated array of the
 /// devices' verbs contexts, freed with `rdma_free_devices`; the contexts stay open.
 ///
@@ -105,7 +60,7 @@ fn devices() -> Result<Vec<*mut sys::ibv_context>, c_int> {
 /// `num_devices` is NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_get_devices(num_devices: *mut c_int) -> *mut *mut sys::ibv_context {
-    let contexts = match devices() {
+    let contexts = match crate::device::contexts() {
         Ok(c) => c,
         Err(e) => {
             errno::set(e);

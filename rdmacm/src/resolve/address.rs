@@ -1,7 +1,7 @@
 //! `rdma_resolve_addr`'s work: from a destination (and perhaps a source) IP address to the RDMA
 //! device, port and GID the connection starts at, and the next hop's MAC address.
 
-use std::{ffi::CStr, fs, io, net::IpAddr, path::Path, time::Duration};
+use std::{fs, io, net::IpAddr, path::Path, time::Duration};
 
 use super::{gid_table, neighbour, route};
 
@@ -36,19 +36,6 @@ pub(crate) fn ib_mtu_for(netdev_mtu: u32) -> Option<u8> {
         .map(|(_, mtu)| mtu)
 }
 
-fn netdev_name(ifindex: u32) -> io::Result<String> {
-    let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
-    // SAFETY: `name` has room for IF_NAMESIZE bytes, as if_indextoname needs.
-    let got = unsafe { libc::if_indextoname(ifindex, name.as_mut_ptr()) };
-    if got.is_null() {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: if_indextoname wrote a C string into `name`.
-    Ok(unsafe { CStr::from_ptr(name.as_ptr()) }
-        .to_string_lossy()
-        .into_owned())
-}
-
 fn netdev_file(netdev: &str, file: &str) -> io::Result<String> {
     Ok(
         fs::read_to_string(Path::new("/sys/class/net").join(netdev).join(file))?
@@ -76,7 +63,7 @@ pub(crate) fn resolve(
     timeout: Duration,
 ) -> io::Result<Resolved> {
     let route = route::lookup(destination, source)?;
-    let entries = gid_table::scan(Path::new(gid_table::SYSFS));
+    let entries = gid_table::scan();
     let (entry, dmac) = if route.local {
         // This host: the packets loop back through the port whose GID is the destination's,
         // to the MAC of its own netdev.
@@ -92,7 +79,8 @@ pub(crate) fn resolve(
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
         (ours, mac)
     } else {
-        let netdev = netdev_name(route.ifindex)?;
+        let netdev = gid_table::netdev_name(route.ifindex)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
         let from = route
             .source
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;

@@ -1,23 +1,21 @@
-//! The ports' GID tables, as sysfs shows them (`/sys/class/infiniband/DEV/ports/N/gids/I`, with
-//! `gid_attrs/types/I` and `gid_attrs/ndevs/I`): which device, port and GID index stand for an
-//! IP address on a netdev, as the kernel's `rdma_cm` finds them (`rdma_find_gid_by_port`,
-//! through the netdev of the route).
+//! The ports' GID tables, through libibverbs' `ibv_query_gid_table` (one call a device, the
+//! valid entries only): which device, port and GID index stand for an IP address on a netdev,
+//! as the kernel's `rdma_cm` finds them (`rdma_find_gid_by_port`, through the route's netdev).
 
-use std::{
-    fs,
-    net::IpAddr,
-    path::{Path, PathBuf},
-};
+use std::{ffi::CStr, net::IpAddr};
 
-/// Where the GID tables are.
-pub(crate) const SYSFS: &str = "/sys/class/infiniband";
+use crate::{device, sys};
+
+/// Room for the valid entries of one device's ports. The kernel takes the array's length in a
+/// 16-bit attribute field: 1024 entries of 32 bytes fit, 4096 do not (`EINVAL`).
+const MAX_ENTRIES: usize = 1024;
 
 /// A GID type, as `gid_attrs/types` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum GidType {
-    /// "IB/RoCE v1".
+    /// IB or RoCE v1.
     IbOrRoceV1,
-    /// "RoCE v2": what cepm speaks on RoCE ports.
+    /// RoCE v2: what cepm speaks on RoCE ports.
     RoceV2,
 }
 
@@ -46,74 +44,76 @@ pub(crate) fn gid_of(ip: IpAddr) -> [u8; 16] {
     }
 }
 
-/// A GID as sysfs prints it: eight groups of four hex digits.
-fn parse_gid(text: &str) -> Option<[u8; 16]> {
-    let mut gid = [0u8; 16];
-    let mut groups = text.trim().split(':');
-    for pair in gid.chunks_exact_mut(2) {
-        let group = groups.next().filter(|g| g.len() == 4)?;
-        let value = u16::from_str_radix(group, 16).ok()?;
-        pair.copy_from_slice(&value.to_be_bytes());
+/// The name of the netdev with index `ifindex`.
+pub(crate) fn netdev_name(ifindex: u32) -> Option<String> {
+    let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: `name` has room for IF_NAMESIZE bytes, as if_indextoname needs.
+    let got = unsafe { libc::if_indextoname(ifindex, name.as_mut_ptr()) };
+    if got.is_null() {
+        return None;
     }
-    groups.next().is_none().then_some(gid)
+    // SAFETY: On success, if_indextoname wrote a C string into `name`.
+    Some(
+        unsafe { CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
-fn read(path: PathBuf) -> Option<String> {
-    fs::read_to_string(path).ok().map(|s| s.trim().to_owned())
-}
-
-/// Every RoCE entry (one with a netdev) of every port under `root` (normally [`SYSFS`]).
-/// Unused entries (all-zero GIDs) and unreadable ones are left out.
-pub(crate) fn scan(root: &Path) -> Vec<GidEntry> {
+/// Every RoCE entry (one with a netdev) of every port of every device.
+pub(crate) fn scan() -> Vec<GidEntry> {
     let mut entries = Vec::new();
-    let Ok(devices) = fs::read_dir(root) else {
+    let Ok(devices) = device::all() else {
         return entries;
     };
-    for device in devices.flatten() {
-        let name = device.file_name().to_string_lossy().into_owned();
-        let Ok(ports) = fs::read_dir(device.path().join("ports")) else {
-            continue;
+    let mut raw = vec![sys::ibv_gid_entry::default(); MAX_ENTRIES];
+    for (name, context) in devices {
+        // SAFETY: `context` is open; `raw` has room for MAX_ENTRIES entries of the size given.
+        let n = unsafe {
+            sys::_ibv_query_gid_table(
+                context,
+                raw.as_mut_ptr(),
+                raw.len(),
+                0,
+                core::mem::size_of::<sys::ibv_gid_entry>(),
+            )
         };
-        for port in ports.flatten() {
-            let Ok(port_num) = port.file_name().to_string_lossy().parse::<u8>() else {
+        if n < 0 {
+            crate::debug!(
+                "{name}: ibv_query_gid_table: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        for e in raw.iter().take(usize::try_from(n).unwrap_or(0)) {
+            crate::debug!(
+                "{name} port {} GID {}: type {} ifindex {}",
+                e.port_num,
+                e.gid_index,
+                e.gid_type,
+                e.ndev_ifindex
+            );
+            let Some(netdev) = (e.ndev_ifindex != 0)
+                .then(|| netdev_name(e.ndev_ifindex))
+                .flatten()
+            else {
                 continue;
             };
-            let Ok(gids) = fs::read_dir(port.path().join("gids")) else {
-                continue;
-            };
-            for gid in gids.flatten() {
-                let Ok(index) = gid.file_name().to_string_lossy().parse::<u8>() else {
-                    continue;
-                };
-                let Some(value) = read(gid.path()).as_deref().and_then(parse_gid) else {
-                    continue;
-                };
-                let attrs = port.path().join("gid_attrs");
-                let (Some(kind), Some(netdev)) = (
-                    read(attrs.join("types").join(index.to_string())),
-                    read(attrs.join("ndevs").join(index.to_string())),
-                ) else {
-                    continue;
-                };
-                let kind = match kind.as_str() {
-                    "RoCE v2" => GidType::RoceV2,
-                    _ => GidType::IbOrRoceV1,
-                };
-                if value == [0; 16] {
-                    continue;
-                }
-                entries.push(GidEntry {
-                    device: name.clone(),
-                    port: port_num,
-                    index,
-                    gid: value,
-                    kind,
-                    netdev,
-                });
-            }
+            // SAFETY: A GID is 16 plain bytes in every member of its union.
+            let gid = unsafe { e.gid.raw };
+            entries.push(GidEntry {
+                device: name.clone(),
+                port: e.port_num as u8,
+                index: e.gid_index as u8,
+                gid,
+                kind: if e.gid_type == sys::IBV_GID_TYPE_ROCE_V2 {
+                    GidType::RoceV2
+                } else {
+                    GidType::IbOrRoceV1
+                },
+                netdev,
+            });
         }
     }
-    entries.sort_by(|a, b| (&a.device, a.port, a.index).cmp(&(&b.device, b.port, b.index)));
     entries
 }
 
@@ -133,91 +133,31 @@ pub(crate) fn find_roce_v2<'a>(
 mod tests {
     use super::*;
 
-    /// A sysfs tree under a fresh directory: (device, port, index, gid, type, ndev) rows.
-    fn tree(rows: &[(&str, u8, u8, &str, &str, &str)]) -> PathBuf {
-        let root = std::env::temp_dir().join(format!(
-            "cepm-gid-table-{}-{}",
-            std::process::id(),
-            rows.len()
-        ));
-        let _ = fs::remove_dir_all(&root);
-        for (device, port, index, gid, kind, ndev) in rows {
-            let port = root.join(device).join("ports").join(port.to_string());
-            for (dir, text) in [
-                ("gids", *gid),
-                ("gid_attrs/types", *kind),
-                ("gid_attrs/ndevs", *ndev),
-            ] {
-                fs::create_dir_all(port.join(dir)).unwrap();
-                fs::write(port.join(dir).join(index.to_string()), format!("{text}\n")).unwrap();
-            }
+    fn entry(device: &str, index: u8, gid: &str, kind: GidType, netdev: &str) -> GidEntry {
+        GidEntry {
+            device: device.into(),
+            port: 1,
+            index,
+            gid: gid_of(gid.parse().unwrap()),
+            kind,
+            netdev: netdev.into(),
         }
-        root
-    }
-
-    #[test]
-    fn gids_parse_as_sysfs_prints_them() {
-        assert_eq!(
-            parse_gid("0000:0000:0000:0000:0000:ffff:0a4d:0001"),
-            Some(gid_of("10.77.0.1".parse().unwrap()))
-        );
-        assert_eq!(
-            parse_gid("fe80:0000:0000:0000:0024:13ff:fec5:518f").unwrap()[..2],
-            [0xfe, 0x80]
-        );
-        assert_eq!(parse_gid("fe80::1"), None);
-        assert_eq!(
-            parse_gid("0000:0000:0000:0000:0000:ffff:0a4d:0001:0000"),
-            None
-        );
     }
 
     #[test]
     fn the_roce_v2_entry_of_the_address_on_its_netdev() {
-        let root = tree(&[
-            (
+        let entries = [
+            entry(
                 "rxe0",
-                1,
                 0,
-                "fe80:0000:0000:0000:0024:13ff:fec5:518f",
-                "RoCE v2",
+                "fe80::24:13ff:fec5:518f",
+                GidType::RoceV2,
                 "veth0",
             ),
-            (
-                "rxe0",
-                1,
-                1,
-                "0000:0000:0000:0000:0000:ffff:0a4d:0001",
-                "IB/RoCE v1",
-                "veth0",
-            ),
-            (
-                "rxe0",
-                1,
-                2,
-                "0000:0000:0000:0000:0000:ffff:0a4d:0001",
-                "RoCE v2",
-                "veth0",
-            ),
-            (
-                "rxe1",
-                1,
-                0,
-                "0000:0000:0000:0000:0000:ffff:0a4d:0002",
-                "RoCE v2",
-                "veth1",
-            ),
-            (
-                "rxe1",
-                1,
-                1,
-                "0000:0000:0000:0000:0000:0000:0000:0000",
-                "RoCE v2",
-                "veth1",
-            ),
-        ]);
-        let entries = scan(&root);
-        assert_eq!(entries.len(), 4, "the unused entry is left out");
+            entry("rxe0", 1, "10.77.0.1", GidType::IbOrRoceV1, "veth0"),
+            entry("rxe0", 2, "10.77.0.1", GidType::RoceV2, "veth0"),
+            entry("rxe1", 0, "10.77.0.2", GidType::RoceV2, "veth1"),
+        ];
         let v4 = find_roce_v2(&entries, "10.77.0.1".parse().unwrap(), "veth0").unwrap();
         assert_eq!((v4.device.as_str(), v4.port, v4.index), ("rxe0", 1, 2));
         assert!(find_roce_v2(&entries, "10.77.0.1".parse().unwrap(), "veth1").is_none());
@@ -230,6 +170,14 @@ mod tests {
         assert_eq!(v6.index, 0);
         let other = find_roce_v2(&entries, "10.77.0.2".parse().unwrap(), "veth1").unwrap();
         assert_eq!(other.device, "rxe1");
-        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn ipv4_gids_are_ipv4_mapped() {
+        assert_eq!(
+            gid_of("10.77.0.1".parse().unwrap()),
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 1]
+        );
+        assert_eq!(gid_of("fe80::1".parse().unwrap())[..2], [0xfe, 0x80]);
     }
 }

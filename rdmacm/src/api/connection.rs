@@ -1,0 +1,534 @@
+//! Connections: `rdma_connect`, `rdma_accept`, `rdma_reject`, `rdma_disconnect`,
+//! `rdma_establish`, `rdma_notify`, `rdma_init_qp_attr`, `rdma_set_option`.
+
+use core::ffi::{c_int, c_void};
+use std::net::IpAddr;
+
+use cepm::sys as cepm_sys;
+use cepm_proto::{
+    cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE},
+    service_id::ip_service_id,
+};
+
+use super::ids::{id_of, port_space, ROCE_PACKET_LIFETIME};
+use crate::{
+    device, errno,
+    event::{REJ_PDATA, REP_PDATA, REQ_USER_PDATA},
+    id::{Id, Phase},
+    qp::{self, Depths},
+    resolve::gid_table,
+    sys,
+};
+
+/// rdma_cm's CM response timeout (`CMA_CM_RESPONSE_TIMEOUT`), an IBTA exponent: 4 s.
+const CM_RESPONSE_TIMEOUT: u8 = 20;
+/// rdma_cm's CM retries (`CMA_MAX_CM_RETRIES`).
+const MAX_CM_RETRIES: u8 = 15;
+
+fn io_errno(e: std::io::Error) -> c_int {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// The private data of `param` (none for a NULL `param`), `EINVAL` if longer than `max`.
+///
+/// # Safety
+///
+/// `param` is NULL or valid, its private data valid for its length.
+unsafe fn user_pdata(param: Option<&sys::rdma_conn_param>, max: usize) -> Result<&[u8], c_int> {
+    let Some(p) = param.filter(|p| !p.private_data.is_null() && p.private_data_len > 0) else {
+        return Ok(&[]);
+    };
+    let len = usize::from(p.private_data_len);
+    if len > max {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: The caller vouches for `len` bytes at `private_data`.
+    Ok(unsafe { core::slice::from_raw_parts(p.private_data.cast::<u8>(), len) })
+}
+
+/// A depth the application asked for, against the device's limit: 0xFF (or no parameters)
+/// means the device's limit, or `fallback` capped by it; more than the limit is `EINVAL` in
+/// the TCP port space, as librdmacm checks (`ucma_valid_param`).
+fn negotiate(asked: Option<u8>, limit: u8, fallback: Option<u8>, tcp: bool) -> Result<u8, c_int> {
+    match asked {
+        None | Some(0xff) => Ok(fallback.map_or(limit, |f| f.min(limit))),
+        Some(v) if tcp && v > limit => Err(libc::EINVAL),
+        Some(v) => Ok(v),
+    }
+}
+
+/// `int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)`: sends the
+/// REQ, with the `cma_hdr` and then the application's private data (at most 56 bytes).
+///
+/// # Safety
+///
+/// `id` is a live ID; `conn_param` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_connect(
+    id: *mut sys::rdma_cm_id,
+    conn_param: *mut sys::rdma_conn_param,
+) -> c_int {
+    // SAFETY: The caller's pointers, as documented.
+    let (Ok(this), param) = (unsafe { id_of(id) }, unsafe { conn_param.as_ref() }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    errno::status(connect(this, param).inspect_err(|e| crate::debug!("rdma_connect: errno {e}")))
+}
+
+fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> {
+    let ps = port_space(this.public.ps).ok_or(libc::EINVAL)?;
+    if this.public.qp_type == sys::IBV_QPT_UD {
+        return Err(libc::ENOSYS); // SIDR: not yet
+    }
+    let tcp = this.public.ps == sys::RDMA_PS_TCP;
+    let qp: *mut sys::ibv_qp = this.public.qp;
+    if tcp && qp.is_null() && param.is_none() {
+        return Err(libc::EINVAL);
+    }
+    let state = this.state();
+    let (Phase::RouteResolved, Some(resolved), Some(local), Some(remote)) = (
+        state.phase,
+        state.resolved.clone(),
+        state.local,
+        state.remote,
+    ) else {
+        return Err(libc::EINVAL);
+    };
+    let tos = state.options.tos.unwrap_or(0);
+    drop(state);
+    let dev = device::by_name(&resolved.device)?;
+    let responder_resources = negotiate(
+        param.map(|p| p.responder_resources),
+        dev.max_responder_resources,
+        None,
+        tcp,
+    )?;
+    let initiator_depth = negotiate(
+        param.map(|p| p.initiator_depth),
+        dev.max_initiator_depth,
+        None,
+        tcp,
+    )?;
+    let (qpn, srq) = if qp.is_null() {
+        param.map_or((0, 0), |p| (p.qp_num, p.srq))
+    } else {
+        // SAFETY: The ID's QP is alive while the ID has it.
+        let q = unsafe { &*qp };
+        (q.qp_num, u8::from(!q.srq.is_null()))
+    };
+    let addrs = match (local.ip(), remote.ip()) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => CmaAddrs::V4 {
+            src: s.octets(),
+            dst: d.octets(),
+        },
+        (s, d) => CmaAddrs::V6 {
+            src: gid_table::gid_of(s),
+            dst: gid_table::gid_of(d),
+        },
+    };
+    let header = CmaHdr {
+        src_port: local.port(),
+        addrs,
+    }
+    .encode();
+    // SAFETY: The caller vouched for `conn_param`.
+    let pdata = unsafe { user_pdata(param, REQ_USER_PDATA) }?;
+    let mut args = cepm_sys::cepm_connect {
+        service_id: ip_service_id(ps, remote.port()),
+        handle: this.handle,
+        port_num: u32::from(resolved.port),
+        local_qpn: qpn,
+        starting_psn: cepm::connect::random_psn().map_err(io_errno)?,
+        responder_resources,
+        initiator_depth,
+        remote_cm_response_timeout: CM_RESPONSE_TIMEOUT,
+        local_cm_response_timeout: CM_RESPONSE_TIMEOUT,
+        retry_count: param.map_or(7, |p| p.retry_count.min(7)),
+        rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),
+        max_cm_retries: MAX_CM_RETRIES,
+        srq,
+        qp_type: cepm_sys::CEPM_TRANSPORT_RC as u8,
+        pdata_len: (CMA_HDR_SIZE + pdata.len()) as u8,
+        ..Default::default()
+    };
+    for (dst, src) in args.dev_name.iter_mut().zip(resolved.device.bytes()) {
+        *dst = src as _;
+    }
+    args.path.dgid = resolved.dgid;
+    args.path.dmac = resolved.dmac;
+    args.path.sgid_index = resolved.sgid_index;
+    args.path.hop_limit = 64;
+    args.path.traffic_class = tos;
+    args.path.mtu = resolved.mtu;
+    args.path.packet_life_time = ROCE_PACKET_LIFETIME;
+    args.pdata[..CMA_HDR_SIZE].copy_from_slice(&header);
+    args.pdata[CMA_HDR_SIZE..CMA_HDR_SIZE + pdata.len()].copy_from_slice(pdata);
+    this.channel().cepm.connect(&args).map_err(io_errno)?;
+    this.state().phase = Phase::Connecting;
+    Ok(())
+}
+
+/// `int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)`: with a QP,
+/// moves it to RTR and RTS before the REP leaves (cepm's PREPARE_REP, then SEND_REP).
+///
+/// # Safety
+///
+/// `id` is a live ID; `conn_param` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_accept(
+    id: *mut sys::rdma_cm_id,
+    conn_param: *mut sys::rdma_conn_param,
+) -> c_int {
+    // SAFETY: The caller's pointers, as documented.
+    let (Ok(this), param) = (unsafe { id_of(id) }, unsafe { conn_param.as_ref() }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    errno::status(accept(this, param).inspect_err(|e| crate::debug!("rdma_accept: errno {e}")))
+}
+
+fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> {
+    let tcp = this.public.ps == sys::RDMA_PS_TCP;
+    let qp: *mut sys::ibv_qp = this.public.qp;
+    if qp.is_null() && param.is_none() {
+        return Err(libc::EINVAL);
+    }
+    let state = this.state();
+    if state.phase != Phase::Requested || this.public.verbs.is_null() {
+        return Err(libc::EINVAL);
+    }
+    let (requested_resources, requested_depth) = state.requested;
+    let ack_timeout = state.options.ack_timeout;
+    drop(state);
+    // The device the REQ came in on.
+    // SAFETY: `verbs` is a context of an opened device.
+    let name =
+        unsafe { core::ffi::CStr::from_ptr(sys::ibv_get_device_name((*this.public.verbs).device)) }
+            .to_string_lossy()
+            .into_owned();
+    let dev = device::by_name(&name)?;
+    let responder_resources = negotiate(
+        param.map(|p| p.responder_resources),
+        dev.max_responder_resources,
+        Some(requested_resources),
+        tcp,
+    )?;
+    let initiator_depth = negotiate(
+        param.map(|p| p.initiator_depth),
+        dev.max_initiator_depth,
+        Some(requested_depth),
+        tcp,
+    )?;
+    let (qpn, srq) = if qp.is_null() {
+        param.map_or((0, 0), |p| (p.qp_num, p.srq))
+    } else {
+        // SAFETY: The ID's QP is alive while the ID has it.
+        let q = unsafe { &*qp };
+        (q.qp_num, u8::from(!q.srq.is_null()))
+    };
+    // SAFETY: The caller vouched for `conn_param`.
+    let pdata = unsafe { user_pdata(param, REP_PDATA) }?;
+    let mut args = cepm_sys::cepm_accept {
+        handle: this.handle,
+        local_qpn: qpn,
+        starting_psn: cepm::connect::random_psn().map_err(io_errno)?,
+        responder_resources,
+        initiator_depth,
+        rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),
+        srq,
+        pdata_len: pdata.len() as u8,
+        ..Default::default()
+    };
+    args.pdata[..pdata.len()].copy_from_slice(pdata);
+    let port = this.public.port_num;
+    let cepm = &this.channel().cepm;
+    cepm.prepare_rep(&args).map_err(io_errno)?;
+    if !qp.is_null() {
+        let moved = qp::to_state(
+            cepm,
+            this.handle,
+            qp,
+            port,
+            sys::IBV_QPS_INIT,
+            Depths::default(),
+        )
+        .and_then(|()| {
+            qp::to_state(
+                cepm,
+                this.handle,
+                qp,
+                port,
+                sys::IBV_QPS_RTR,
+                Depths {
+                    max_dest_rd_atomic: Some(responder_resources),
+                    ..Depths::default()
+                },
+            )
+        })
+        .and_then(|()| {
+            qp::to_state(
+                cepm,
+                this.handle,
+                qp,
+                port,
+                sys::IBV_QPS_RTS,
+                Depths {
+                    max_rd_atomic: Some(initiator_depth),
+                    ack_timeout,
+                    ..Depths::default()
+                },
+            )
+        });
+        if let Err(e) = moved {
+            let _ = qp::to_error(qp);
+            return Err(e);
+        }
+    }
+    if let Err(e) = cepm.send_rep(this.handle) {
+        let _ = qp::to_error(qp);
+        return Err(io_errno(e));
+    }
+    this.state().phase = Phase::Connected;
+    Ok(())
+}
+
+/// `int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t
+/// private_data_len)`: a REJ with the consumer-defined reason (28) and the private data
+/// (at most 148 bytes).
+///
+/// # Safety
+///
+/// `id` is a live ID; `private_data` valid for `private_data_len` bytes, or NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_reject(
+    id: *mut sys::rdma_cm_id,
+    private_data: *const c_void,
+    private_data_len: u8,
+) -> c_int {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    let len = usize::from(private_data_len);
+    if len > REJ_PDATA {
+        return errno::fail(libc::EINVAL);
+    }
+    let pdata = if private_data.is_null() || len == 0 {
+        &[][..]
+    } else {
+        // SAFETY: The caller vouches for `len` bytes.
+        unsafe { core::slice::from_raw_parts(private_data.cast::<u8>(), len) }
+    };
+    let reason = cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16;
+    match this.channel().cepm.reject(this.handle, reason, &[], pdata) {
+        Ok(()) => {
+            this.state().phase = Phase::Done;
+            0
+        }
+        Err(e) => errno::fail(io_errno(e)),
+    }
+}
+
+/// `int rdma_disconnect(struct rdma_cm_id *id)`: the QP to ERR, then a DREQ, or the DREP that
+/// answers the peer's DREQ.
+///
+/// # Safety
+///
+/// `id` is a live ID.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_disconnect(id: *mut sys::rdma_cm_id) -> c_int {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    if this.public.verbs.is_null() {
+        return errno::fail(libc::EINVAL);
+    }
+    if let Err(e) = qp::to_error(this.public.qp) {
+        return errno::fail(e);
+    }
+    let answer = this.state().peer_disconnected;
+    let cepm = &this.channel().cepm;
+    let sent = if answer {
+        cepm.send_drep(this.handle, &[])
+    } else {
+        cepm.send_dreq(this.handle, &[])
+    };
+    match sent {
+        Ok(()) => 0,
+        Err(e) => errno::fail(io_errno(e)),
+    }
+}
+
+/// `int rdma_establish(struct rdma_cm_id *id)`: after CONNECT_RESPONSE, for an application
+/// that moved its own QP, sends the RTU. `EINVAL` for an ID with a QP of this library's.
+///
+/// # Safety
+///
+/// `id` is a live ID.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_establish(id: *mut sys::rdma_cm_id) -> c_int {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    if !this.public.qp.is_null() {
+        return errno::fail(libc::EINVAL);
+    }
+    match this.channel().cepm.send_rtu(this.handle, &[]) {
+        Ok(()) => {
+            this.state().phase = Phase::Connected;
+            0
+        }
+        Err(e) => errno::fail(io_errno(e)),
+    }
+}
+
+/// `int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)`: `IBV_EVENT_COMM_EST`
+/// (the QP received before the RTU) establishes the connection (cepm's ESTABLISH); other
+/// events need nothing.
+///
+/// # Safety
+///
+/// `id` is a live ID.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_notify(
+    id: *mut sys::rdma_cm_id,
+    event: sys::ibv_event_type,
+) -> c_int {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    if this.public.verbs.is_null() {
+        return errno::fail(libc::EINVAL);
+    }
+    if event != sys::IBV_EVENT_COMM_EST {
+        return 0;
+    }
+    match this.channel().cepm.establish(this.handle) {
+        Ok(()) => 0,
+        Err(e) => errno::fail(io_errno(e)),
+    }
+}
+
+/// `int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int
+/// *qp_attr_mask)`: the attributes for `qp_attr->qp_state`, from the CM exchange. Before any
+/// (an active ID not yet connected), INIT is the port with P_Key index 0 and no remote access.
+///
+/// # Safety
+///
+/// `id` is a live ID; `qp_attr` and `qp_attr_mask` valid.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_init_qp_attr(
+    id: *mut sys::rdma_cm_id,
+    qp_attr: *mut sys::ibv_qp_attr,
+    qp_attr_mask: *mut c_int,
+) -> c_int {
+    // SAFETY: The caller's pointers, as documented.
+    let (Ok(this), Some(attr), false) = (
+        unsafe { id_of(id) },
+        unsafe { qp_attr.as_mut() },
+        qp_attr_mask.is_null(),
+    ) else {
+        return errno::fail(libc::EINVAL);
+    };
+    if this.public.verbs.is_null() {
+        return errno::fail(libc::EINVAL);
+    }
+    let state = attr.qp_state;
+    let before_exchange = matches!(
+        this.state().phase,
+        Phase::Idle | Phase::AddrResolved | Phase::RouteResolved
+    );
+    let (out, mask) = if state == sys::IBV_QPS_INIT && before_exchange {
+        (
+            sys::ibv_qp_attr {
+                qp_state: state,
+                port_num: this.public.port_num,
+                ..Default::default()
+            },
+            sys::IBV_QP_STATE
+                | sys::IBV_QP_PKEY_INDEX
+                | sys::IBV_QP_PORT
+                | sys::IBV_QP_ACCESS_FLAGS,
+        )
+    } else {
+        let cepm_state = match state {
+            sys::IBV_QPS_INIT => cepm_sys::CEPM_QPS_INIT,
+            sys::IBV_QPS_RTR => cepm_sys::CEPM_QPS_RTR,
+            sys::IBV_QPS_RTS => cepm_sys::CEPM_QPS_RTS,
+            _ => return errno::fail(libc::EINVAL),
+        };
+        match this.channel().cepm.qp_attr(this.handle, cepm_state) {
+            Ok(a) => {
+                let (mut out, mask) = qp::from_cepm(&a, state, this.public.port_num);
+                if let Some(t) = this
+                    .state()
+                    .options
+                    .ack_timeout
+                    .filter(|_| state == sys::IBV_QPS_RTS)
+                {
+                    out.timeout = t;
+                }
+                (out, mask)
+            }
+            Err(e) => return errno::fail(io_errno(e)),
+        }
+    };
+    *attr = out;
+    // SAFETY: Checked non-NULL above; the caller passes it valid.
+    unsafe { *qp_attr_mask = mask as c_int };
+    0
+}
+
+/// `int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t
+/// optlen)`: `RDMA_OPTION_ID`'s TOS (1 byte), REUSEADDR and AFONLY (an int), ACK_TIMEOUT (1
+/// byte); `EINVAL` for a wrong size, `ENOSYS` for another option (`RDMA_OPTION_IB_PATH`
+/// included: on RoCE the route comes from address resolution), as the kernel answers.
+///
+/// # Safety
+///
+/// `id` is a live ID; `optval` valid for `optlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_set_option(
+    id: *mut sys::rdma_cm_id,
+    level: c_int,
+    optname: c_int,
+    optval: *mut c_void,
+    optlen: usize,
+) -> c_int {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    if level != sys::RDMA_OPTION_ID as c_int {
+        return errno::fail(libc::ENOSYS);
+    }
+    let want = match optname as u32 {
+        sys::RDMA_OPTION_ID_TOS | sys::RDMA_OPTION_ID_ACK_TIMEOUT => 1,
+        sys::RDMA_OPTION_ID_REUSEADDR | sys::RDMA_OPTION_ID_AFONLY => core::mem::size_of::<c_int>(),
+        _ => return errno::fail(libc::ENOSYS),
+    };
+    if optval.is_null() || optlen != want {
+        return errno::fail(libc::EINVAL);
+    }
+    // SAFETY: `optval` holds `want` bytes, as checked against `optlen`.
+    let (byte, int) = unsafe {
+        (
+            *optval.cast::<u8>(),
+            if want == 1 {
+                0
+            } else {
+                optval.cast::<c_int>().read_unaligned()
+            },
+        )
+    };
+    let mut state = this.state();
+    match optname as u32 {
+        sys::RDMA_OPTION_ID_TOS => state.options.tos = Some(byte),
+        sys::RDMA_OPTION_ID_ACK_TIMEOUT => state.options.ack_timeout = Some(byte),
+        sys::RDMA_OPTION_ID_REUSEADDR => state.options.reuse_addr = int != 0,
+        _ => state.options.af_only = int != 0,
+    }
+    0
+}

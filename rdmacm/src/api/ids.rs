@@ -1,0 +1,385 @@
+//! IDs, addresses and routes: `rdma_create_id`, `rdma_destroy_id`, `rdma_bind_addr`,
+//! `rdma_resolve_addr`, `rdma_resolve_route`, `rdma_listen`, and the events
+//! (`rdma_get_cm_event`, `rdma_ack_cm_event`).
+
+use core::ffi::{c_int, c_void};
+use std::{
+    net::{IpAddr, SocketAddr},
+    time::Duration,
+};
+
+use cepm_proto::service_id::{ip_service_id, PortSpace};
+
+use crate::{
+    channel::{Channel, IdPtr, LocalEvent},
+    device, errno,
+    event::{self, Event},
+    id::{socket_addr, Id, Phase},
+    resolve::{address, gid_table},
+    sys,
+};
+
+/// The port space of `ps`, if rdma_cm has it.
+pub(crate) fn port_space(ps: sys::rdma_port_space) -> Option<PortSpace> {
+    PortSpace::from_value(u16::try_from(ps).ok()?)
+}
+
+/// The ID behind `id`, or `EINVAL` for NULL.
+///
+/// # Safety
+///
+/// `id` is NULL or a live ID of this library.
+pub(crate) unsafe fn id_of<'a>(id: *mut sys::rdma_cm_id) -> Result<&'a mut Id, c_int> {
+    if id.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: The caller vouches for a live ID; `public` is its first field.
+    Ok(unsafe { &mut *id.cast::<Id>() })
+}
+
+fn io_errno(e: std::io::Error) -> c_int {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// `int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void
+/// *context, enum rdma_port_space ps)`. A NULL channel (synchronous mode) is not supported
+/// yet: `ENOSYS`.
+///
+/// # Safety
+///
+/// `channel` is NULL or a live channel; `id` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_create_id(
+    channel: *mut sys::rdma_event_channel,
+    id: *mut *mut sys::rdma_cm_id,
+    context: *mut c_void,
+    ps: sys::rdma_port_space,
+) -> c_int {
+    if id.is_null() || port_space(ps).is_none() {
+        return errno::fail(libc::EINVAL);
+    }
+    if channel.is_null() {
+        return errno::fail(libc::ENOSYS);
+    }
+    // SAFETY: The caller passes a live channel.
+    let chan = unsafe { Channel::from_public(channel) };
+    let handle = match chan.cepm.create(0) {
+        Ok(h) => h,
+        Err(e) => return errno::fail(io_errno(e)),
+    };
+    let qp_type = match ps {
+        sys::RDMA_PS_UDP | sys::RDMA_PS_IPOIB => sys::IBV_QPT_UD,
+        _ => sys::IBV_QPT_RC,
+    };
+    let new = Box::into_raw(Id::new(channel, handle, context, ps, qp_type, false));
+    chan.add(handle, new);
+    // SAFETY: The caller passes `id` valid for a write.
+    unsafe { *id = new.cast() };
+    0
+}
+
+/// `int rdma_destroy_id(struct rdma_cm_id *id)`: ends the CEP (its unread events with it),
+/// then waits until every event of the ID handed out has been acknowledged, as librdmacm does.
+///
+/// # Safety
+///
+/// `id` is a live ID, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    let idp: *mut Id = this;
+    let channel = this.channel();
+    if let Err(e) = channel.cepm.destroy(this.handle) {
+        return errno::fail(io_errno(e));
+    }
+    channel.remove(this.handle);
+    channel.drop_local_of(idp);
+    this.wait_for_acks();
+    // SAFETY: Out of every table, with no event left that names it: ours to free.
+    drop(unsafe { Box::from_raw(idp) });
+    0
+}
+
+/// The RDMA device and port that have a RoCE v2 GID for `ip`, on any netdev.
+fn device_of(ip: IpAddr) -> Result<(device::Device, u8), c_int> {
+    let entries = gid_table::scan();
+    let gid = gid_table::gid_of(ip);
+    let entry = entries
+        .iter()
+        .find(|e| e.kind == gid_table::GidType::RoceV2 && e.gid == gid)
+        .ok_or(libc::EADDRNOTAVAIL)?;
+    Ok((device::by_name(&entry.device)?, entry.port))
+}
+
+/// Binds `this` to the device behind `ip`.
+fn attach_device(this: &mut Id, ip: IpAddr) -> Result<(), c_int> {
+    let (dev, port) = device_of(ip)?;
+    this.public.verbs = dev.context;
+    this.public.pd = dev.pd;
+    this.public.port_num = port;
+    Ok(())
+}
+
+/// `int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)`: a specific address
+/// binds the ID to the RDMA device that has it (`EADDRNOTAVAIL` if none has); a wildcard to
+/// none yet. Port 0 is given a port at `rdma_listen` or `rdma_resolve_addr`.
+///
+/// # Safety
+///
+/// `id` is a live ID; `addr` NULL or a socket address.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_bind_addr(
+    id: *mut sys::rdma_cm_id,
+    addr: *mut sys::sockaddr,
+) -> c_int {
+    // SAFETY: The caller's pointers, as documented.
+    let (this, addr) = match unsafe { (id_of(id), socket_addr(addr)) } {
+        (Ok(this), Ok(addr)) => (this, addr),
+        _ => return errno::fail(libc::EINVAL),
+    };
+    if this.state().phase != Phase::Idle || this.state().local.is_some() {
+        return errno::fail(libc::EINVAL);
+    }
+    if !addr.ip().is_unspecified() {
+        if let Err(e) = attach_device(this, addr.ip()) {
+            return errno::fail(e);
+        }
+    }
+    this.set_address(true, addr);
+    this.state().local = Some(addr);
+    0
+}
+
+/// An ephemeral port, for an ID bound to port 0: the active side's only shows in the
+/// `cma_hdr`; a listener's is tried until one is free.
+fn ephemeral_port() -> u16 {
+    let r = cepm::connect::random_psn().unwrap_or(0x5eed);
+    32768 + (r % 28232) as u16
+}
+
+/// `int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr
+/// *dst_addr, int timeout_ms)`: resolves at once, in the caller (routing table, neighbour
+/// cache, GID tables), and queues `ADDR_RESOLVED` or `ADDR_ERROR` (with the negative errno)
+/// on the ID's channel.
+///
+/// # Safety
+///
+/// `id` is a live ID; the addresses NULL (`src_addr` only) or socket addresses.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_resolve_addr(
+    id: *mut sys::rdma_cm_id,
+    src_addr: *mut sys::sockaddr,
+    dst_addr: *mut sys::sockaddr,
+    timeout_ms: c_int,
+) -> c_int {
+    // SAFETY: The caller's pointers, as documented.
+    let (this, dst) = match unsafe { (id_of(id), socket_addr(dst_addr)) } {
+        (Ok(this), Ok(dst)) => (this, dst),
+        _ => return errno::fail(libc::EINVAL),
+    };
+    let src = if src_addr.is_null() {
+        this.state().local
+    } else {
+        // SAFETY: As above.
+        match unsafe { socket_addr(src_addr) } {
+            Ok(src) => Some(src),
+            Err(e) => return errno::fail(e),
+        }
+    };
+    if !matches!(this.state().phase, Phase::Idle | Phase::AddrResolved) {
+        return errno::fail(libc::EINVAL);
+    }
+    this.set_address(false, dst);
+    let idp: *mut Id = this;
+    let timeout = Duration::from_millis(u64::try_from(timeout_ms.max(1)).unwrap_or(1));
+    let source = src.map(|s| s.ip()).filter(|ip| !ip.is_unspecified());
+    let outcome = address::resolve(dst.ip(), source, timeout)
+        .map_err(io_errno)
+        .and_then(|r| {
+            let dev = device::by_name(&r.device)?;
+            Ok((r, dev))
+        });
+    let (kind, status) = match outcome {
+        Ok((resolved, dev)) => {
+            this.public.verbs = dev.context;
+            this.public.pd = dev.pd;
+            this.public.port_num = resolved.port;
+            let port = src
+                .map(|s| s.port())
+                .filter(|p| *p != 0)
+                .unwrap_or_else(ephemeral_port);
+            let local = SocketAddr::new(resolved.source, port);
+            this.set_address(true, local);
+            let mut state = this.state();
+            state.local = Some(local);
+            state.remote = Some(dst);
+            state.resolved = Some(resolved);
+            state.phase = Phase::AddrResolved;
+            (sys::RDMA_CM_EVENT_ADDR_RESOLVED, 0)
+        }
+        Err(e) => (sys::RDMA_CM_EVENT_ADDR_ERROR, -e),
+    };
+    this.channel().post_local(LocalEvent {
+        id: IdPtr(idp),
+        kind,
+        status,
+    });
+    0
+}
+
+/// rdma_cm's packet lifetime on RoCE (`CMA_IBOE_PACKET_LIFETIME`), an IBTA exponent.
+pub(crate) const ROCE_PACKET_LIFETIME: u8 = 16;
+
+/// `int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)`: on RoCE the route is what
+/// address resolution found; fills `route.path_rec` (one path) and queues `ROUTE_RESOLVED`.
+/// `EINVAL` before the address is resolved.
+///
+/// # Safety
+///
+/// `id` is a live ID.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_ms: c_int) -> c_int {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    let idp: *mut Id = this;
+    let mut state = this.state();
+    let (Phase::AddrResolved | Phase::RouteResolved, Some(resolved)) =
+        (state.phase, state.resolved.clone())
+    else {
+        return errno::fail(libc::EINVAL);
+    };
+    let mut path = Box::new(sys::ibv_sa_path_rec {
+        traffic_class: state.options.tos.unwrap_or(0),
+        hop_limit: 64,
+        reversible: 1,
+        numb_path: 1,
+        pkey: 0xffffu16.to_be(),
+        mtu_selector: 2, // exactly
+        mtu: resolved.mtu,
+        packet_life_time_selector: 2,
+        packet_life_time: ROCE_PACKET_LIFETIME,
+        ..Default::default()
+    });
+    path.dgid.raw = resolved.dgid;
+    path.sgid.raw = gid_table::gid_of(resolved.source);
+    let raw: *mut sys::ibv_sa_path_rec = &mut *path;
+    state.path = Some(path);
+    state.phase = Phase::RouteResolved;
+    drop(state);
+    this.public.route.path_rec = raw;
+    this.public.route.num_paths = 1;
+    this.channel().post_local(LocalEvent {
+        id: IdPtr(idp),
+        kind: sys::RDMA_CM_EVENT_ROUTE_RESOLVED,
+        status: 0,
+    });
+    0
+}
+
+/// `int rdma_listen(struct rdma_cm_id *id, int backlog)`: listens on the service ID of the
+/// bound port in the ID's port space (an ephemeral one for port 0). The backlog is cepm's
+/// (1024 a listener); `backlog` is not used.
+///
+/// # Safety
+///
+/// `id` is a live ID.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) -> c_int {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    let Some(ps) = port_space(this.public.ps) else {
+        return errno::fail(libc::EINVAL);
+    };
+    if this.state().phase != Phase::Idle {
+        return errno::fail(libc::EINVAL);
+    }
+    let bound = this
+        .state()
+        .local
+        .unwrap_or_else(|| SocketAddr::new(IpAddr::from([0u8; 4]), 0));
+    let channel = this.channel();
+    let mut port = bound.port();
+    let mut tries = 0;
+    loop {
+        let chosen = if port == 0 { ephemeral_port() } else { port };
+        match channel
+            .cepm
+            .listen(this.handle, ip_service_id(ps, chosen), 0)
+        {
+            Ok(()) => {
+                port = chosen;
+                break;
+            }
+            Err(e)
+                if bound.port() == 0
+                    && tries < 64
+                    && matches!(e.raw_os_error(), Some(libc::EBUSY | libc::EADDRINUSE)) =>
+            {
+                tries += 1;
+            }
+            Err(e) => {
+                return errno::fail(match e.raw_os_error() {
+                    Some(libc::EBUSY) => libc::EADDRINUSE,
+                    other => other.unwrap_or(libc::EIO),
+                })
+            }
+        }
+    }
+    let local = SocketAddr::new(bound.ip(), port);
+    this.set_address(true, local);
+    let mut state = this.state();
+    state.local = Some(local);
+    state.phase = Phase::Listening;
+    0
+}
+
+/// `int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event
+/// **event)`: the next event, waiting for it unless the channel's file is non-blocking
+/// (`EAGAIN`).
+///
+/// # Safety
+///
+/// `channel` is a live channel; `event` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_get_cm_event(
+    channel: *mut sys::rdma_event_channel,
+    event: *mut *mut sys::rdma_cm_event,
+) -> c_int {
+    if channel.is_null() || event.is_null() {
+        return errno::fail(libc::EINVAL);
+    }
+    // SAFETY: The caller passes a live channel.
+    match event::next(unsafe { Channel::from_public(channel) }) {
+        Ok(e) => {
+            // SAFETY: The caller passes `event` valid for a write.
+            unsafe { *event = Box::into_raw(e).cast() };
+            0
+        }
+        Err(e) => errno::fail(e),
+    }
+}
+
+/// `int rdma_ack_cm_event(struct rdma_cm_event *event)`: frees the event and its private
+/// data, and counts it acknowledged for its ID (the listener, for CONNECT_REQUEST).
+///
+/// # Safety
+///
+/// `event` came from [`rdma_get_cm_event`] and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_ack_cm_event(event: *mut sys::rdma_cm_event) -> c_int {
+    if event.is_null() {
+        return errno::fail(libc::EINVAL);
+    }
+    // SAFETY: The caller gives up an event of ours, from Box::into_raw.
+    let event = unsafe { Box::from_raw(event.cast::<Event>()) };
+    // SAFETY: The owner is alive: its destroy waits for this acknowledgement.
+    unsafe { &*event.owner }.event_acked();
+    0
+}

@@ -1,0 +1,251 @@
+//! QPs: `rdma_create_qp`, `rdma_create_qp_ex` and `rdma_destroy_qp`, as librdmacm makes them:
+//! with the ID's completion queues (made here when the caller gives none) and in INIT (a
+//! connected QP) or RTS (UD).
+
+use core::{ffi::c_int, ptr};
+
+use super::ids::id_of;
+use crate::{
+    errno,
+    id::{Id, Phase},
+    qp::{self, Depths},
+    sys,
+};
+
+/// One direction's completion queue: the caller's, the ID's, or a new one with its own
+/// completion channel (kept in the ID, destroyed with the QP).
+fn completion_queue(
+    verbs: *mut sys::ibv_context,
+    given: *mut sys::ibv_cq,
+    ids: &mut *mut sys::ibv_cq,
+    channel: &mut *mut sys::ibv_comp_channel,
+    entries: u32,
+    id: *mut sys::rdma_cm_id,
+) -> Result<*mut sys::ibv_cq, c_int> {
+    if !given.is_null() {
+        if !ids.is_null() && *ids != given {
+            return Err(libc::EINVAL);
+        }
+        return Ok(given);
+    }
+    if !ids.is_null() {
+        return Ok(*ids);
+    }
+    // SAFETY: `verbs` is the ID's open context.
+    let comp = unsafe { sys::ibv_create_comp_channel(verbs) };
+    if comp.is_null() {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::ENOMEM));
+    }
+    // SAFETY: As above; the CQ's context is the ID, as librdmacm's helpers expect.
+    let cq = unsafe { sys::ibv_create_cq(verbs, entries as c_int, id.cast(), comp, 0) };
+    if cq.is_null() {
+        // SAFETY: Made above, used by nothing.
+        unsafe { sys::ibv_destroy_comp_channel(comp) };
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::ENOMEM));
+    }
+    *ids = cq;
+    *channel = comp;
+    Ok(cq)
+}
+
+/// Destroys the CQs (and their channels) the ID made.
+fn destroy_cqs(id: &mut sys::rdma_cm_id) {
+    // SAFETY: Each CQ and channel here was made by completion_queue and is used by no QP any
+    // more; the send CQ may be the receive CQ.
+    unsafe {
+        if !id.recv_cq.is_null() {
+            sys::ibv_destroy_cq(id.recv_cq);
+        }
+        if !id.send_cq.is_null() && id.send_cq != id.recv_cq {
+            sys::ibv_destroy_cq(id.send_cq);
+        }
+        if !id.recv_cq_channel.is_null() {
+            sys::ibv_destroy_comp_channel(id.recv_cq_channel);
+        }
+        if !id.send_cq_channel.is_null() && id.send_cq_channel != id.recv_cq_channel {
+            sys::ibv_destroy_comp_channel(id.send_cq_channel);
+        }
+    }
+    id.recv_cq = ptr::null_mut();
+    id.send_cq = ptr::null_mut();
+    id.recv_cq_channel = ptr::null_mut();
+    id.send_cq_channel = ptr::null_mut();
+}
+
+fn create_qp(
+    this: &mut Id,
+    pd: *mut sys::ibv_pd,
+    attr: &mut sys::ibv_qp_init_attr,
+) -> Result<(), c_int> {
+    let idp: *mut sys::rdma_cm_id = &mut this.public;
+    let public = &mut this.public;
+    if !public.qp.is_null() || public.verbs.is_null() {
+        return Err(libc::EINVAL);
+    }
+    let pd = if pd.is_null() { public.pd } else { pd };
+    // SAFETY: A PD the caller passes is alive.
+    if pd.is_null() || unsafe { (*pd).context } != public.verbs {
+        return Err(libc::EINVAL);
+    }
+    let made_here = public.send_cq.is_null() && public.recv_cq.is_null();
+    let queues = completion_queue(
+        public.verbs,
+        attr.send_cq,
+        &mut public.send_cq,
+        &mut public.send_cq_channel,
+        attr.cap.max_send_wr,
+        idp,
+    )
+    .and_then(|send| {
+        let recv = completion_queue(
+            public.verbs,
+            attr.recv_cq,
+            &mut public.recv_cq,
+            &mut public.recv_cq_channel,
+            attr.cap.max_recv_wr,
+            idp,
+        )?;
+        Ok((send, recv))
+    });
+    let (send, recv) = match queues {
+        Ok(q) => q,
+        Err(e) => {
+            crate::debug!("rdma_create_qp: completion queues: errno {e}");
+            if made_here {
+                destroy_cqs(public);
+            }
+            return Err(e);
+        }
+    };
+    attr.send_cq = send;
+    attr.recv_cq = recv;
+    if attr.srq.is_null() {
+        attr.srq = public.srq;
+    }
+    // SAFETY: `pd` and `attr` are valid; the CQs belong to the same context.
+    let qp = unsafe { sys::ibv_create_qp(pd, attr) };
+    if qp.is_null() {
+        let e = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::ENOMEM);
+        if made_here {
+            destroy_cqs(public);
+        }
+        return Err(e);
+    }
+    let port = public.port_num;
+    let passive = this.state().phase == Phase::Requested;
+    let ready = if this.public.qp_type == sys::IBV_QPT_UD {
+        qp::init_ud(qp, port)
+    } else if passive {
+        // The REQ settled the access rights already.
+        qp::to_state(
+            &this.channel().cepm,
+            this.handle,
+            qp,
+            port,
+            sys::IBV_QPS_INIT,
+            Depths::default(),
+        )
+    } else {
+        qp::init_connected(qp, port)
+    };
+    if let Err(e) = ready {
+        crate::debug!("rdma_create_qp: to INIT (or RTS for UD): errno {e}");
+        // SAFETY: Made above, used by nothing else.
+        unsafe { sys::ibv_destroy_qp(qp) };
+        if made_here {
+            destroy_cqs(&mut this.public);
+        }
+        return Err(e);
+    }
+    this.public.qp = qp;
+    this.public.pd = pd;
+    Ok(())
+}
+
+/// `int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr
+/// *qp_init_attr)`: `pd` NULL means the ID's device's shared PD; `qp_init_attr` gets the CQs
+/// and the capabilities the device gave back.
+///
+/// # Safety
+///
+/// `id` is a live ID; `pd` NULL or alive; `qp_init_attr` valid.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_create_qp(
+    id: *mut sys::rdma_cm_id,
+    pd: *mut sys::ibv_pd,
+    qp_init_attr: *mut sys::ibv_qp_init_attr,
+) -> c_int {
+    // SAFETY: The caller's pointers, as documented.
+    let (Ok(this), Some(attr)) = (unsafe { id_of(id) }, unsafe { qp_init_attr.as_mut() }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    errno::status(create_qp(this, pd, attr))
+}
+
+/// `int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)`:
+/// only what `rdma_create_qp` can express (`comp_mask` of at most `IBV_QP_INIT_ATTR_PD`);
+/// `EOPNOTSUPP` for the extended attributes.
+///
+/// # Safety
+///
+/// `id` is a live ID; `qp_init_attr` valid.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_create_qp_ex(
+    id: *mut sys::rdma_cm_id,
+    qp_init_attr: *mut sys::ibv_qp_init_attr_ex,
+) -> c_int {
+    // SAFETY: The caller's pointers, as documented.
+    let (Ok(this), Some(ex)) = (unsafe { id_of(id) }, unsafe { qp_init_attr.as_mut() }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    if ex.comp_mask & !sys::IBV_QP_INIT_ATTR_PD != 0 {
+        return errno::fail(libc::EOPNOTSUPP);
+    }
+    let pd = if ex.comp_mask & sys::IBV_QP_INIT_ATTR_PD != 0 {
+        ex.pd
+    } else {
+        ptr::null_mut()
+    };
+    let mut attr = sys::ibv_qp_init_attr {
+        qp_context: ex.qp_context,
+        send_cq: ex.send_cq,
+        recv_cq: ex.recv_cq,
+        srq: ex.srq,
+        cap: ex.cap,
+        qp_type: ex.qp_type,
+        sq_sig_all: ex.sq_sig_all,
+    };
+    let rc = errno::status(create_qp(this, pd, &mut attr));
+    if rc == 0 {
+        ex.send_cq = attr.send_cq;
+        ex.recv_cq = attr.recv_cq;
+        ex.srq = attr.srq;
+        ex.cap = attr.cap;
+    }
+    rc
+}
+
+/// `void rdma_destroy_qp(struct rdma_cm_id *id)`: the QP, and the CQs the ID made for it.
+///
+/// # Safety
+///
+/// `id` is a live ID.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_destroy_qp(id: *mut sys::rdma_cm_id) {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return;
+    };
+    if !this.public.qp.is_null() {
+        // SAFETY: The ID's QP, destroyed once.
+        unsafe { sys::ibv_destroy_qp(this.public.qp) };
+        this.public.qp = ptr::null_mut();
+    }
+    destroy_cqs(&mut this.public);
+}

@@ -1,0 +1,336 @@
+//! Events: what `rdma_get_cm_event` hands out, made from cepm's events (and from the
+//! library's own, for address and route resolution), as librdmacm makes them from the kernel's
+//! `rdma_cm` (`rdma_get_cm_event` in rdma-core's `librdmacm/cma.c`).
+//!
+//! # Invariants
+//!
+//! `public` is the first field of [`Event`], so that the application's `struct rdma_cm_event *`
+//! points to the whole event. `public.param`'s private data, when not NULL, points into
+//! `pdata`, which lives as long as the event: until `rdma_ack_cm_event`.
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    os::fd::AsRawFd,
+};
+
+use cepm::{cep::Event as CepmEvent, sys as cepm_sys};
+use cepm_proto::{
+    cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE},
+    service_id::parse_ip_service_id,
+};
+
+use crate::{
+    channel::{Channel, IdPtr},
+    device,
+    id::{Id, Phase},
+    qp::{self, Depths},
+    sys,
+};
+
+/// Private data lengths an application sees, as the kernel's `rdma_cm` reports them: each
+/// message's whole field, less the `cma_hdr` where there is one.
+pub(crate) const REQ_USER_PDATA: usize = 92 - CMA_HDR_SIZE;
+/// See [`REQ_USER_PDATA`].
+pub(crate) const REP_PDATA: usize = 196;
+/// See [`REQ_USER_PDATA`].
+pub(crate) const REJ_PDATA: usize = 148;
+
+/// An event handed to the application.
+#[repr(C)]
+pub(crate) struct Event {
+    /// What the application sees.
+    pub(crate) public: sys::rdma_cm_event,
+    /// The ID whose count its acknowledgement goes to: the listener's for CONNECT_REQUEST.
+    pub(crate) owner: *mut Id,
+    /// Its private data.
+    pdata: [u8; 256],
+}
+
+impl Event {
+    fn new(id: *mut Id, kind: sys::rdma_cm_event_type, status: i32) -> Box<Self> {
+        Box::new(Self {
+            public: sys::rdma_cm_event {
+                id: id.cast(),
+                event: kind,
+                status,
+                ..Default::default()
+            },
+            owner: id,
+            pdata: [0; 256],
+        })
+    }
+
+    /// Copies `data`, padded with zeros to `len` bytes, as the private data of a connected
+    /// event's parameters.
+    fn set_conn_pdata(&mut self, data: &[u8], len: usize) {
+        let len = len.min(self.pdata.len());
+        let n = data.len().min(len);
+        self.pdata[..n].copy_from_slice(&data[..n]);
+        // SAFETY: `conn` is the member of the parameter union connected events use.
+        let conn = unsafe { &mut self.public.param.conn };
+        conn.private_data = self.pdata.as_ptr().cast();
+        conn.private_data_len = len as u8;
+    }
+
+    fn conn(&mut self) -> &mut sys::rdma_conn_param {
+        // SAFETY: As in set_conn_pdata.
+        unsafe { &mut self.public.param.conn }
+    }
+}
+
+/// The next event of `channel`: `Err(errno)` as `rdma_get_cm_event` fails (`EAGAIN` when the
+/// file is non-blocking and nothing waits, `EINTR`, ...).
+pub(crate) fn next(channel: &Channel) -> Result<Box<Event>, i32> {
+    loop {
+        if let Some(local) = channel.take_local() {
+            let event = Event::new(local.id.0, local.kind, local.status);
+            // SAFETY: An ID in a local event is alive: destroy drops its local events first.
+            unsafe { &*local.id.0 }.event_reported();
+            return Ok(event);
+        }
+        if !channel.wait_readable()? {
+            continue; // woken for a local event
+        }
+        let raw = match channel.cepm.read_event() {
+            Ok(raw) => raw,
+            Err(e) => return Err(e.raw_os_error().unwrap_or(libc::EIO)),
+        };
+        let Some(IdPtr(id)) = channel.find(raw.handle) else {
+            continue; // its ID is gone
+        };
+        // SAFETY: IDs in the channel's map are alive (the channel's invariant).
+        let id_ref = unsafe { &mut *id };
+        if let Some(event) = translate(channel, id_ref, raw) {
+            // SAFETY: As above; the owner is the ID or, for CONNECT_REQUEST, the listener.
+            unsafe { &*event.owner }.event_reported();
+            return Ok(event);
+        }
+    }
+}
+
+/// The event the application sees for cepm's `raw` on `id`, if any.
+fn translate(channel: &Channel, id: &mut Id, raw: CepmEvent) -> Option<Box<Event>> {
+    let idp: *mut Id = id;
+    let kind = raw.kind;
+    let status = raw.status as i32;
+    match kind {
+        cepm_sys::CEPM_EVENT_REQ_RECEIVED => connect_request(channel, id),
+        cepm_sys::CEPM_EVENT_REP_RECEIVED => Some(connect_response(channel, id)),
+        cepm_sys::CEPM_EVENT_ESTABLISHED => {
+            id.state().phase = Phase::Connected;
+            Some(Event::new(idp, sys::RDMA_CM_EVENT_ESTABLISHED, 0))
+        }
+        cepm_sys::CEPM_EVENT_REJ_RECEIVED => {
+            let mut state = id.state();
+            state.phase = Phase::Done;
+            if state.connect_error {
+                return None;
+            }
+            drop(state);
+            let _ = qp::to_error(id.public.qp.cast());
+            let mut event = Event::new(idp, sys::RDMA_CM_EVENT_REJECTED, status);
+            let pdata = channel
+                .cepm
+                .private_data(id.handle)
+                .map(|(_, d)| d)
+                .unwrap_or_default();
+            event.set_conn_pdata(&pdata, REJ_PDATA);
+            Some(event)
+        }
+        cepm_sys::CEPM_EVENT_REQ_ERROR
+        | cepm_sys::CEPM_EVENT_REP_ERROR
+        | cepm_sys::CEPM_EVENT_SIDR_REQ_ERROR => {
+            id.state().phase = Phase::Done;
+            Some(Event::new(idp, sys::RDMA_CM_EVENT_UNREACHABLE, -status))
+        }
+        cepm_sys::CEPM_EVENT_DREQ_RECEIVED
+        | cepm_sys::CEPM_EVENT_DREP_RECEIVED
+        | cepm_sys::CEPM_EVENT_DREQ_ERROR => {
+            let mut state = id.state();
+            state.phase = Phase::Done;
+            state.peer_disconnected |= kind == cepm_sys::CEPM_EVENT_DREQ_RECEIVED;
+            if state.connect_error {
+                return None;
+            }
+            let status = if kind == cepm_sys::CEPM_EVENT_DREQ_ERROR {
+                -status
+            } else {
+                0
+            };
+            Some(Event::new(idp, sys::RDMA_CM_EVENT_DISCONNECTED, status))
+        }
+        cepm_sys::CEPM_EVENT_TIMEWAIT_EXIT => {
+            Some(Event::new(idp, sys::RDMA_CM_EVENT_TIMEWAIT_EXIT, 0))
+        }
+        cepm_sys::CEPM_EVENT_DEVICE_REMOVAL => {
+            id.state().phase = Phase::Done;
+            Some(Event::new(idp, sys::RDMA_CM_EVENT_DEVICE_REMOVAL, 0))
+        }
+        // The peer needs more time: the kernel already extended ours.
+        cepm_sys::CEPM_EVENT_MRA_RECEIVED => None,
+        // UD (SIDR) is not done yet: the requester times out, as with no listener.
+        _ => None,
+    }
+}
+
+/// A REQ arrived on listener `listener`: claims it, makes the new ID and its CONNECT_REQUEST.
+/// A REQ that is not rdma_cm's for this listener is rejected and dropped.
+fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
+    let (handle, info) = channel.cepm.get_request(listener.handle, 0).ok()?;
+    let refuse = |reason: u16| {
+        crate::debug!(
+            "REQ for {:#x} refused with REJ reason {reason}",
+            info.service_id
+        );
+        let _ = channel.cepm.reject(handle, reason, &[], &[]);
+        let _ = channel.cepm.destroy(handle);
+        None
+    };
+    let Ok(hdr) = CmaHdr::decode(&info.private_data) else {
+        return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16);
+    };
+    let (listen_local, af_only) = {
+        let state = listener.state();
+        (state.local, state.options.af_only)
+    };
+    let port = parse_ip_service_id(info.service_id).map_or(0, |(_, port)| port);
+    let (src, dst) = match hdr.addrs {
+        CmaAddrs::V4 { src, dst } => (IpAddr::from(src), IpAddr::from(dst)),
+        CmaAddrs::V6 { src, dst } => (IpAddr::from(src), IpAddr::from(dst)),
+    };
+    // A listener on a given address takes only the REQs for it; one on a wildcard of one
+    // family takes the other family's too unless AFONLY says otherwise.
+    if let Some(local) = listen_local {
+        let wildcard = local.ip().is_unspecified();
+        let family_ok = !af_only || local.is_ipv4() == dst.is_ipv4();
+        if (!wildcard && local.ip() != dst) || !family_ok {
+            return refuse(cepm_sys::CEPM_REJ_INVALID_SERVICE_ID as u16);
+        }
+    }
+    let Ok(dev) = device::by_name(&info.device) else {
+        return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16);
+    };
+    let new = Box::into_raw(Id::new(
+        listener.public.channel,
+        handle,
+        listener.public.context,
+        listener.public.ps,
+        listener.public.qp_type,
+        false,
+    ));
+    // SAFETY: Just made, ours alone until it is in the map.
+    let new_ref = unsafe { &mut *new };
+    new_ref.public.verbs = dev.context;
+    new_ref.public.pd = dev.pd;
+    new_ref.public.port_num = info.port;
+    let local = SocketAddr::new(dst, port);
+    let remote = SocketAddr::new(src, hdr.src_port);
+    new_ref.set_address(true, local);
+    new_ref.set_address(false, remote);
+    {
+        let mut state = new_ref.state();
+        state.phase = Phase::Requested;
+        state.local = Some(local);
+        state.remote = Some(remote);
+        // The peer's initiator depth is what we must be able to respond to, and the
+        // other way round.
+        state.requested = (info.initiator_depth, info.responder_resources);
+    }
+    channel.add(handle, new);
+    let mut event = Event::new(new, sys::RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+    event.owner = listener;
+    event.public.listen_id = &mut listener.public;
+    event.set_conn_pdata(
+        info.private_data.get(CMA_HDR_SIZE..).unwrap_or_default(),
+        REQ_USER_PDATA,
+    );
+    let conn = event.conn();
+    conn.responder_resources = info.initiator_depth;
+    conn.initiator_depth = info.responder_resources;
+    conn.qp_num = info.remote_qpn;
+    // The REQ's retry counts do not reach us through cepm: librdmacm's defaults.
+    conn.retry_count = 7;
+    conn.rnr_retry_count = 7;
+    Some(event)
+}
+
+/// A REP arrived for `id`'s REQ. With a QP, librdmacm moves it to RTR and RTS and sends the
+/// RTU itself, and the application sees ESTABLISHED; without one, CONNECT_RESPONSE, and the
+/// application calls `rdma_establish`.
+fn connect_response(channel: &Channel, id: &mut Id) -> Box<Event> {
+    let idp: *mut Id = id;
+    let pdata = channel
+        .cepm
+        .private_data(id.handle)
+        .map(|(_, d)| d)
+        .unwrap_or_default();
+    let remote_qpn = channel
+        .cepm
+        .query_cep(id.handle)
+        .map_or(0, |i| i.remote_qpn);
+    let qp: *mut sys::ibv_qp = id.public.qp;
+    if qp.is_null() {
+        let mut event = Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+        event.set_conn_pdata(&pdata, REP_PDATA);
+        event.conn().qp_num = remote_qpn;
+        return event;
+    }
+    let ack_timeout = id.state().options.ack_timeout;
+    let port = id.public.port_num;
+    let moved = qp::to_state(
+        &channel.cepm,
+        id.handle,
+        qp,
+        port,
+        sys::IBV_QPS_INIT,
+        Depths::default(),
+    )
+    .and_then(|()| {
+        qp::to_state(
+            &channel.cepm,
+            id.handle,
+            qp,
+            port,
+            sys::IBV_QPS_RTR,
+            Depths::default(),
+        )
+    })
+    .and_then(|()| {
+        qp::to_state(
+            &channel.cepm,
+            id.handle,
+            qp,
+            port,
+            sys::IBV_QPS_RTS,
+            Depths {
+                ack_timeout,
+                ..Depths::default()
+            },
+        )
+    })
+    .and_then(|()| {
+        channel
+            .cepm
+            .send_rtu(id.handle, &[])
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+    });
+    if moved.is_err() {
+        let _ = qp::to_error(qp);
+        let mut state = id.state();
+        state.connect_error = true;
+        state.phase = Phase::Done;
+        return Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_ERROR, -1);
+    }
+    id.state().phase = Phase::Connected;
+    let mut event = Event::new(idp, sys::RDMA_CM_EVENT_ESTABLISHED, 0);
+    event.set_conn_pdata(&pdata, REP_PDATA);
+    event.conn().qp_num = remote_qpn;
+    event
+}
+
+/// Whether `fd` was opened (or set) non-blocking.
+pub(crate) fn nonblocking(fd: &impl AsRawFd) -> bool {
+    // SAFETY: F_GETFL on a descriptor we hold reads its flags.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_NONBLOCK != 0
+}

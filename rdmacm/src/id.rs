@@ -1,0 +1,273 @@
+//! An `rdma_cm_id`: the application's view (`public`), the CEP behind it in its channel's
+//! `/dev/cepm`, and what the library keeps about it (addresses, the resolved route, options,
+//! and the count of events read but not yet acknowledged).
+//!
+//! # Invariants
+//!
+//! `public` is the first field, so that the application's `struct rdma_cm_id *` points to the
+//! whole [`Id`]. `public.channel` is the channel whose file holds CEP `handle` and whose map
+//! has this ID under it, for as long as the ID is alive.
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    sync::{Condvar, Mutex, MutexGuard},
+};
+
+use crate::{channel::Channel, resolve::address::Resolved, sys};
+
+/// Where an ID is in its life, as far as the library's own checks go (the CEP's state in the
+/// kernel has the last word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Created, or bound.
+    Idle,
+    /// `rdma_resolve_addr` succeeded.
+    AddrResolved,
+    /// `rdma_resolve_route` succeeded: ready to connect.
+    RouteResolved,
+    /// Listening.
+    Listening,
+    /// The REQ (or SIDR_REQ) was sent.
+    Connecting,
+    /// Born from a CONNECT_REQUEST, not yet accepted or rejected.
+    Requested,
+    /// The REP was sent, or the connection is up.
+    Connected,
+    /// Disconnected, rejected or unreachable: only destroy is left.
+    Done,
+}
+
+/// What [`rdma_set_option`](crate::api::options) sets.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Options {
+    /// `RDMA_OPTION_ID_TOS`: the traffic class of the path.
+    pub(crate) tos: Option<u8>,
+    /// `RDMA_OPTION_ID_REUSEADDR`.
+    pub(crate) reuse_addr: bool,
+    /// `RDMA_OPTION_ID_AFONLY`.
+    pub(crate) af_only: bool,
+    /// `RDMA_OPTION_ID_ACK_TIMEOUT`: the QP's local ACK timeout, overriding the path's.
+    pub(crate) ack_timeout: Option<u8>,
+}
+
+/// The library's state of an ID, under its lock.
+pub(crate) struct IdState {
+    /// Where it is.
+    pub(crate) phase: Phase,
+    /// Events of this ID handed to the application.
+    pub(crate) events_reported: u64,
+    /// Of those, the ones acknowledged.
+    pub(crate) events_acked: u64,
+    /// The bound or resolved local address.
+    pub(crate) local: Option<SocketAddr>,
+    /// The peer's address.
+    pub(crate) remote: Option<SocketAddr>,
+    /// Address resolution's result: device, port, GIDs, next hop.
+    pub(crate) resolved: Option<Resolved>,
+    /// The depths a CONNECT_REQUEST asked for (responder resources, initiator depth), from the
+    /// passive side's point of view.
+    pub(crate) requested: (u8, u8),
+    /// Options set on it.
+    pub(crate) options: Options,
+    /// Processing a REP failed; the REJECTED or DISCONNECTED that follows is not reported.
+    pub(crate) connect_error: bool,
+    /// The peer's DREQ arrived: `rdma_disconnect` answers it with a DREP.
+    pub(crate) peer_disconnected: bool,
+    /// The path record `route.path_rec` points to, once the route is resolved.
+    pub(crate) path: Option<Box<sys::ibv_sa_path_rec>>,
+}
+
+/// An ID.
+#[repr(C)]
+pub(crate) struct Id {
+    /// What the application sees.
+    pub(crate) public: sys::rdma_cm_id,
+    /// Its CEP, in `public.channel`'s file.
+    pub(crate) handle: u32,
+    /// The channel was made for this ID alone (synchronous mode): it goes with the ID.
+    pub(crate) private_channel: bool,
+    state: Mutex<IdState>,
+    acked: Condvar,
+}
+
+impl Id {
+    /// A new ID on `channel`, for CEP `handle`, not yet in the channel's map.
+    pub(crate) fn new(
+        channel: *mut sys::rdma_event_channel,
+        handle: u32,
+        context: *mut core::ffi::c_void,
+        port_space: sys::rdma_port_space,
+        qp_type: sys::ibv_qp_type,
+        private_channel: bool,
+    ) -> Box<Self> {
+        Box::new(Self {
+            public: sys::rdma_cm_id {
+                channel,
+                context,
+                ps: port_space,
+                qp_type,
+                ..Default::default()
+            },
+            handle,
+            private_channel,
+            state: Mutex::new(IdState {
+                phase: Phase::Idle,
+                events_reported: 0,
+                events_acked: 0,
+                local: None,
+                remote: None,
+                resolved: None,
+                requested: (0, 0),
+                options: Options::default(),
+                connect_error: false,
+                peer_disconnected: false,
+                path: None,
+            }),
+            acked: Condvar::new(),
+        })
+    }
+
+    /// The channel the ID is on.
+    pub(crate) fn channel(&self) -> &Channel {
+        // SAFETY: By the type invariant, `public.channel` is the live channel of this ID.
+        unsafe { Channel::from_public(self.public.channel) }
+    }
+
+    /// Its state, locked.
+    pub(crate) fn state(&self) -> MutexGuard<'_, IdState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one more event handed out.
+    pub(crate) fn event_reported(&self) {
+        self.state().events_reported += 1;
+    }
+
+    /// Counts one event acknowledged, and wakes a destroy waiting for it.
+    pub(crate) fn event_acked(&self) {
+        self.state().events_acked += 1;
+        self.acked.notify_all();
+    }
+
+    /// Waits until every event handed out has been acknowledged.
+    pub(crate) fn wait_for_acks(&self) {
+        let mut state = self.state();
+        while state.events_acked < state.events_reported {
+            state = self.acked.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Writes `addr` into `route.addr`'s source (or destination) slot.
+    pub(crate) fn set_address(&mut self, local: bool, addr: SocketAddr) {
+        let storage = socket_storage(addr);
+        // Both slots are unions of plain socket address types over a sockaddr_storage:
+        // writing the storage member writes them all.
+        if local {
+            self.public.route.addr.__bindgen_anon_1.src_storage = storage;
+        } else {
+            self.public.route.addr.__bindgen_anon_2.dst_storage = storage;
+        }
+    }
+}
+
+/// A socket address as C has it.
+pub(crate) fn socket_storage(addr: SocketAddr) -> sys::sockaddr_storage {
+    let mut storage = sys::sockaddr_storage::default();
+    let base: *mut sys::sockaddr_storage = &mut storage;
+    match addr {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: A sockaddr_storage is large and aligned enough for a sockaddr_in.
+            unsafe { base.cast::<libc::sockaddr_in>().write(sin) };
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: As above, for a sockaddr_in6.
+            unsafe { base.cast::<libc::sockaddr_in6>().write(sin6) };
+        }
+    }
+    storage
+}
+
+/// The socket address at `addr`, if it is IPv4 or IPv6 (`EINVAL` otherwise, as librdmacm's
+/// `ucma_addrlen` refuses it).
+///
+/// # Safety
+///
+/// `addr` is NULL or points to a socket address as long as its family says.
+pub(crate) unsafe fn socket_addr(addr: *const sys::sockaddr) -> Result<SocketAddr, i32> {
+    if addr.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: The caller vouches for a socket address; its family is its first field.
+    let family = c_int_of(unsafe { (*addr).sa_family });
+    match family {
+        libc::AF_INET => {
+            // SAFETY: An AF_INET address is a sockaddr_in.
+            let sin = unsafe { &*addr.cast::<libc::sockaddr_in>() };
+            Ok(SocketAddr::new(
+                IpAddr::from(sin.sin_addr.s_addr.to_ne_bytes()),
+                u16::from_be(sin.sin_port),
+            ))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: An AF_INET6 address is a sockaddr_in6.
+            let sin6 = unsafe { &*addr.cast::<libc::sockaddr_in6>() };
+            Ok(SocketAddr::V6(std::net::SocketAddrV6::new(
+                sin6.sin6_addr.s6_addr.into(),
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => Err(libc::EINVAL),
+    }
+}
+
+fn c_int_of(family: sys::sa_family_t) -> i32 {
+    i32::from(family)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_addresses_go_to_c_and_back() {
+        for text in [
+            "10.77.0.1:7471",
+            "[fe80::24:13ff:fec5:518f]:80",
+            "0.0.0.0:0",
+        ] {
+            let addr: SocketAddr = text.parse().unwrap();
+            let storage = socket_storage(addr);
+            // SAFETY: A sockaddr_storage holds the address just written.
+            let back = unsafe { socket_addr((&storage as *const sys::sockaddr_storage).cast()) };
+            assert_eq!(back, Ok(addr));
+        }
+        let unix = sys::sockaddr_storage {
+            ss_family: libc::AF_UNIX as sys::sa_family_t,
+            ..Default::default()
+        };
+        // SAFETY: As above.
+        let got = unsafe { socket_addr((&unix as *const sys::sockaddr_storage).cast()) };
+        assert_eq!(got, Err(libc::EINVAL));
+        // SAFETY: NULL is allowed.
+        assert_eq!(unsafe { socket_addr(core::ptr::null()) }, Err(libc::EINVAL));
+    }
+}
