@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# rdma-core's own tools, unmodified, with cepm's librdmacm (out/rdmacm/librdmacm.so.1, issue 12)
+# in place of rdma-core's on both ends, so that cepm is their connection manager: rping pings
+# with RDMA reads and writes and verifies the data, ucmatose connects and exchanges messages,
+# cmtime connects and disconnects many at once; a connection to a port nobody listens on is
+# REJECTED with status 8 (invalid service ID). Afterwards no CEP is left.
+# In the loopback topology both ends are on rxe0; in two-hosts the server runs in the peer
+# namespace on rxe1.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+for tool in rping ucmatose cmtime; do
+	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
+done
+LIB=$CEPM_ROOT/out/rdmacm
+[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
+ktap_set_plan 7
+
+out=$CEPM_ROOT/out/rdmacm_tools.$$
+trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
+ktap_check "topology $TOPOLOGY is up" topology_up
+case $TOPOLOGY in
+two-hosts) ADDR=10.77.0.2 ;;
+*) ADDR=10.77.0.1 ;;
+esac
+TCP=0x0106
+# Command prefixes: with cepm's librdmacm, here and on the server's host. Arrays, not
+# functions, so that "${ON_SERVER_OVER_CEPM[@]}" CMD & leaves $! on CMD's own process chain
+# (env and ip netns exec exec it), which the test can signal.
+OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
+ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
+# listening PORT: a CEP listens on rdma_cm's TCP service ID for PORT.
+listening() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id $TCP "$1")"; }
+show() { sed "s/^/# $1: /" "$2"; }
+
+# rping: 10 pings of 64 bytes, each an RDMA read and write, the data verified (-V).
+"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rping -s -a $ADDR -p 7174 -C 10 -S 64 -v -V >"$out.rping-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7174
+"${OVER_CEPM[@]}" timeout 120 rping -c -a $ADDR -p 7174 -C 10 -S 64 -v -V >"$out.rping-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+show rping-s "$out.rping-s" | tail -n 3
+show rping-c "$out.rping-c" | tail -n 3
+ktap_check "rping -c -> rping -s: both exit 0 ($crc, $src)" sh -c "test $crc = 0 && test $src = 0"
+pings() { [ "$(grep -c '^ping data: rdma-ping-' "$out.rping-c")" = 10 ]; }
+ktap_check "... 10 pings echoed and verified" pings
+
+# ucmatose: one connection, 10 messages each way.
+"${ON_SERVER_OVER_CEPM[@]}" timeout 120 ucmatose -p 7175 -c 1 -C 10 >"$out.ucma-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7175
+"${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7175 -c 1 -C 10 >"$out.ucma-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+show ucmatose-s "$out.ucma-s" | tail -n 4
+show ucmatose-c "$out.ucma-c" | tail -n 4
+ktap_check "ucmatose -c 1 -C 10: client and server complete with status 0 ($crc, $src)" \
+	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma-c' && grep -q 'return status 0' '$out.ucma-s'"
+
+# cmtime: 20 connections set up and torn down at once. Its server never exits: stopped after.
+"${ON_SERVER_OVER_CEPM[@]}" timeout 120 cmtime -p 7176 >"$out.cmtime-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7176
+"${OVER_CEPM[@]}" timeout 120 cmtime -s $ADDR -p 7176 -c 20 >"$out.cmtime-c" 2>&1
+crc=$?
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+show cmtime-c "$out.cmtime-c" | tail -n 9
+# Its table has one line a step: connect's (microseconds a connection, last) is not 0.
+cmtime_ok() { [ "$crc" = 0 ] && awk '$1 == "connect" && $NF + 0 > 0 { ok = 1 } END { exit !ok }' "$out.cmtime-c"; }
+ktap_check "cmtime -c 20: the client exits 0 and times its connections ($crc)" cmtime_ok
+
+# No one listens on port 7177: the peer's cepm answers with a REJ, reason 8.
+"${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7177 -c 1 -C 1 >"$out.nolisten" 2>&1
+show nolisten "$out.nolisten" | tail -n 3
+ktap_check "no listener: REJECTED, status 8" grep -q 'RDMA_CM_EVENT_REJECTED, error: 8' "$out.nolisten"
+
+kill $(jobs -p) 2>/dev/null
+wait 2>/dev/null
+ktap_check "no CEP is left once every tool has exited" wait_until 60 ceps_are 0
+ktap_finished
