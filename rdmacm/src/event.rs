@@ -277,38 +277,11 @@ fn connect_response(channel: &Channel, id: &mut Id) -> Box<Event> {
     }
     let ack_timeout = id.state().options.ack_timeout;
     let port = id.public.port_num;
-    let moved = qp::to_state(
-        &channel.cepm,
-        id.handle,
-        qp,
-        port,
-        sys::IBV_QPS_INIT,
-        Depths::default(),
-    )
-    .and_then(|()| {
-        qp::to_state(
-            &channel.cepm,
-            id.handle,
-            qp,
-            port,
-            sys::IBV_QPS_RTR,
-            Depths::default(),
-        )
-    })
-    .and_then(|()| {
-        qp::to_state(
-            &channel.cepm,
-            id.handle,
-            qp,
-            port,
-            sys::IBV_QPS_RTS,
-            Depths {
-                ack_timeout,
-                ..Depths::default()
-            },
-        )
-    })
-    .and_then(|()| {
+    let depths = Depths {
+        ack_timeout,
+        ..Depths::default()
+    };
+    let moved = qp::to_rts(&channel.cepm, id.handle, qp, port, depths).and_then(|()| {
         channel
             .cepm
             .send_rtu(id.handle, &[])

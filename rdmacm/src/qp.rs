@@ -96,6 +96,26 @@ pub(crate) fn to_state(
     modify(qp, &mut attr, mask).inspect_err(|e| crate::debug!("modify_qp to {state}: errno {e}"))
 }
 
+/// Takes a connected `qp` through INIT (again: the CM exchange settled its access rights), RTR
+/// and RTS with the attributes cepm gives CEP `handle`, and `depths`' overrides; on failure the
+/// QP goes to ERR.
+pub(crate) fn to_rts(
+    cepm: &Cepm,
+    handle: u32,
+    qp: *mut sys::ibv_qp,
+    port: u8,
+    depths: Depths,
+) -> Result<(), c_int> {
+    // Each override is of a field of one state only: the other states' masks leave it out.
+    let moved = [sys::IBV_QPS_INIT, sys::IBV_QPS_RTR, sys::IBV_QPS_RTS]
+        .into_iter()
+        .try_for_each(|state| to_state(cepm, handle, qp, port, state, depths));
+    if moved.is_err() {
+        let _ = to_error(qp);
+    }
+    moved
+}
+
 /// What the application or its options override in the attributes cepm gives.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Depths {

@@ -57,6 +57,16 @@ fn negotiate(asked: Option<u8>, limit: u8, fallback: Option<u8>, tcp: bool) -> R
     }
 }
 
+/// The QPN and SRQ flag a REQ or REP names: the ID's QP's, or (without one) the parameters'.
+fn local_qp(qp: *mut sys::ibv_qp, param: Option<&sys::rdma_conn_param>) -> (u32, u8) {
+    if qp.is_null() {
+        return param.map_or((0, 0), |p| (p.qp_num, p.srq));
+    }
+    // SAFETY: The ID's QP is alive while the ID has it.
+    let q = unsafe { &*qp };
+    (q.qp_num, u8::from(!q.srq.is_null()))
+}
+
 /// `int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)`: sends the
 /// REQ, with the `cma_hdr` and then the application's private data (at most 56 bytes).
 ///
@@ -109,13 +119,7 @@ fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_
         None,
         tcp,
     )?;
-    let (qpn, srq) = if qp.is_null() {
-        param.map_or((0, 0), |p| (p.qp_num, p.srq))
-    } else {
-        // SAFETY: The ID's QP is alive while the ID has it.
-        let q = unsafe { &*qp };
-        (q.qp_num, u8::from(!q.srq.is_null()))
-    };
+    let (qpn, srq) = local_qp(qp, param);
     let addrs = match (local.ip(), remote.ip()) {
         (IpAddr::V4(s), IpAddr::V4(d)) => CmaAddrs::V4 {
             src: s.octets(),
@@ -218,13 +222,7 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
         Some(requested_depth),
         tcp,
     )?;
-    let (qpn, srq) = if qp.is_null() {
-        param.map_or((0, 0), |p| (p.qp_num, p.srq))
-    } else {
-        // SAFETY: The ID's QP is alive while the ID has it.
-        let q = unsafe { &*qp };
-        (q.qp_num, u8::from(!q.srq.is_null()))
-    };
+    let (qpn, srq) = local_qp(qp, param);
     // SAFETY: The caller vouched for `conn_param`.
     let pdata = unsafe { user_pdata(param, REP_PDATA) }?;
     let mut args = cepm_sys::cepm_accept {
@@ -243,45 +241,12 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
     let cepm = &this.channel().cepm;
     cepm.prepare_rep(&args).map_err(io_errno)?;
     if !qp.is_null() {
-        let moved = qp::to_state(
-            cepm,
-            this.handle,
-            qp,
-            port,
-            sys::IBV_QPS_INIT,
-            Depths::default(),
-        )
-        .and_then(|()| {
-            qp::to_state(
-                cepm,
-                this.handle,
-                qp,
-                port,
-                sys::IBV_QPS_RTR,
-                Depths {
-                    max_dest_rd_atomic: Some(responder_resources),
-                    ..Depths::default()
-                },
-            )
-        })
-        .and_then(|()| {
-            qp::to_state(
-                cepm,
-                this.handle,
-                qp,
-                port,
-                sys::IBV_QPS_RTS,
-                Depths {
-                    max_rd_atomic: Some(initiator_depth),
-                    ack_timeout,
-                    ..Depths::default()
-                },
-            )
-        });
-        if let Err(e) = moved {
-            let _ = qp::to_error(qp);
-            return Err(e);
-        }
+        let depths = Depths {
+            max_dest_rd_atomic: Some(responder_resources),
+            max_rd_atomic: Some(initiator_depth),
+            ack_timeout,
+        };
+        qp::to_rts(cepm, this.handle, qp, port, depths)?;
     }
     if let Err(e) = cepm.send_rep(this.handle) {
         let _ = qp::to_error(qp);
