@@ -12,7 +12,7 @@
 need_root
 ktap_print_header
 [ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology (the peer sends from rxe1)"; exit "$KSFT_SKIP"; }
-ktap_set_plan 7
+ktap_set_plan 8
 
 seed=${CEPM_MAD_FUZZ_SEED:-1}
 count=${CEPM_MAD_FUZZ_COUNT:-5000}
@@ -27,6 +27,7 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 # The targets outlast the whole run: 10 minutes, plus 20 ms a MAD (KASAN sends 161 a second).
 long_ms=$(((600 + count / 50) * 1000))
 "$CEPMCTL" serve --service-id $SID_SINK --count 1000000 --timeout-ms $long_ms >"$out.sink" 2>&1 &
+sink_pid=$!
 wait_until 10 grep -q '^serve: listening' "$out.sink"
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID_HELD --cm-only --hold --timeout-ms $long_ms \
 	>"$out.held-accept" 2>&1 &
@@ -57,6 +58,12 @@ arc=$?
 wait $fpid
 frc=$?
 sed 's/^/# /' "$out.fuzz"
+# The sink must still be listening, or the fuzzer's REQs for SID_SINK met no listener and the
+# run never exercised a live one. (A zombie has exited too: kill -0 would still succeed.)
+sink_alive() { local state; read -r _ _ state _ <"/proc/$sink_pid/stat" && [ "$state" != Z ]; }
+sink_alive || tail -n 3 "$out.sink" | sed 's/^/# /'
+ktap_check "the sink listener outlived the fuzzer" sink_alive
+ktap_print_msg "the sink answered $(grep -c '^serve: rejected' "$out.sink") REQs and $(grep -c '^serve: answered the SIDR_REQ' "$out.sink") SIDR_REQs"
 tail -n 3 "$out.legit" "$out.legit-accept" | sed 's/^/# /'
 ktap_check "the fuzzer sent its $count MADs (seed $seed)" sh -c "test $frc = 0 && grep -q 'MADs/s' '$out.fuzz'"
 ktap_check "100 legitimate connections next to it: all connected and disconnected" \
