@@ -66,14 +66,14 @@ enum Command {
         #[command(flatten)]
         common: ConnectArgs,
     },
-    /// Listen on a service ID and reject each REQ (with --reason and --reject-data), printing
-    /// it and the events as they arrive.
+    /// Listen on a service ID and reject each REQ (with --reason and --reject-data; a SIDR_REQ
+    /// gets a SIDR_REP with status reject), printing it and the events as they arrive.
     #[command(visible_alias = "reject")]
     Serve {
         /// Service ID to listen on (RDMA CM TCP port space: 0x0000000001060000 | port).
         #[arg(long, value_parser = parse_u64)]
         service_id: u64,
-        /// Stop after this many REQs.
+        /// Stop after this many REQs and SIDR_REQs.
         #[arg(long, default_value_t = 1)]
         count: u32,
         /// REJ reason (28: consumer defined).
@@ -530,7 +530,7 @@ fn print_port(p: &PortInfo) {
     }
 }
 
-/// `cepmctl serve`: one listener, each REQ printed and rejected.
+/// `cepmctl serve`: one listener, each REQ printed and rejected (a SIDR_REQ with a SIDR_REP).
 fn serve(
     service_id: u64,
     count: u32,
@@ -557,7 +557,9 @@ fn serve(
             ev.user_context,
             ev.status
         );
-        if ev.kind != cepm::sys::CEPM_EVENT_REQ_RECEIVED {
+        if ev.kind != cepm::sys::CEPM_EVENT_REQ_RECEIVED
+            && ev.kind != cepm::sys::CEPM_EVENT_SIDR_REQ_RECEIVED
+        {
             continue;
         }
         if leave_unclaimed {
@@ -577,11 +579,22 @@ fn serve(
             handle,
             cep::state_name(info.state)
         );
-        cepm.reject(handle, reason, &[], reject_data)?;
-        println!(
-            "serve: rejected with reason {reason} and {} bytes of private data",
-            reject_data.len()
-        );
+        // GET_REQUEST claims the oldest request, which need not be the one this event
+        // announced: a SIDR_REQ is answered with a SIDR_REP, never a REJ (EINVAL).
+        if req.sidr == 1 {
+            cepm.sidr_rep(&cepm::sys::cepm_sidr_rep {
+                handle,
+                status: cepm::sys::CEPM_SIDR_REJECT as u8,
+                ..Default::default()
+            })?;
+            println!("serve: answered the SIDR_REQ with status reject");
+        } else {
+            cepm.reject(handle, reason, &[], reject_data)?;
+            println!(
+                "serve: rejected with reason {reason} and {} bytes of private data",
+                reject_data.len()
+            );
+        }
         if keep_rejected {
             println!(
                 "serve: keeping CEP {handle} in {}",
