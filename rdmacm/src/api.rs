@@ -4,6 +4,7 @@
 pub mod addrinfo;
 pub mod channel;
 pub mod connection;
+pub mod endpoints;
 pub mod ids;
 pub mod pending;
 pub mod qp;

@@ -1,22 +1,27 @@
-//! An event channel: one open `/dev/cepm`, the IDs whose CEPs live in it, and the events made
-//! in userspace (address and route resolution) waiting to be read.
+//! An event channel: one open `/dev/cepm`, the IDs whose CEPs live in it, and the events
+//! waiting to be handed out: made in userspace (address and route resolution), or read from
+//! the file for an ID other than the one a synchronous call waits for.
+//!
+//! One thread at a time reads the file (`Queue::reading`); the others wait for the queue to
+//! change. So a synchronous call that waits for its own ID's event (`rdma_accept`,
+//! `rdma_get_request`, ...) never takes another ID's: it queues it for its owner.
 //!
 //! # Invariants
 //!
 //! `public` is the first field, so that the `struct rdma_event_channel *` an application holds
 //! is a pointer to the whole [`Channel`]. Every ID in `ids` is alive: an ID leaves the map
-//! before it is freed.
+//! before it is freed, and its queued events leave the queue before that.
 
 use std::{
     collections::{BTreeMap, VecDeque},
     io,
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
-    sync::Mutex,
+    sync::{Condvar, Mutex, MutexGuard},
 };
 
 use cepm::Cepm;
 
-use crate::{id::Id, sys};
+use crate::{event::Event, id::Id, sys};
 
 /// An ID as the channel's map holds it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -26,14 +31,10 @@ pub(crate) struct IdPtr(pub(crate) *mut Id);
 // state is behind its own lock.
 unsafe impl Send for IdPtr {}
 
-/// An event made in userspace, for an ID of this channel.
-pub(crate) struct LocalEvent {
-    /// The ID.
-    pub(crate) id: IdPtr,
-    /// `RDMA_CM_EVENT_*`.
-    pub(crate) kind: sys::rdma_cm_event_type,
-    /// Its status (0, or a negative errno).
-    pub(crate) status: i32,
+/// The events waiting to be handed out, and whether a thread is reading the file.
+struct Queue {
+    events: VecDeque<Box<Event>>,
+    reading: bool,
 }
 
 /// An event channel.
@@ -43,17 +44,21 @@ pub(crate) struct Channel {
     pub(crate) public: sys::rdma_event_channel,
     /// The open `/dev/cepm`.
     pub(crate) cepm: Cepm,
+    /// Made by `rdma_create_id` for a synchronous ID (and shared with the IDs its listens
+    /// give): freed with the last of its IDs, never by the application.
+    pub(crate) private: bool,
     /// The IDs on this channel, by their CEP's handle.
     ids: Mutex<BTreeMap<u32, IdPtr>>,
-    /// Events made in userspace, oldest first.
-    local: Mutex<VecDeque<LocalEvent>>,
-    /// An eventfd that wakes a reader blocked on the file when a local event is queued.
+    queue: Mutex<Queue>,
+    /// Signalled when `queue` changes.
+    changed: Condvar,
+    /// An eventfd that wakes the thread reading the file when an event is queued.
     wake: OwnedFd,
 }
 
 impl Channel {
-    /// Opens `/dev/cepm` for a new channel.
-    pub(crate) fn open() -> io::Result<Box<Self>> {
+    /// Opens `/dev/cepm` for a new channel (`private`: for synchronous IDs).
+    pub(crate) fn open(private: bool) -> io::Result<Box<Self>> {
         let cepm = Cepm::open()?;
         // SAFETY: eventfd takes no pointers.
         let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -67,8 +72,13 @@ impl Channel {
                 fd: cepm.as_raw_fd(),
             },
             cepm,
+            private,
             ids: Mutex::new(BTreeMap::new()),
-            local: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queue {
+                events: VecDeque::new(),
+                reading: false,
+            }),
+            changed: Condvar::new(),
             wake,
         }))
     }
@@ -91,12 +101,11 @@ impl Channel {
             .insert(handle, IdPtr(id));
     }
 
-    /// Forgets CEP `handle`'s ID, before it is freed.
-    pub(crate) fn remove(&self, handle: u32) {
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&handle);
+    /// Forgets CEP `handle`'s ID, before it is freed: whether it was the channel's last.
+    pub(crate) fn remove(&self, handle: u32) -> bool {
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        ids.remove(&handle);
+        ids.is_empty()
     }
 
     /// The ID that owns CEP `handle`, if it is still alive.
@@ -108,20 +117,58 @@ impl Channel {
             .copied()
     }
 
-    /// Queues an event made in userspace, and wakes a reader waiting for the file.
-    pub(crate) fn post_local(&self, event: LocalEvent) {
-        self.local
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(event);
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues an event for its owner, and wakes the threads waiting for one.
+    pub(crate) fn post(&self, event: Box<Event>) {
+        self.queue().events.push_back(event);
+        self.changed.notify_all();
         let one = 1u64.to_ne_bytes();
         // SAFETY: Writes 8 bytes from `one` to our eventfd; a full counter (EAGAIN) already
         // wakes the reader.
         unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
     }
 
-    /// Waits until the file has an event (`Ok(true)`) or a local event was queued
-    /// (`Ok(false)`). A non-blocking file does not wait: its read says `EAGAIN` itself.
+    /// The next event that `wanted` accepts: a queued one, or one read from the file by
+    /// `read`, which waits for the file (see [`Channel::wait_readable`]) and gives `None` when
+    /// it was woken for a queued event or what it read is not for the application. Events
+    /// `wanted` refuses are queued for their owners.
+    pub(crate) fn next_event(
+        &self,
+        wanted: impl Fn(&Event) -> bool,
+        mut read: impl FnMut() -> Result<Option<Box<Event>>, i32>,
+    ) -> Result<Box<Event>, i32> {
+        let mut queue = self.queue();
+        loop {
+            if let Some(i) = queue.events.iter().position(|e| wanted(e)) {
+                if let Some(event) = queue.events.remove(i) {
+                    return Ok(event);
+                }
+            }
+            if queue.reading {
+                if crate::event::nonblocking(&self.cepm) {
+                    return Err(libc::EAGAIN);
+                }
+                queue = self.changed.wait(queue).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            queue.reading = true;
+            drop(queue);
+            let got = read();
+            queue = self.queue();
+            queue.reading = false;
+            self.changed.notify_all();
+            match got? {
+                Some(event) if wanted(&event) => return Ok(event),
+                Some(event) => queue.events.push_back(event),
+                None => {}
+            }
+        }
+    }
+
+    /// Waits until the file has an event (`Ok(true)`) or an event was queued (`Ok(false)`). A non-blocking file does not wait: its read says `EAGAIN` itself.
     pub(crate) fn wait_readable(&self) -> Result<bool, i32> {
         if crate::event::nonblocking(&self.cepm) {
             return Ok(true);
@@ -159,20 +206,16 @@ impl Channel {
         Ok(true)
     }
 
-    /// The oldest event made in userspace, if any.
-    pub(crate) fn take_local(&self) -> Option<LocalEvent> {
-        self.local
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front()
-    }
-
-    /// Drops the userspace events of an ID being destroyed.
-    pub(crate) fn drop_local_of(&self, id: *mut Id) {
-        self.local
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|e| e.id.0 != id);
+    /// Takes the queued events of an ID being destroyed: the ones it owns, and the ones that
+    /// name it.
+    pub(crate) fn take_events_of(&self, id: *mut Id) -> VecDeque<Box<Event>> {
+        let mut queue = self.queue();
+        let (theirs, others): (VecDeque<_>, VecDeque<_>) = queue
+            .events
+            .drain(..)
+            .partition(|e| e.owner == id || e.public.id == id.cast());
+        queue.events = others;
+        theirs
     }
 
     /// Whether IDs are still on the channel.

@@ -9,6 +9,12 @@ pub(crate) fn set(errno: c_int) {
     unsafe { *libc::__errno_location() = errno };
 }
 
+/// The calling thread's `errno`.
+pub(crate) fn get() -> c_int {
+    // SAFETY: As in `set`.
+    unsafe { *libc::__errno_location() }
+}
+
 /// Fails the way librdmacm's calls fail: `errno` set, -1 returned.
 pub(crate) fn fail(errno: c_int) -> c_int {
     set(errno);

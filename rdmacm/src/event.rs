@@ -24,7 +24,7 @@ use crate::{
     device,
     id::{Id, Phase},
     qp::{self, Depths},
-    sys,
+    sys, ud,
 };
 
 /// Private data lengths an application sees, as the kernel's `rdma_cm` reports them: each
@@ -47,7 +47,8 @@ pub(crate) struct Event {
 }
 
 impl Event {
-    fn new(id: *mut Id, kind: sys::rdma_cm_event_type, status: i32) -> Box<Self> {
+    /// A new event of `kind` for `id`, without parameters.
+    pub(crate) fn new(id: *mut Id, kind: sys::rdma_cm_event_type, status: i32) -> Box<Self> {
         Box::new(Self {
             public: sys::rdma_cm_event {
                 id: id.cast(),
@@ -72,40 +73,68 @@ impl Event {
         conn.private_data_len = len as u8;
     }
 
+    /// As [`Event::set_conn_pdata`], for a UD event's parameters.
+    fn set_ud_pdata(&mut self, data: &[u8], len: usize) {
+        let len = len.min(self.pdata.len());
+        let n = data.len().min(len);
+        self.pdata[..n].copy_from_slice(&data[..n]);
+        // SAFETY: `ud` is the member of the parameter union UD events use.
+        let ud = unsafe { &mut self.public.param.ud };
+        ud.private_data = self.pdata.as_ptr().cast();
+        ud.private_data_len = len as u8;
+    }
+
+    fn ud(&mut self) -> &mut sys::rdma_ud_param {
+        // SAFETY: As in set_ud_pdata.
+        unsafe { &mut self.public.param.ud }
+    }
+
     fn conn(&mut self) -> &mut sys::rdma_conn_param {
         // SAFETY: As in set_conn_pdata.
         unsafe { &mut self.public.param.conn }
     }
 }
 
-/// The next event of `channel`: `Err(errno)` as `rdma_get_cm_event` fails (`EAGAIN` when the
-/// file is non-blocking and nothing waits, `EINTR`, ...).
-pub(crate) fn next(channel: &Channel) -> Result<Box<Event>, i32> {
-    loop {
-        if let Some(local) = channel.take_local() {
-            let event = Event::new(local.id.0, local.kind, local.status);
-            // SAFETY: An ID in a local event is alive: destroy drops its local events first.
-            unsafe { &*local.id.0 }.event_reported();
-            return Ok(event);
-        }
-        if !channel.wait_readable()? {
-            continue; // woken for a local event
-        }
-        let raw = match channel.cepm.read_event() {
-            Ok(raw) => raw,
-            Err(e) => return Err(e.raw_os_error().unwrap_or(libc::EIO)),
-        };
-        let Some(IdPtr(id)) = channel.find(raw.handle) else {
-            continue; // its ID is gone
-        };
-        // SAFETY: IDs in the channel's map are alive (the channel's invariant).
-        let id_ref = unsafe { &mut *id };
-        if let Some(event) = translate(channel, id_ref, raw) {
-            // SAFETY: As above; the owner is the ID or, for CONNECT_REQUEST, the listener.
-            unsafe { &*event.owner }.event_reported();
-            return Ok(event);
-        }
+/// The next event of `channel` (`for_id`: the next of that ID, which a synchronous call waits
+/// for): `Err(errno)` as `rdma_get_cm_event` fails (`EAGAIN` when the file is non-blocking and
+/// nothing waits, `EINTR`, ...).
+pub(crate) fn next(channel: &Channel, for_id: Option<*mut Id>) -> Result<Box<Event>, i32> {
+    let event = channel.next_event(
+        |e| for_id.is_none_or(|id| e.owner == id),
+        || {
+            if !channel.wait_readable()? {
+                return Ok(None); // woken for a queued event
+            }
+            let raw = channel
+                .cepm
+                .read_event()
+                .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+            let Some(IdPtr(id)) = channel.find(raw.handle) else {
+                return Ok(None); // its ID is gone
+            };
+            // SAFETY: IDs in the channel's map are alive (the channel's invariant).
+            Ok(translate(channel, unsafe { &mut *id }, raw))
+        },
+    )?;
+    // SAFETY: The owner is alive: its destroy takes its queued events first, and waits for
+    // the acknowledgement of those handed out.
+    unsafe { &*event.owner }.event_reported();
+    Ok(event)
+}
+
+/// Drops a queued event that will not be handed out: its ID is being destroyed. The new ID
+/// of a CONNECT_REQUEST goes with it (and its CEP's destroy rejects the REQ).
+pub(crate) fn discard(channel: &Channel, event: Box<Event>) {
+    let new: *mut Id = event.public.id.cast();
+    if event.public.event != sys::RDMA_CM_EVENT_CONNECT_REQUEST || new == event.owner {
+        return;
     }
+    // SAFETY: The new ID of a CONNECT_REQUEST not handed out is the application's only
+    // through this event.
+    let new = unsafe { Box::from_raw(new) };
+    let _ = channel.cepm.destroy(new.handle);
+    channel.remove(new.handle);
+    drop(channel.take_events_of(&*new as *const Id as *mut Id));
 }
 
 /// The event the application sees for cepm's `raw` on `id`, if any.
@@ -114,8 +143,11 @@ fn translate(channel: &Channel, id: &mut Id, raw: CepmEvent) -> Option<Box<Event
     let kind = raw.kind;
     let status = raw.status as i32;
     match kind {
-        cepm_sys::CEPM_EVENT_REQ_RECEIVED => connect_request(channel, id),
+        cepm_sys::CEPM_EVENT_REQ_RECEIVED | cepm_sys::CEPM_EVENT_SIDR_REQ_RECEIVED => {
+            connect_request(channel, id)
+        }
         cepm_sys::CEPM_EVENT_REP_RECEIVED => Some(connect_response(channel, id)),
+        cepm_sys::CEPM_EVENT_SIDR_REP_RECEIVED => Some(sidr_reply(channel, id)),
         cepm_sys::CEPM_EVENT_ESTABLISHED => {
             id.state().phase = Phase::Connected;
             Some(Event::new(idp, sys::RDMA_CM_EVENT_ESTABLISHED, 0))
@@ -168,7 +200,6 @@ fn translate(channel: &Channel, id: &mut Id, raw: CepmEvent) -> Option<Box<Event
         }
         // The peer needs more time: the kernel already extended ours.
         cepm_sys::CEPM_EVENT_MRA_RECEIVED => None,
-        // UD (SIDR) is not done yet: the requester times out, as with no listener.
         _ => None,
     }
 }
@@ -177,15 +208,30 @@ fn translate(channel: &Channel, id: &mut Id, raw: CepmEvent) -> Option<Box<Event
 /// A REQ that is not rdma_cm's for this listener is rejected and dropped.
 fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
     let (handle, info) = channel.cepm.get_request(listener.handle, 0).ok()?;
+    let sidr = info.sidr == 1;
     let refuse = |reason: u16| {
         crate::debug!(
-            "REQ for {:#x} refused with REJ reason {reason}",
+            "REQ for {:#x} (SIDR: {sidr}) refused with reason {reason}",
             info.service_id
         );
-        let _ = channel.cepm.reject(handle, reason, &[], &[]);
+        let _ = if sidr {
+            // A SIDR_REQ is answered with a SIDR_REP, never a REJ.
+            let status = cepm_sys::CEPM_SIDR_REJECT as u8;
+            channel.cepm.sidr_rep(&cepm_sys::cepm_sidr_rep {
+                handle,
+                status,
+                ..Default::default()
+            })
+        } else {
+            channel.cepm.reject(handle, reason, &[], &[])
+        };
         let _ = channel.cepm.destroy(handle);
         None
     };
+    // Each port space has its own service IDs, so a UD listener hears SIDR_REQs alone.
+    if sidr != (listener.public.qp_type == sys::IBV_QPT_UD) {
+        return refuse(cepm_sys::CEPM_REJ_INVALID_SERVICE_ID as u16);
+    }
     let Ok(hdr) = CmaHdr::decode(&info.private_data) else {
         return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16);
     };
@@ -216,7 +262,7 @@ fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
         listener.public.context,
         listener.public.ps,
         listener.public.qp_type,
-        false,
+        listener.sync,
     ));
     // SAFETY: Just made, ours alone until it is in the map.
     let new_ref = unsafe { &mut *new };
@@ -240,6 +286,19 @@ fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
     let mut event = Event::new(new, sys::RDMA_CM_EVENT_CONNECT_REQUEST, 0);
     event.owner = listener;
     event.public.listen_id = &mut listener.public;
+    if sidr {
+        // Its private data is longer than GET_REQUEST's copy: the whole of it.
+        let pdata = channel
+            .cepm
+            .private_data(handle)
+            .map(|(_, d)| d)
+            .unwrap_or_default();
+        event.set_ud_pdata(
+            pdata.get(CMA_HDR_SIZE..).unwrap_or_default(),
+            ud::SIDR_REQ_USER_PDATA,
+        );
+        return Some(event);
+    }
     event.set_conn_pdata(
         info.private_data.get(CMA_HDR_SIZE..).unwrap_or_default(),
         REQ_USER_PDATA,
@@ -298,6 +357,46 @@ fn connect_response(channel: &Channel, id: &mut Id) -> Box<Event> {
     let mut event = Event::new(idp, sys::RDMA_CM_EVENT_ESTABLISHED, 0);
     event.set_conn_pdata(&pdata, REP_PDATA);
     event.conn().qp_num = remote_qpn;
+    event
+}
+
+/// A SIDR_REP answered `id`'s SIDR_REQ: `ESTABLISHED` with what an address handle to the
+/// peer needs, or why not (see [`ud::Reply`]).
+fn sidr_reply(channel: &Channel, id: &mut Id) -> Box<Event> {
+    let idp: *mut Id = id;
+    let info = channel.cepm.query_cep(id.handle).ok();
+    let reply = info.map_or(ud::Reply::Refused(cepm_sys::CEPM_SIDR_REJECT as i32), |i| {
+        ud::Reply::of(i.sidr_status, i.remote_qpn, i.remote_qkey)
+    });
+    let pdata = channel
+        .cepm
+        .private_data(id.handle)
+        .map(|(_, d)| d)
+        .unwrap_or_default();
+    let mut state = id.state();
+    let mut event = match reply {
+        ud::Reply::Established { qpn, qkey } => {
+            state.phase = Phase::Connected;
+            let mut event = Event::new(idp, sys::RDMA_CM_EVENT_ESTABLISHED, 0);
+            let ud = event.ud();
+            ud.qp_num = qpn;
+            ud.qkey = qkey;
+            if let Some(resolved) = &state.resolved {
+                let tos = state.options.tos.unwrap_or(0);
+                ud.ah_attr = ud::ah_attr(resolved, tos, id.public.port_num);
+            }
+            event
+        }
+        ud::Reply::Refused(status) => {
+            state.phase = Phase::Done;
+            Event::new(idp, sys::RDMA_CM_EVENT_UNREACHABLE, status)
+        }
+        ud::Reply::WrongQkey => {
+            state.phase = Phase::Done;
+            Event::new(idp, sys::RDMA_CM_EVENT_ADDR_ERROR, -libc::EINVAL)
+        }
+    };
+    event.set_ud_pdata(&pdata, ud::SIDR_REP_PDATA);
     event
 }
 

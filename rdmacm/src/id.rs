@@ -75,6 +75,9 @@ pub(crate) struct IdState {
     pub(crate) peer_disconnected: bool,
     /// The path record `route.path_rec` points to, once the route is resolved.
     pub(crate) path: Option<Box<sys::ibv_sa_path_rec>>,
+    /// A passive endpoint's QP attributes (`rdma_create_ep`): `rdma_get_request` gives each
+    /// new ID a QP made with them.
+    pub(crate) endpoint_qp: Option<sys::ibv_qp_init_attr>,
 }
 
 /// An ID.
@@ -84,8 +87,9 @@ pub(crate) struct Id {
     pub(crate) public: sys::rdma_cm_id,
     /// Its CEP, in `public.channel`'s file.
     pub(crate) handle: u32,
-    /// The channel was made for this ID alone (synchronous mode): it goes with the ID.
-    pub(crate) private_channel: bool,
+    /// Synchronous: calls that lead to an event wait for it, and keep it in `public.event`
+    /// until the next such call (librdmacm's `ucma_complete`).
+    pub(crate) sync: bool,
     state: Mutex<IdState>,
     acked: Condvar,
 }
@@ -98,7 +102,7 @@ impl Id {
         context: *mut core::ffi::c_void,
         port_space: sys::rdma_port_space,
         qp_type: sys::ibv_qp_type,
-        private_channel: bool,
+        sync: bool,
     ) -> Box<Self> {
         Box::new(Self {
             public: sys::rdma_cm_id {
@@ -109,7 +113,7 @@ impl Id {
                 ..Default::default()
             },
             handle,
-            private_channel,
+            sync,
             state: Mutex::new(IdState {
                 phase: Phase::Idle,
                 events_reported: 0,
@@ -122,6 +126,7 @@ impl Id {
                 connect_error: false,
                 peer_disconnected: false,
                 path: None,
+                endpoint_qp: None,
             }),
             acked: Condvar::new(),
         })

@@ -18,4 +18,7 @@ pub mod event_str;
 pub(crate) mod id;
 pub(crate) mod qp;
 mod resolve;
+pub(crate) mod route;
+pub(crate) mod sync;
 pub mod sys;
+pub(crate) mod ud;

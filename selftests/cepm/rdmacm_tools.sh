@@ -3,35 +3,39 @@
 # rdma-core's own tools, unmodified, with cepm's librdmacm (out/rdmacm/librdmacm.so.1, issue 12)
 # in place of rdma-core's on both ends, so that cepm is their connection manager: rping pings
 # with RDMA reads and writes and verifies the data, ucmatose connects and exchanges messages,
-# cmtime connects and disconnects many at once; a connection to a port nobody listens on is
-# REJECTED with status 8 (invalid service ID). Afterwards no CEP is left.
+# cmtime connects and disconnects many at once, rdma_server and rdma_client use the synchronous
+# endpoint calls (rdma_create_ep, rdma_get_request), udaddy exchanges datagrams after SIDR; a
+# connection to a port nobody listens on is REJECTED with status 8 (invalid service ID).
+# rping and ucmatose run again over IPv6 (ULA addresses on the veth pair). Afterwards no CEP
+# is left.
 # In the loopback topology both ends are on rxe0; in two-hosts the server runs in the peer
 # namespace on rxe1.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-for tool in rping ucmatose cmtime; do
+for tool in rping ucmatose cmtime rdma_server rdma_client udaddy; do
 	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
 done
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 7
+ktap_set_plan 12
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
-trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait; ip addr del $ADDR6_LOCAL/64 dev veth0 2>/dev/null; topology_down; rm -f "$out".*' EXIT
 ktap_check "topology $TOPOLOGY is up" topology_up
+ADDR6_LOCAL=fd77::1 ADDR6_PEER=fd77::2
 case $TOPOLOGY in
-two-hosts) ADDR=10.77.0.2 ;;
-*) ADDR=10.77.0.1 ;;
+two-hosts) ADDR=10.77.0.2 ADDR6=$ADDR6_PEER ;;
+*) ADDR=10.77.0.1 ADDR6=$ADDR6_LOCAL ;;
 esac
-TCP=0x0106
+TCP=0x0106 UDP=0x0111
 # Command prefixes: with cepm's librdmacm, here and on the server's host. Arrays, not
 # functions, so that "${ON_SERVER_OVER_CEPM[@]}" CMD & leaves $! on CMD's own process chain
 # (env and ip netns exec exec it), which the test can signal.
 OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
-# listening PORT: a CEP listens on rdma_cm's TCP service ID for PORT.
-listening() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id $TCP "$1")"; }
+# listening PORT [PORT_SPACE]: a CEP listens on rdma_cm's service ID for PORT (TCP by default).
+listening() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id "${2:-$TCP}" "$1")"; }
 show() { sed "s/^/# $1: /" "$2"; }
 
 # rping: 10 pings of 64 bytes, each an RDMA read and write, the data verified (-V).
@@ -74,10 +78,74 @@ show cmtime-c "$out.cmtime-c" | tail -n 9
 cmtime_ok() { [ "$crc" = 0 ] && awk '$1 == "connect" && $NF + 0 > 0 { ok = 1 } END { exit !ok }' "$out.cmtime-c"; }
 ktap_check "cmtime -c 20: the client exits 0 and times its connections ($crc)" cmtime_ok
 
+# rdma_server and rdma_client: synchronous endpoints, one message each way, then both
+# disconnect at once (crossing DREQs: each must still see its DISCONNECTED).
+"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rdma_server -p 7178 >"$out.rdma-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7178
+"${OVER_CEPM[@]}" timeout 120 rdma_client -s $ADDR -p 7178 >"$out.rdma-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+show rdma_server "$out.rdma-s" | tail -n 3
+show rdma_client "$out.rdma-c" | tail -n 3
+ktap_check "rdma_client -> rdma_server: both end 0 ($crc, $src)" \
+	sh -c "test $crc = 0 && test $src = 0 && grep -q '^rdma_client: end 0' '$out.rdma-c' && grep -q '^rdma_server: end 0' '$out.rdma-s'"
+
+# udaddy: a UD QP each, resolved through SIDR on rdma_cm's UDP port 7174 (udaddy's only
+# port), 10 datagrams each way.
+"${ON_SERVER_OVER_CEPM[@]}" timeout 120 udaddy -C 10 >"$out.udaddy-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7174 $UDP
+"${OVER_CEPM[@]}" timeout 120 udaddy -s $ADDR -C 10 >"$out.udaddy-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+show udaddy-s "$out.udaddy-s" | tail -n 3
+show udaddy-c "$out.udaddy-c" | tail -n 3
+ktap_check "udaddy -s -> udaddy: both complete with status 0 ($crc, $src)" \
+	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.udaddy-c' && grep -q 'return status 0' '$out.udaddy-s'"
+
 # No one listens on port 7177: the peer's cepm answers with a REJ, reason 8.
 "${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7177 -c 1 -C 1 >"$out.nolisten" 2>&1
 show nolisten "$out.nolisten" | tail -n 3
 ktap_check "no listener: REJECTED, status 8" grep -q 'RDMA_CM_EVENT_REJECTED, error: 8' "$out.nolisten"
+
+# IPv6: ULA addresses (no duplicate detection to wait for) on veth0 and, with two hosts, on
+# veth1; each gives its rxe device a RoCE v2 GID.
+has_gid() { grep -qs "$2" /sys/class/infiniband/"$1"/ports/1/gids/*; }
+ipv6_up() {
+	ip addr add $ADDR6_LOCAL/64 dev veth0 nodad &&
+	wait_until 20 has_gid rxe0 fd77:0000:0000:0000:0000:0000:0000:0001 || return 1
+	[ "$TOPOLOGY" = two-hosts ] || return 0
+	on_server ip addr add $ADDR6_PEER/64 dev veth1 nodad &&
+	wait_until 20 has_gid rxe1 fd77:0000:0000:0000:0000:0000:0000:0002
+}
+ktap_check "IPv6 addresses and their GIDs are up" ipv6_up
+
+"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rping -s -a $ADDR6 -p 7184 -C 10 -S 64 -v -V >"$out.rping6-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7184
+"${OVER_CEPM[@]}" timeout 120 rping -c -a $ADDR6 -p 7184 -C 10 -S 64 -v -V >"$out.rping6-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+show rping6-s "$out.rping6-s" | tail -n 3
+show rping6-c "$out.rping6-c" | tail -n 3
+rping6_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$(grep -c '^ping data: rdma-ping-' "$out.rping6-c")" = 10 ]; }
+ktap_check "IPv6: rping -c -> rping -s: both exit 0 ($crc, $src), 10 pings verified" rping6_ok
+
+"${ON_SERVER_OVER_CEPM[@]}" timeout 120 ucmatose -b $ADDR6 -p 7185 -c 1 -C 10 >"$out.ucma6-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7185
+"${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR6 -p 7185 -c 1 -C 10 >"$out.ucma6-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+show ucmatose6-s "$out.ucma6-s" | tail -n 4
+show ucmatose6-c "$out.ucma6-c" | tail -n 4
+ktap_check "IPv6: ucmatose -c 1 -C 10: client and server complete with status 0 ($crc, $src)" \
+	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma6-c' && grep -q 'return status 0' '$out.ucma6-s'"
 
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null

@@ -9,7 +9,7 @@ use crate::{channel::Channel, errno, sys};
 /// `ENOENT` when cepm is not loaded) on failure.
 #[no_mangle]
 pub extern "C" fn rdma_create_event_channel() -> *mut sys::rdma_event_channel {
-    match Channel::open() {
+    match Channel::open(false) {
         Ok(channel) => Box::into_raw(channel).cast(),
         Err(e) => {
             errno::set(e.raw_os_error().unwrap_or(libc::EIO));

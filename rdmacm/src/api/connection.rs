@@ -2,28 +2,24 @@
 //! `rdma_establish`, `rdma_notify`, `rdma_init_qp_attr`, `rdma_set_option`.
 
 use core::ffi::{c_int, c_void};
-use std::net::IpAddr;
 
 use cepm::sys as cepm_sys;
-use cepm_proto::{
-    cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE},
-    service_id::ip_service_id,
-};
+use cepm_proto::{cma_hdr::CMA_HDR_SIZE, service_id::ip_service_id};
 
-use super::ids::{id_of, port_space, ROCE_PACKET_LIFETIME};
+use super::ids::{id_of, port_space};
 use crate::{
     device, errno,
     event::{REJ_PDATA, REP_PDATA, REQ_USER_PDATA},
     id::{Id, Phase},
     qp::{self, Depths},
-    resolve::gid_table,
-    sys,
+    route::Route,
+    sync, sys, ud,
 };
 
 /// rdma_cm's CM response timeout (`CMA_CM_RESPONSE_TIMEOUT`), an IBTA exponent: 4 s.
-const CM_RESPONSE_TIMEOUT: u8 = 20;
+pub(crate) const CM_RESPONSE_TIMEOUT: u8 = 20;
 /// rdma_cm's CM retries (`CMA_MAX_CM_RETRIES`).
-const MAX_CM_RETRIES: u8 = 15;
+pub(crate) const MAX_CM_RETRIES: u8 = 15;
 
 fn io_errno(e: std::io::Error) -> c_int {
     e.raw_os_error().unwrap_or(libc::EIO)
@@ -82,30 +78,24 @@ pub unsafe extern "C" fn rdma_connect(
     let (Ok(this), param) = (unsafe { id_of(id) }, unsafe { conn_param.as_ref() }) else {
         return errno::fail(libc::EINVAL);
     };
-    errno::status(connect(this, param).inspect_err(|e| crate::debug!("rdma_connect: errno {e}")))
+    let connected = connect(this, param).and_then(|()| sync::complete(this));
+    errno::status(connected.inspect_err(|e| crate::debug!("rdma_connect: errno {e}")))
 }
 
 fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> {
     let ps = port_space(this.public.ps).ok_or(libc::EINVAL)?;
+    let route = Route::of(this)?;
     if this.public.qp_type == sys::IBV_QPT_UD {
-        return Err(libc::ENOSYS); // SIDR: not yet
+        // SAFETY: The caller vouched for `conn_param`.
+        let pdata = unsafe { user_pdata(param, ud::SIDR_REQ_USER_PDATA) }?;
+        return ud::resolve(this, ps, &route, pdata);
     }
     let tcp = this.public.ps == sys::RDMA_PS_TCP;
     let qp: *mut sys::ibv_qp = this.public.qp;
     if tcp && qp.is_null() && param.is_none() {
         return Err(libc::EINVAL);
     }
-    let state = this.state();
-    let (Phase::RouteResolved, Some(resolved), Some(local), Some(remote)) = (
-        state.phase,
-        state.resolved.clone(),
-        state.local,
-        state.remote,
-    ) else {
-        return Err(libc::EINVAL);
-    };
-    let tos = state.options.tos.unwrap_or(0);
-    drop(state);
+    let resolved = &route.resolved;
     let dev = device::by_name(&resolved.device)?;
     let responder_resources = negotiate(
         param.map(|p| p.responder_resources),
@@ -120,25 +110,11 @@ fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_
         tcp,
     )?;
     let (qpn, srq) = local_qp(qp, param);
-    let addrs = match (local.ip(), remote.ip()) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => CmaAddrs::V4 {
-            src: s.octets(),
-            dst: d.octets(),
-        },
-        (s, d) => CmaAddrs::V6 {
-            src: gid_table::gid_of(s),
-            dst: gid_table::gid_of(d),
-        },
-    };
-    let header = CmaHdr {
-        src_port: local.port(),
-        addrs,
-    }
-    .encode();
+    let header = route.cma_hdr();
     // SAFETY: The caller vouched for `conn_param`.
     let pdata = unsafe { user_pdata(param, REQ_USER_PDATA) }?;
     let mut args = cepm_sys::cepm_connect {
-        service_id: ip_service_id(ps, remote.port()),
+        service_id: ip_service_id(ps, route.remote.port()),
         handle: this.handle,
         port_num: u32::from(resolved.port),
         local_qpn: qpn,
@@ -155,16 +131,8 @@ fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_
         pdata_len: (CMA_HDR_SIZE + pdata.len()) as u8,
         ..Default::default()
     };
-    for (dst, src) in args.dev_name.iter_mut().zip(resolved.device.bytes()) {
-        *dst = src as _;
-    }
-    args.path.dgid = resolved.dgid;
-    args.path.dmac = resolved.dmac;
-    args.path.sgid_index = resolved.sgid_index;
-    args.path.hop_limit = 64;
-    args.path.traffic_class = tos;
-    args.path.mtu = resolved.mtu;
-    args.path.packet_life_time = ROCE_PACKET_LIFETIME;
+    args.dev_name = route.dev_name();
+    args.path = route.path();
     args.pdata[..CMA_HDR_SIZE].copy_from_slice(&header);
     args.pdata[CMA_HDR_SIZE..CMA_HDR_SIZE + pdata.len()].copy_from_slice(pdata);
     this.channel().cepm.connect(&args).map_err(io_errno)?;
@@ -187,10 +155,19 @@ pub unsafe extern "C" fn rdma_accept(
     let (Ok(this), param) = (unsafe { id_of(id) }, unsafe { conn_param.as_ref() }) else {
         return errno::fail(libc::EINVAL);
     };
-    errno::status(accept(this, param).inspect_err(|e| crate::debug!("rdma_accept: errno {e}")))
+    // A UD ID's SIDR_REP leads to no event: nothing to wait for.
+    let is_ud = this.public.qp_type == sys::IBV_QPT_UD;
+    let accepted =
+        accept(this, param).and_then(|()| if is_ud { Ok(()) } else { sync::complete(this) });
+    errno::status(accepted.inspect_err(|e| crate::debug!("rdma_accept: errno {e}")))
 }
 
 fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> {
+    if this.public.qp_type == sys::IBV_QPT_UD {
+        // SAFETY: The caller vouched for `conn_param`.
+        let pdata = unsafe { user_pdata(param, ud::SIDR_REP_PDATA) }?;
+        return ud::accept(this, param.map(|p| p.qp_num), pdata);
+    }
     let tcp = this.public.ps == sys::RDMA_PS_TCP;
     let qp: *mut sys::ibv_qp = this.public.qp;
     if qp.is_null() && param.is_none() {
@@ -274,7 +251,8 @@ pub unsafe extern "C" fn rdma_reject(
         return errno::fail(libc::EINVAL);
     };
     let len = usize::from(private_data_len);
-    if len > REJ_PDATA {
+    let is_ud = this.public.qp_type == sys::IBV_QPT_UD;
+    if len > if is_ud { ud::SIDR_REP_PDATA } else { REJ_PDATA } {
         return errno::fail(libc::EINVAL);
     }
     let pdata = if private_data.is_null() || len == 0 {
@@ -283,6 +261,9 @@ pub unsafe extern "C" fn rdma_reject(
         // SAFETY: The caller vouches for `len` bytes.
         unsafe { core::slice::from_raw_parts(private_data.cast::<u8>(), len) }
     };
+    if is_ud {
+        return errno::status(ud::reject(this, pdata));
+    }
     let reason = cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16;
     match this.channel().cepm.reject(this.handle, reason, &[], pdata) {
         Ok(()) => {
@@ -311,17 +292,20 @@ pub unsafe extern "C" fn rdma_disconnect(id: *mut sys::rdma_cm_id) -> c_int {
     if let Err(e) = qp::to_error(this.public.qp) {
         return errno::fail(e);
     }
+    // A DREQ not read yet (a synchronous ID reads none between its calls) is answered too:
+    // when the DREQ cannot be sent, the DREP is, as the kernel's rdma_disconnect does.
     let answer = this.state().peer_disconnected;
     let cepm = &this.channel().cepm;
     let sent = if answer {
         cepm.send_drep(this.handle, &[])
     } else {
         cepm.send_dreq(this.handle, &[])
+            .or_else(|e| cepm.send_drep(this.handle, &[]).map_err(|_| e))
     };
-    match sent {
-        Ok(()) => 0,
-        Err(e) => errno::fail(io_errno(e)),
+    if let Err(e) = sent {
+        return errno::fail(io_errno(e));
     }
+    errno::status(sync::complete(this))
 }
 
 /// `int rdma_establish(struct rdma_cm_id *id)`: after CONNECT_RESPONSE, for an application

@@ -11,12 +11,12 @@ use std::{
 use cepm_proto::service_id::{ip_service_id, PortSpace};
 
 use crate::{
-    channel::{Channel, IdPtr, LocalEvent},
+    channel::Channel,
     device, errno,
     event::{self, Event},
     id::{socket_addr, Id, Phase},
     resolve::{address, gid_table},
-    sys,
+    sync, sys,
 };
 
 /// The port space of `ps`, if rdma_cm has it.
@@ -42,8 +42,8 @@ fn io_errno(e: std::io::Error) -> c_int {
 }
 
 /// `int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void
-/// *context, enum rdma_port_space ps)`. A NULL channel (synchronous mode) is not supported
-/// yet: `ENOSYS`.
+/// *context, enum rdma_port_space ps)`. A NULL channel makes a synchronous ID, on a channel of
+/// its own.
 ///
 /// # Safety
 ///
@@ -55,31 +55,66 @@ pub unsafe extern "C" fn rdma_create_id(
     context: *mut c_void,
     ps: sys::rdma_port_space,
 ) -> c_int {
-    if id.is_null() || port_space(ps).is_none() {
-        return errno::fail(libc::EINVAL);
-    }
-    if channel.is_null() {
-        return errno::fail(libc::ENOSYS);
-    }
-    // SAFETY: The caller passes a live channel.
-    let chan = unsafe { Channel::from_public(channel) };
-    let handle = match chan.cepm.create(0) {
-        Ok(h) => h,
-        Err(e) => return errno::fail(io_errno(e)),
-    };
     let qp_type = match ps {
         sys::RDMA_PS_UDP | sys::RDMA_PS_IPOIB => sys::IBV_QPT_UD,
         _ => sys::IBV_QPT_RC,
     };
-    let new = Box::into_raw(Id::new(channel, handle, context, ps, qp_type, false));
+    if id.is_null() {
+        return errno::fail(libc::EINVAL);
+    }
+    // SAFETY: The caller's pointers, as documented.
+    match unsafe { create_id(channel, context, ps, qp_type) } {
+        Ok(new) => {
+            // SAFETY: The caller passes `id` valid for a write.
+            unsafe { *id = new.cast() };
+            0
+        }
+        Err(e) => errno::fail(e),
+    }
+}
+
+/// A new ID on `channel`, or a synchronous one on a channel of its own when `channel` is NULL
+/// (librdmacm's `rdma_create_id2`).
+///
+/// # Safety
+///
+/// `channel` is NULL or a live channel.
+pub(crate) unsafe fn create_id(
+    channel: *mut sys::rdma_event_channel,
+    context: *mut c_void,
+    ps: sys::rdma_port_space,
+    qp_type: sys::ibv_qp_type,
+) -> Result<*mut Id, c_int> {
+    if port_space(ps).is_none() {
+        return Err(libc::EINVAL);
+    }
+    let sync = channel.is_null();
+    let channel = if sync {
+        Box::into_raw(Channel::open(true).map_err(io_errno)?).cast()
+    } else {
+        channel
+    };
+    // SAFETY: A live channel, the caller's or the one just made.
+    let chan = unsafe { Channel::from_public(channel) };
+    let handle = match chan.cepm.create(0) {
+        Ok(h) => h,
+        Err(e) => {
+            if sync {
+                // SAFETY: Made above, known to no one else.
+                drop(unsafe { Box::from_raw(channel.cast::<Channel>()) });
+            }
+            return Err(io_errno(e));
+        }
+    };
+    let new = Box::into_raw(Id::new(channel, handle, context, ps, qp_type, sync));
     chan.add(handle, new);
-    // SAFETY: The caller passes `id` valid for a write.
-    unsafe { *id = new.cast() };
-    0
+    Ok(new)
 }
 
 /// `int rdma_destroy_id(struct rdma_cm_id *id)`: ends the CEP (its unread events with it),
 /// then waits until every event of the ID handed out has been acknowledged, as librdmacm does.
+/// A synchronous ID's last event is acknowledged first; its channel goes with the last ID on
+/// it.
 ///
 /// # Safety
 ///
@@ -91,15 +126,26 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
         return errno::fail(libc::EINVAL);
     };
     let idp: *mut Id = this;
-    let channel = this.channel();
+    let channel_ptr = this.public.channel;
+    // SAFETY: The ID's channel is alive (the ID's invariant) at least until the ID leaves it.
+    let channel = unsafe { Channel::from_public(channel_ptr) };
     if let Err(e) = channel.cepm.destroy(this.handle) {
         return errno::fail(io_errno(e));
     }
-    channel.remove(this.handle);
-    channel.drop_local_of(idp);
+    sync::ack_kept(this);
+    for event in channel.take_events_of(idp) {
+        event::discard(channel, event);
+    }
+    let private = channel.private;
+    // The channel's last use: once its last ID is gone, another thread may free it.
+    let last = channel.remove(this.handle);
     this.wait_for_acks();
     // SAFETY: Out of every table, with no event left that names it: ours to free.
     drop(unsafe { Box::from_raw(idp) });
+    if last && private {
+        // SAFETY: A private channel belongs to its IDs, and this was the last.
+        drop(unsafe { Box::from_raw(channel_ptr.cast::<Channel>()) });
+    }
     0
 }
 
@@ -222,12 +268,8 @@ pub unsafe extern "C" fn rdma_resolve_addr(
         }
         Err(e) => (sys::RDMA_CM_EVENT_ADDR_ERROR, -e),
     };
-    this.channel().post_local(LocalEvent {
-        id: IdPtr(idp),
-        kind,
-        status,
-    });
-    0
+    this.channel().post(Event::new(idp, kind, status));
+    errno::status(sync::complete(this))
 }
 
 /// rdma_cm's packet lifetime on RoCE (`CMA_IBOE_PACKET_LIFETIME`), an IBTA exponent.
@@ -273,12 +315,9 @@ pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_m
     drop(state);
     this.public.route.path_rec = raw;
     this.public.route.num_paths = 1;
-    this.channel().post_local(LocalEvent {
-        id: IdPtr(idp),
-        kind: sys::RDMA_CM_EVENT_ROUTE_RESOLVED,
-        status: 0,
-    });
-    0
+    this.channel()
+        .post(Event::new(idp, sys::RDMA_CM_EVENT_ROUTE_RESOLVED, 0));
+    errno::status(sync::complete(this))
 }
 
 /// `int rdma_listen(struct rdma_cm_id *id, int backlog)`: listens on the service ID of the
@@ -356,7 +395,7 @@ pub unsafe extern "C" fn rdma_get_cm_event(
         return errno::fail(libc::EINVAL);
     }
     // SAFETY: The caller passes a live channel.
-    match event::next(unsafe { Channel::from_public(channel) }) {
+    match event::next(unsafe { Channel::from_public(channel) }, None) {
         Ok(e) => {
             // SAFETY: The caller passes `event` valid for a write.
             unsafe { *event = Box::into_raw(e).cast() };

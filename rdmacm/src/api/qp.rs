@@ -76,7 +76,8 @@ fn destroy_cqs(id: &mut sys::rdma_cm_id) {
     id.send_cq_channel = ptr::null_mut();
 }
 
-fn create_qp(
+/// Makes the ID's QP (see [`rdma_create_qp`]).
+pub(crate) fn create_qp(
     this: &mut Id,
     pd: *mut sys::ibv_pd,
     attr: &mut sys::ibv_qp_init_attr,
