@@ -88,6 +88,7 @@ selftest-progs: need-kdir
 	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -o out/selftests/ioctl_fuzz selftests/cepm/ioctl_fuzz.c
 	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -o out/selftests/privileges selftests/cepm/privileges.c
 	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_server selftests/cepm/rdma_reject_server.c -lrdmacm
+	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_client selftests/cepm/rdma_reject_client.c -lrdmacm
 
 selftest: module user selftest-progs
 	scripts/vm -- selftests/run.sh

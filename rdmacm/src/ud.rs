@@ -46,7 +46,7 @@ pub(crate) fn resolve(
         dev_name: route.dev_name(),
         path: route.path(),
         cm_response_timeout: crate::api::connection::CM_RESPONSE_TIMEOUT,
-        max_cm_retries: crate::api::connection::MAX_CM_RETRIES,
+        max_cm_retries: crate::api::connection::max_cm_retries(),
         pdata_len: (CMA_HDR_SIZE + pdata.len()) as u8,
         ..Default::default()
     };

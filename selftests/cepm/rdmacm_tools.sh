@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # rdma-core's own tools, unmodified, with cepm's librdmacm (out/rdmacm/librdmacm.so.1, issue 12)
 # in place of rdma-core's on both ends, so that cepm is their connection manager: rping pings
-# with RDMA reads and writes and verifies the data, ucmatose connects and exchanges messages,
-# cmtime connects and disconnects many at once, rdma_server and rdma_client use the synchronous
+# with RDMA reads and writes and verifies the data, ucmatose connects and exchanges messages
+# (on one connection, then on 100), cmtime connects and disconnects 100 at once, perftest's
+# ib_send_bw and ib_write_bw measure over rdma_cm (-R), rdma_server and rdma_client use the synchronous
 # endpoint calls (rdma_create_ep, rdma_get_request), udaddy exchanges datagrams after SIDR; a
 # connection to a port nobody listens on is REJECTED with status 8 (invalid service ID).
 # rping and ucmatose run again over IPv6 (ULA addresses on the veth pair). Afterwards no CEP
@@ -13,12 +14,12 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-for tool in rping ucmatose cmtime rdma_server rdma_client udaddy; do
+for tool in rping ucmatose cmtime rdma_server rdma_client udaddy ib_send_bw ib_write_bw; do
 	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
 done
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 12
+ktap_set_plan 15
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; ip addr del $ADDR6_LOCAL/64 dev veth0 2>/dev/null; topology_down; rm -f "$out".*' EXIT
@@ -65,18 +66,31 @@ show ucmatose-c "$out.ucma-c" | tail -n 4
 ktap_check "ucmatose -c 1 -C 10: client and server complete with status 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma-c' && grep -q 'return status 0' '$out.ucma-s'"
 
-# cmtime: 20 connections set up and torn down at once. Its server never exits: stopped after.
-"${ON_SERVER_OVER_CEPM[@]}" timeout 120 cmtime -p 7176 >"$out.cmtime-s" 2>&1 &
+# ucmatose: 100 connections, 10 messages each way on each.
+"${ON_SERVER_OVER_CEPM[@]}" timeout 300 ucmatose -p 7183 -c 100 -C 10 >"$out.ucma100-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7183
+"${OVER_CEPM[@]}" timeout 300 ucmatose -s $ADDR -p 7183 -c 100 -C 10 >"$out.ucma100-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+show ucmatose100-s "$out.ucma100-s" | tail -n 2
+show ucmatose100-c "$out.ucma100-c" | tail -n 2
+ktap_check "ucmatose -c 100 -C 10: client and server complete with status 0 ($crc, $src)" \
+	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma100-c' && grep -q 'return status 0' '$out.ucma100-s'"
+
+# cmtime: 100 connections set up and torn down at once. Its server never exits: stopped after.
+"${ON_SERVER_OVER_CEPM[@]}" timeout 300 cmtime -p 7176 >"$out.cmtime-s" 2>&1 &
 spid=$!
 wait_until 30 listening 7176
-"${OVER_CEPM[@]}" timeout 120 cmtime -s $ADDR -p 7176 -c 20 >"$out.cmtime-c" 2>&1
+"${OVER_CEPM[@]}" timeout 300 cmtime -s $ADDR -p 7176 -c 100 >"$out.cmtime-c" 2>&1
 crc=$?
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null
 show cmtime-c "$out.cmtime-c" | tail -n 9
 # Its table has one line a step: connect's (microseconds a connection, last) is not 0.
 cmtime_ok() { [ "$crc" = 0 ] && awk '$1 == "connect" && $NF + 0 > 0 { ok = 1 } END { exit !ok }' "$out.cmtime-c"; }
-ktap_check "cmtime -c 20: the client exits 0 and times its connections ($crc)" cmtime_ok
+ktap_check "cmtime -c 100: the client exits 0 and times its connections ($crc)" cmtime_ok
 
 # rdma_server and rdma_client: synchronous endpoints, one message each way, then both
 # disconnect at once (crossing DREQs: each must still see its DISCONNECTED).
@@ -105,6 +119,28 @@ show udaddy-s "$out.udaddy-s" | tail -n 3
 show udaddy-c "$out.udaddy-c" | tail -n 3
 ktap_check "udaddy -s -> udaddy: both complete with status 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.udaddy-c' && grep -q 'return status 0' '$out.udaddy-s'"
+
+# perftest over rdma_cm (-R): 200 sends, then 200 RDMA writes, of 4 KiB (rxe under TCG moves
+# about 1 MB/s). Each device named (-d): with two hosts, both are visible from either namespace.
+perftest_pair() {
+	local tool=$1 port=$2
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$SERVER_DEV" -p "$port" -n 200 -s 4096 \
+		>"$out.$tool-s" 2>&1 &
+	spid=$!
+	wait_until 30 listening "$port"
+	"${OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$RXE_DEV" -p "$port" -n 200 -s 4096 $ADDR >"$out.$tool-c" 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	show "$tool-s" "$out.$tool-s" | tail -n 3
+	show "$tool-c" "$out.$tool-c" | tail -n 3
+}
+# The client's result line: 4096 bytes, 200 iterations, and an average bandwidth above 0.
+measured() { [ "$crc" = 0 ] && [ "$src" = 0 ] && awk '$1 == 4096 && $2 == 200 && $4 + 0 > 0 { ok = 1 } END { exit !ok }' "$out.$1-c"; }
+perftest_pair ib_send_bw 18515
+ktap_check "ib_send_bw -R: 200 sends of 4 KiB measured, both exit 0 ($crc, $src)" measured ib_send_bw
+perftest_pair ib_write_bw 18516
+ktap_check "ib_write_bw -R: 200 writes of 4 KiB measured, both exit 0 ($crc, $src)" measured ib_write_bw
 
 # No one listens on port 7177: the peer's cepm answers with a REJ, reason 8.
 "${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7177 -c 1 -C 1 >"$out.nolisten" 2>&1

@@ -19,7 +19,21 @@ use crate::{
 /// rdma_cm's CM response timeout (`CMA_CM_RESPONSE_TIMEOUT`), an IBTA exponent: 4 s.
 pub(crate) const CM_RESPONSE_TIMEOUT: u8 = 20;
 /// rdma_cm's CM retries (`CMA_MAX_CM_RETRIES`).
-pub(crate) const MAX_CM_RETRIES: u8 = 15;
+const MAX_CM_RETRIES: u8 = 15;
+
+/// How often a REQ or SIDR_REQ is resent before the peer counts as unreachable: rdma_cm's 15,
+/// or `CEPM_RDMACM_CM_RETRIES` (0 to 15; read once), which rdma_cm does not have. With 15, an
+/// unanswered REQ takes more than a minute to give `UNREACHABLE`.
+pub(crate) fn max_cm_retries() -> u8 {
+    static RETRIES: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *RETRIES.get_or_init(|| {
+        std::env::var("CEPM_RDMACM_CM_RETRIES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n <= MAX_CM_RETRIES)
+            .unwrap_or(MAX_CM_RETRIES)
+    })
+}
 
 fn io_errno(e: std::io::Error) -> c_int {
     e.raw_os_error().unwrap_or(libc::EIO)
@@ -54,13 +68,22 @@ fn negotiate(asked: Option<u8>, limit: u8, fallback: Option<u8>, tcp: bool) -> R
 }
 
 /// The QPN and SRQ flag a REQ or REP names: the ID's QP's, or (without one) the parameters'.
-fn local_qp(qp: *mut sys::ibv_qp, param: Option<&sys::rdma_conn_param>) -> (u32, u8) {
-    if qp.is_null() {
-        return param.map_or((0, 0), |p| (p.qp_num, p.srq));
+/// `EINVAL` for QPN 0, which cepm never sends (the kernel's rdma_cm would).
+fn local_qp(
+    qp: *mut sys::ibv_qp,
+    param: Option<&sys::rdma_conn_param>,
+) -> Result<(u32, u8), c_int> {
+    let (qpn, srq) = if qp.is_null() {
+        param.map_or((0, 0), |p| (p.qp_num, p.srq))
+    } else {
+        // SAFETY: The ID's QP is alive while the ID has it.
+        let q = unsafe { &*qp };
+        (q.qp_num, u8::from(!q.srq.is_null()))
+    };
+    if qpn == 0 {
+        return Err(libc::EINVAL);
     }
-    // SAFETY: The ID's QP is alive while the ID has it.
-    let q = unsafe { &*qp };
-    (q.qp_num, u8::from(!q.srq.is_null()))
+    Ok((qpn, srq))
 }
 
 /// `int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)`: sends the
@@ -109,7 +132,7 @@ fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_
         None,
         tcp,
     )?;
-    let (qpn, srq) = local_qp(qp, param);
+    let (qpn, srq) = local_qp(qp, param)?;
     let header = route.cma_hdr();
     // SAFETY: The caller vouched for `conn_param`.
     let pdata = unsafe { user_pdata(param, REQ_USER_PDATA) }?;
@@ -125,7 +148,7 @@ fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_
         local_cm_response_timeout: CM_RESPONSE_TIMEOUT,
         retry_count: param.map_or(7, |p| p.retry_count.min(7)),
         rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),
-        max_cm_retries: MAX_CM_RETRIES,
+        max_cm_retries: max_cm_retries(),
         srq,
         qp_type: cepm_sys::CEPM_TRANSPORT_RC as u8,
         pdata_len: (CMA_HDR_SIZE + pdata.len()) as u8,
@@ -199,7 +222,7 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
         Some(requested_depth),
         tcp,
     )?;
-    let (qpn, srq) = local_qp(qp, param);
+    let (qpn, srq) = local_qp(qp, param)?;
     // SAFETY: The caller vouched for `conn_param`.
     let pdata = unsafe { user_pdata(param, REP_PDATA) }?;
     let mut args = cepm_sys::cepm_accept {

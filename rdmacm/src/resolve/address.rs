@@ -1,7 +1,12 @@
 //! `rdma_resolve_addr`'s work: from a destination (and perhaps a source) IP address to the RDMA
 //! device, port and GID the connection starts at, and the next hop's MAC address.
 
-use std::{fs, io, net::IpAddr, path::Path, time::Duration};
+use std::{
+    fs, io,
+    net::IpAddr,
+    path::Path,
+    time::{Duration, Instant},
+};
 
 use super::{gid_table, neighbour, route};
 
@@ -62,8 +67,11 @@ pub(crate) fn resolve(
     source: Option<IpAddr>,
     timeout: Duration,
 ) -> io::Result<Resolved> {
+    let started = Instant::now();
     let route = route::lookup(destination, source)?;
+    let routed = started.elapsed();
     let entries = gid_table::scan();
+    let scanned = started.elapsed();
     let (entry, dmac) = if route.local {
         // This host: the packets loop back through the port whose GID is the destination's,
         // to the MAC of its own netdev.
@@ -97,6 +105,12 @@ pub(crate) fn resolve(
     let netdev_mtu = netdev_file(&entry.netdev, "mtu")?
         .parse()
         .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // Where the time goes (cmtime's "resolve addr" step is this).
+    crate::debug!(
+        "resolved {destination}: route {routed:?}, GID tables {:?}, neighbour and MTU {:?}",
+        scanned - routed,
+        started.elapsed() - scanned
+    );
     Ok(Resolved {
         device: entry.device.clone(),
         port: entry.port,

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# rdma_cm's failure paths with cepm's librdmacm on both ends (two hosts: the server in the peer
+# namespace on rxe1), each as librdmacm reports it:
+#   - an address with no host behind it: ADDR_ERROR;
+#   - a peer that stops answering mid-connect (cepm's debugfs drops every REQ it gets):
+#     UNREACHABLE, after the REQ's retries (CEPM_RDMACM_CM_RETRIES=1 keeps that short);
+#   - a consumer reject: REJECTED with status 28 and the server's private data;
+#   - kill -9 of an application mid-connection: its peer sees the disconnect, no CEP is left.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+[ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology"; exit "$KSFT_SKIP"; }
+for tool in ucmatose rping; do
+	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
+done
+LIB=$CEPM_ROOT/out/rdmacm
+progs=$CEPM_ROOT/out/selftests
+[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
+[ -x "$progs/rdma_reject_client" ] || ktap_exit_fail_msg "$progs/rdma_reject_client is missing: make selftest-progs"
+ktap_set_plan 6
+
+out=$CEPM_ROOT/out/rdmacm_failures.$$
+trap 'kill $(jobs -p) 2>/dev/null; wait; drop_rx 0 0; topology_down; rm -f "$out".*' EXIT
+ktap_check "topology $TOPOLOGY is up" topology_up
+ADDR=10.77.0.2 TCP=0x0106
+OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
+ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
+listening() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id $TCP "$1")"; }
+show() { sed "s/^/# $1: /" "$2" | tail -n "${3:-3}"; }
+
+# No host at 10.77.0.99: its neighbour entry never resolves, within ucmatose's 2 s.
+"${OVER_CEPM[@]}" timeout 60 ucmatose -s 10.77.0.99 -p 7190 -c 1 -C 1 >"$out.noaddr" 2>&1
+show noaddr "$out.noaddr"
+ktap_check "an address nobody has: ADDR_ERROR with a negative errno" \
+	grep -Eq 'RDMA_CM_EVENT_ADDR_ERROR, error: -[0-9]+' "$out.noaddr"
+
+# The server listens, but every REQ that reaches a port of cepm's is dropped from now on: the
+# client's REQ and its one retry go unanswered.
+"${ON_SERVER_OVER_CEPM[@]}" timeout 120 ucmatose -p 7191 -c 1 -C 1 >"$out.gone-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7191
+drop_rx 0x10 1000
+CEPM_RDMACM_CM_RETRIES=1 "${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7191 -c 1 -C 1 >"$out.gone" 2>&1
+drop_rx 0 0
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+show gone "$out.gone"
+ktap_check "a peer that stops answering mid-connect: UNREACHABLE, -ETIMEDOUT" \
+	grep -q 'RDMA_CM_EVENT_UNREACHABLE, error: -110' "$out.gone"
+
+# A consumer reject with private data (rdma_reject_server), read by rdma_reject_client.
+"${ON_SERVER_OVER_CEPM[@]}" timeout 60 "$progs/rdma_reject_server" $ADDR 7192 "not today" >"$out.rej-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7192
+"${OVER_CEPM[@]}" timeout 60 "$progs/rdma_reject_client" $ADDR 7192 "not today" >"$out.rej-c" 2>&1
+crc=$?
+wait $spid
+src=$?
+show rej-s "$out.rej-s"
+show rej-c "$out.rej-c"
+rejected() { [ "$crc" = 0 ] && [ "$src" = 0 ] && grep -q 'status 28, 148 bytes of private data: not today' "$out.rej-c"; }
+ktap_check "a consumer reject: REJECTED, status 28, with the server's private data ($crc, $src)" rejected
+
+# kill -9 mid-connection: rping pings without end until its client is killed; the client's
+# file closes with the connection up, cepm disconnects it, the server sees DISCONNECTED and
+# exits.
+"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rping -s -a $ADDR -p 7193 >"$out.rping9-s" 2>&1 &
+spid=$!
+wait_until 30 listening 7193
+# Not under timeout(1): $! must be rping itself, which kill -9 is for (the test's own limit
+# bounds it).
+"${OVER_CEPM[@]}" rping -c -a $ADDR -p 7193 >"$out.rping9-c" 2>&1 &
+cpid=$!
+# exited PID: PID is gone, or a zombie (on which kill -0 still succeeds).
+exited() { local state; read -r _ _ state _ <"/proc/$1/stat" 2>/dev/null || return 0; [ "$state" = Z ]; }
+established() { [ "$("$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l)" -ge 2 ]; }
+killed_cleanly() {
+	wait_until 30 established || return 1
+	kill -9 $cpid
+	wait $cpid 2>/dev/null
+	wait_until 60 exited $spid
+}
+ktap_check "kill -9 of rping -c mid-connection: the server sees the disconnect and exits" killed_cleanly
+wait $spid 2>/dev/null
+show rping9-s "$out.rping9-s" 2
+
+kill $(jobs -p) 2>/dev/null
+wait 2>/dev/null
+ktap_check "no CEP is left once every tool has exited" wait_until 60 ceps_are 0
+ktap_finished

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# rdma-core's tools, unmodified, over cepm's librdmacm on one end and over the stock stack
+# (rdma-core's librdmacm, the kernel's rdma_cm and ib_cm) on the other, in both directions:
+# ucmatose, rdma_server/rdma_client, udaddy and cmtime, and a consumer reject with
+# private data (rdma_reject_server and rdma_client, ours). cepm manages rxe0 alone
+# (10.77.0.1, this namespace); the stock CM owns rxe1 (10.77.0.2, namespace cepm_peer), as in
+# interop_stock.sh (rping, with a capture, is interop_rping.sh). Afterwards no CEP is left.
+. "$(dirname "$0")/lib.sh"
+interop_begin ucmatose cmtime rdma_server rdma_client udaddy
+LIB=$CEPM_ROOT/out/rdmacm
+[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
+ktap_set_plan 12
+
+out=$CEPM_ROOT/out/rdmacm_stock.$$
+OURS=10.77.0.1 STOCK=10.77.0.2
+OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
+ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
+
+# cepm_listens PORT [PORT_SPACE]: a CEP listens on rdma_cm's service ID for PORT.
+cepm_listens() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id "${2:-$TCP}" "$1")"; }
+show() { sed "s/^/# $1: /" "$2" | tail -n "$3"; }
+
+# pair NAME PORT DIRECTION SERVER... -- CLIENT...: runs the server (over cepm here, or stock in
+# the peer namespace, as DIRECTION says: "to-stock" or "from-stock"), waits until it listens on
+# PORT, runs the client on the other end, and leaves both exit codes in $src and $crc, their
+# output in $out.NAME-s and $out.NAME-c. PORT_SPACE (UDP for udaddy) in $ps, TCP by default.
+pair() {
+	local name=$1 port=$2 direction=$3 server=() client=()
+	shift 3
+	while [ "$1" != -- ]; do server+=("$1"); shift; done
+	shift
+	client=("$@")
+	if [ "$direction" = to-stock ]; then
+		"${PEER[@]}" timeout 120 "${server[@]}" >"$out.$name-s" 2>&1 &
+		spid=$!
+		wait_until 30 stock_listens "$port"
+		"${OVER_CEPM[@]}" timeout 120 "${client[@]}" >"$out.$name-c" 2>&1
+	else
+		"${OVER_CEPM[@]}" timeout 120 "${server[@]}" >"$out.$name-s" 2>&1 &
+		spid=$!
+		wait_until 30 cepm_listens "$port" "${ps:-$TCP}"
+		"${PEER[@]}" timeout 120 "${client[@]}" >"$out.$name-c" 2>&1
+	fi
+	crc=$?
+	wait $spid
+	src=$?
+	show "$name server" "$out.$name-s" 3
+	show "$name client" "$out.$name-c" 3
+}
+both_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ]; }
+status_ok() { both_ok && grep -q 'return status 0' "$out.$1-c" && grep -q 'return status 0' "$out.$1-s"; }
+ends_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdma_server: end 0' "$out.$1-s"; }
+
+# ucmatose: two connections at once, 10 messages each way on each.
+pair ucma-to 7503 to-stock ucmatose -b $STOCK -p 7503 -c 2 -C 10 -- ucmatose -s $STOCK -p 7503 -c 2 -C 10
+ktap_check "ucmatose over cepm -> stock ucmatose: status 0 on both ends ($crc, $src)" status_ok ucma-to
+pair ucma-from 7504 from-stock ucmatose -b $OURS -p 7504 -c 2 -C 10 -- ucmatose -s $OURS -p 7504 -c 2 -C 10
+ktap_check "stock ucmatose -> ucmatose over cepm: status 0 on both ends ($crc, $src)" status_ok ucma-from
+
+# rdma_server and rdma_client: synchronous endpoints, a message each way.
+pair rdma-to 7505 to-stock rdma_server -p 7505 -- rdma_client -s $STOCK -p 7505
+ktap_check "rdma_client over cepm -> stock rdma_server: both end 0 ($crc, $src)" ends_ok rdma-to
+pair rdma-from 7506 from-stock rdma_server -p 7506 -- rdma_client -s $OURS -p 7506
+ktap_check "stock rdma_client -> rdma_server over cepm: both end 0 ($crc, $src)" ends_ok rdma-from
+
+# udaddy: UD through SIDR on rdma_cm's UDP port 7174, 10 datagrams each way.
+ps=$UDP pair udaddy-to 7174 to-stock udaddy -b $STOCK -C 10 -- udaddy -s $STOCK -C 10
+ktap_check "udaddy over cepm -> stock udaddy: status 0 on both ends ($crc, $src)" status_ok udaddy-to
+ps=$UDP pair udaddy-from 7174 from-stock udaddy -b $OURS -C 10 -- udaddy -s $OURS -C 10
+ktap_check "stock udaddy -> udaddy over cepm: status 0 on both ends ($crc, $src)" status_ok udaddy-from
+
+# cmtime: 20 connections at once. Its server never exits: stopped after the client.
+cmtime_ok() { [ "$crc" = 0 ] && awk '$1 == "connect" && $NF + 0 > 0 { ok = 1 } END { exit !ok }' "$out.$1-c"; }
+"${PEER[@]}" timeout 120 cmtime -b $STOCK -p 7507 >"$out.cmtime-to-s" 2>&1 &
+spid=$!
+wait_until 30 stock_listens 7507
+"${OVER_CEPM[@]}" timeout 120 cmtime -s $STOCK -p 7507 -c 20 >"$out.cmtime-to-c" 2>&1
+crc=$?
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+show "cmtime client" "$out.cmtime-to-c" 9
+ktap_check "cmtime -c 20 over cepm -> stock cmtime: the client exits 0 and times its connections ($crc)" cmtime_ok cmtime-to
+"${OVER_CEPM[@]}" timeout 120 cmtime -b $OURS -p 7508 >"$out.cmtime-from-s" 2>&1 &
+spid=$!
+wait_until 30 cepm_listens 7508
+"${PEER[@]}" timeout 120 cmtime -s $OURS -p 7508 -c 20 >"$out.cmtime-from-c" 2>&1
+crc=$?
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+show "cmtime client" "$out.cmtime-from-c" 9
+ktap_check "stock cmtime -c 20 -> cmtime over cepm: the client exits 0 and times its connections ($crc)" cmtime_ok cmtime-from
+
+# A consumer reject: REJ reason 28, and the server's private data reaches the client.
+rejected_ok() { both_ok && grep -q 'status 28, 148 bytes of private data: not today' "$out.$1-c"; }
+progs=$CEPM_ROOT/out/selftests
+pair reject-to 7509 to-stock "$progs/rdma_reject_server" $STOCK 7509 "not today" -- \
+	"$progs/rdma_reject_client" $STOCK 7509 "not today"
+ktap_check "a client over cepm rejected by a stock server: reason 28 and its private data ($crc, $src)" rejected_ok reject-to
+pair reject-from 7510 from-stock "$progs/rdma_reject_server" $OURS 7510 "not today" -- \
+	"$progs/rdma_reject_client" $OURS 7510 "not today"
+ktap_check "a stock client rejected by a server over cepm: reason 28 and its private data ($crc, $src)" rejected_ok reject-from
+
+kill $(jobs -p) 2>/dev/null
+wait 2>/dev/null
+ktap_check "no CEP is left once every tool has exited" wait_until 60 ceps_are 0
+ktap_finished
