@@ -10,8 +10,6 @@ use crate::{
     cep::{event_name, state_name},
     sys, umad,
     verbs::{
-        messages::{Exchanged, Messages},
-        rping::{Rping, RpingStats},
         AccessFlags, AhAttr, CompletionQueue, Device, Mtu, PingPong, PingPongConfig,
         ProtectionDomain, QpCaps, RcQp, Role, RtrAttr, RtsAttr, Stats,
     },
@@ -72,16 +70,6 @@ pub struct Config {
     /// Active side with `rdma_cm`: the `cma_hdr` version byte (0; anything else is refused by
     /// the peer).
     pub cma_version: u8,
-    /// Instead of the ping-pong: post this many receives, then exchange this many messages of
-    /// `size` bytes each way (`ucmatose`, `rdma_server`/`rdma_client`).
-    pub messages: Option<u32>,
-    /// With `messages`: send our batch before receiving the peer's.
-    pub send_first: bool,
-    /// Active side: the peer disconnects; wait for its DREQ and answer it.
-    pub peer_disconnects: bool,
-    /// Instead of the ping-pong: rdma-core's rping protocol with `size`-byte buffers (the
-    /// client pings `iterations` times; the server serves until the client disconnects).
-    pub rping: bool,
 }
 
 /// The QPNs CM-only connections announce, one per side: any non-zero 24-bit values will do,
@@ -268,11 +256,7 @@ struct Qp {
 fn create_qp(config: &Config) -> io::Result<Qp> {
     let dev = Device::open(&config.device)?;
     let pd = ProtectionDomain::new(&dev)?;
-    let mut caps = QpCaps::default();
-    if let Some(n) = config.messages {
-        caps.max_recv_wr = caps.max_recv_wr.max(n);
-        caps.max_send_wr = caps.max_send_wr.max(n);
-    }
+    let caps = QpCaps::default();
     let cq = CompletionQueue::new(&dev, caps.max_send_wr + caps.max_recv_wr)?;
     let qp = RcQp::create(&pd, &cq, caps)?;
     Ok(Qp { _device: dev, qp })
@@ -312,15 +296,6 @@ fn rts_attr(a: &sys::cepm_qp_attr) -> RtsAttr {
 /// is kept until the connection is over: the device may still use its buffers.
 enum Traffic<'q> {
     PingPong(Option<PingPong<'q>>),
-    Messages(Messages<'q>),
-    Rping(Option<Rping<'q>>),
-}
-
-/// What the traffic did.
-enum Moved {
-    PingPong(Stats),
-    Messages(Exchanged),
-    Rping(RpingStats),
 }
 
 /// Moves the QP (if any) to INIT and then RTR with cepm's attributes, posting the traffic's
@@ -334,11 +309,7 @@ fn to_rtr<'q>(
     let pp = match qp {
         Some(qp) => {
             to_init(cepm, handle, &qp.qp)?;
-            Some(match config.messages {
-                Some(n) => Traffic::Messages(Messages::new(&qp.qp, n, config.size)?),
-                None if config.rping => Traffic::Rping(Some(Rping::new(&qp.qp, config.size)?)),
-                None => Traffic::PingPong(Some(PingPong::new(&qp.qp, config.size)?)),
-            })
+            Some(Traffic::PingPong(Some(PingPong::new(&qp.qp, config.size)?)))
         }
         None => None,
     };
@@ -413,62 +384,26 @@ fn hold(cepm: &Cepm, config: &Config, trace: &mut Trace) -> io::Result<bool> {
 }
 
 fn run_traffic(
-    cepm: &Cepm,
     qp: &RcQp,
     traffic: &mut Traffic<'_>,
     role: Role,
     config: &Config,
-    trace: &mut Trace,
 ) -> io::Result<Option<Stats>> {
-    let moved = match traffic {
-        Traffic::PingPong(_) if config.iterations == 0 => return Ok(None),
-        Traffic::PingPong(pp) => {
-            let cfg = PingPongConfig {
-                iterations: config.iterations,
-                timeout: config.timeout,
-                corrupt_echo_at: None,
-            };
-            let pp = pp
-                .take()
-                .ok_or_else(|| io::Error::other("the ping-pong ran already"))?;
-            pp.run(role, &cfg).map(Moved::PingPong)
-        }
-        Traffic::Messages(m) => m
-            .run(config.send_first, config.timeout)
-            .map(Moved::Messages),
-        Traffic::Rping(r) => {
-            let r = r
-                .take()
-                .ok_or_else(|| io::Error::other("rping ran already"))?;
-            match role {
-                Role::Client => r.run_client(config.iterations, config.timeout),
-                // The client's DREQ ends the serving; it stays queued for `answer_dreq`.
-                Role::Server => r.run_server_until(config.timeout, || cepm.event_pending()),
-            }
-            .map(Moved::Rping)
-        }
-    };
-    match moved {
-        Err(e) => {
-            let _ = qp.to_error();
-            Err(e)
-        }
-        Ok(Moved::PingPong(stats)) => Ok(Some(stats)),
-        Ok(Moved::Rping(stats)) => {
-            trace.push(format!("rping: {stats}"));
-            Ok(None)
-        }
-        Ok(Moved::Messages(x)) => {
-            trace.push(format!(
-                "{} messages sent and {} received ({} bytes) in {:.1} ms",
-                x.sent,
-                x.received,
-                x.bytes_received,
-                x.elapsed.as_secs_f64() * 1e3
-            ));
-            Ok(None)
-        }
+    let Traffic::PingPong(pp) = traffic;
+    if config.iterations == 0 {
+        return Ok(None);
     }
+    let cfg = PingPongConfig {
+        iterations: config.iterations,
+        timeout: config.timeout,
+        corrupt_echo_at: None,
+    };
+    let pp = pp
+        .take()
+        .ok_or_else(|| io::Error::other("the ping-pong ran already"))?;
+    pp.run(role, &cfg).map(Some).inspect_err(|_| {
+        let _ = qp.to_error();
+    })
 }
 
 /// The active side: REQ, REP, QP to RTS, RTU, ping-pong as the client.
@@ -544,7 +479,7 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     ));
     let mut traffic = pp;
     let stats = match (&qp, traffic.as_mut()) {
-        (Some(qp), Some(t)) => run_traffic(&cepm, &qp.qp, t, Role::Client, config, &mut trace)?,
+        (Some(qp), Some(t)) => run_traffic(&qp.qp, t, Role::Client, config)?,
         _ => None,
     };
     if hold(&cepm, config, &mut trace)? {
@@ -554,11 +489,7 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
             stats,
         });
     }
-    if config.peer_disconnects {
-        answer_dreq(&cepm, handle, config, &mut trace)?;
-    } else {
-        disconnect(&cepm, handle, config, &mut trace)?;
-    }
+    disconnect(&cepm, handle, config, &mut trace)?;
     cepm.destroy(handle)?;
     Ok(Outcome {
         trace: trace.lines,
@@ -759,7 +690,7 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     ));
     let mut traffic = pp;
     let stats = match (&qp, traffic.as_mut()) {
-        (Some(qp), Some(t)) => run_traffic(&cepm, &qp.qp, t, Role::Server, config, &mut trace)?,
+        (Some(qp), Some(t)) => run_traffic(&qp.qp, t, Role::Server, config)?,
         _ => None,
     };
     if hold(&cepm, config, &mut trace)? {

@@ -43,9 +43,9 @@ enum Command {
         /// Service ID to listen on.
         #[arg(long, value_parser = parse_u64)]
         service_id: u64,
-        /// QPN to answer with (not with --udaddy, which answers with its own UD QP).
-        #[arg(long, value_parser = parse_u32, required_unless_present = "udaddy")]
-        qpn: Option<u32>,
+        /// QPN to answer with.
+        #[arg(long, value_parser = parse_u32)]
+        qpn: u32,
         /// Q_Key to answer with.
         #[arg(long, value_parser = parse_u32, default_value = "0x11111111")]
         qkey: u32,
@@ -366,25 +366,6 @@ struct ConnectArgs {
     /// connect --rdma-cm: the cma_hdr version byte (rdma_cm refuses anything but 0).
     #[arg(long, default_value_t = 0)]
     cma_version: u8,
-    /// Exchange this many messages of --size bytes each way instead of the ping-pong, all
-    /// receives posted up front (what ucmatose and rdma_server/rdma_client do).
-    #[arg(long)]
-    messages: Option<u32>,
-    /// --messages: send our batch first, then receive the peer's.
-    #[arg(long, requires = "messages")]
-    send_first: bool,
-    /// connect: the peer disconnects; wait for its DREQ and answer it.
-    #[arg(long, conflicts_with = "hold")]
-    peer_disconnects: bool,
-    /// Speak rdma-core's rping protocol over the QP (--size is rping's -S; connect pings
-    /// --iterations times, accept serves until the client disconnects).
-    #[arg(long, conflicts_with = "messages")]
-    rping: bool,
-    /// resolve / serve-ud: rdma-core udaddy's exchange over a UD QP (Q_Key 0x01234567):
-    /// --messages datagrams (default 10) of --size bytes each way, the client's carrying its
-    /// QPN as immediate data.
-    #[arg(long)]
-    udaddy: bool,
     /// connect: the peer's IPv4 address (default: this host, over the port's own GID).
     #[arg(long, requires = "peer_mac")]
     peer_ip: Option<std::net::Ipv4Addr>,
@@ -436,10 +417,6 @@ impl ConnectArgs {
             establish_early: self.establish_early,
             rdma_cm: self.rdma_cm,
             cma_version: self.cma_version,
-            messages: self.messages,
-            send_first: self.send_first,
-            peer_disconnects: self.peer_disconnects,
-            rping: self.rping,
         }
     }
 }
@@ -704,20 +681,6 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 &cepm::connect::active(&common.config(service_id))?,
             ),
         },
-        Command::Resolve { service_id, common } if common.udaddy => {
-            let n = common
-                .messages
-                .unwrap_or(cepm::verbs::udaddy::DEFAULT_COUNT);
-            cepm::sidr::udaddy_client(&common.config(service_id), n)?;
-        }
-        Command::ServeUd {
-            service_id, common, ..
-        } if common.udaddy => {
-            let n = common
-                .messages
-                .unwrap_or(cepm::verbs::udaddy::DEFAULT_COUNT);
-            cepm::sidr::udaddy_server(&common.config(service_id), n)?;
-        }
         Command::Resolve { service_id, common } => {
             let r = cepm::sidr::resolve(&common.config(service_id))?;
             println!(
@@ -733,7 +696,6 @@ fn run(cli: Cli) -> std::io::Result<()> {
             answers,
             common,
         } => {
-            let qpn = qpn.ok_or_else(|| std::io::Error::other("--qpn is required"))?;
             let n = cepm::sidr::serve(&common.config(service_id), answers, status, qpn, qkey)?;
             println!("serve-ud: answered {n} SIDR_REQ(s)");
         }

@@ -7,13 +7,8 @@ use cepm_proto::cma_hdr::CMA_HDR_SIZE;
 
 use crate::{
     cep::event_name,
-    connect::{cma_hdr, read_cma_hdr, Config, Route, Trace},
-    sys,
-    verbs::{
-        udaddy::{Stats, UdExchange, RDMA_UDP_QKEY},
-        AddressHandle, AhAttr, CompletionQueue, Device, ProtectionDomain, QpCaps, UdQp,
-    },
-    Cepm,
+    connect::{cma_hdr, Config, Route},
+    sys, Cepm,
 };
 
 /// What a resolution returned.
@@ -105,104 +100,4 @@ pub fn serve(config: &Config, count: u64, status: u8, qpn: u32, qkey: u32) -> io
     }
     cepm.destroy(listener)?;
     Ok(answered)
-}
-
-/// A UD QP in RTS with rdma_cm's Q_Key, and `count` receives of `size` bytes posted: one end
-/// of a udaddy exchange.
-struct UdEnd {
-    _device: Device,
-    pd: ProtectionDomain,
-    qp: UdQp,
-}
-
-fn ud_end(config: &Config, count: u32) -> io::Result<UdEnd> {
-    let device = Device::open(&config.device)?;
-    let pd = ProtectionDomain::new(&device)?;
-    let caps = QpCaps {
-        max_send_wr: count.max(1),
-        max_recv_wr: count.max(1),
-        ..QpCaps::default()
-    };
-    let cq = CompletionQueue::new(&device, 2 * caps.max_send_wr + 2 * caps.max_recv_wr)?;
-    let qp = UdQp::create(&pd, &cq, caps)?;
-    qp.to_rts(config.port, 0, RDMA_UDP_QKEY)?;
-    Ok(UdEnd {
-        _device: device,
-        pd,
-        qp,
-    })
-}
-
-/// rdma-core `udaddy`'s client: resolve the service (SIDR, with a `cma_hdr` if
-/// `config.rdma_cm`), then send `count` messages of `config.size` bytes carrying our QPN as
-/// immediate data and receive the server's `count` replies.
-pub fn udaddy_client(config: &Config, count: u32) -> io::Result<Stats> {
-    let mut trace = Trace::new("resolve");
-    let end = ud_end(config, count)?;
-    let mut exchange = UdExchange::new(&end.qp, count, config.size)?;
-    let route = Route::new(config)?;
-    let r = resolve_on(&route, config)?;
-    trace.push(format!(
-        "SIDR_REP status {}, QPN {:#x}, Q_Key {:#x}",
-        r.status, r.qpn, r.qkey
-    ));
-    if r.status != sys::CEPM_SIDR_SUCCESS {
-        return Err(io::Error::other(format!(
-            "the service was not resolved (SIDR status {})",
-            r.status
-        )));
-    }
-    let ah = AddressHandle::new(
-        &end.pd,
-        &AhAttr::roce(route.path.dgid, route.path.sgid_index, config.port),
-    )?;
-    let stats = exchange.run_client(&ah, r.qpn, r.qkey, config.timeout)?;
-    trace.push(format!("{stats}"));
-    Ok(stats)
-}
-
-/// rdma-core `udaddy`'s server: answer one SIDR_REQ with our UD QP and rdma_cm's Q_Key, then
-/// receive `count` messages and send `count` replies to the QPN they carry.
-pub fn udaddy_server(config: &Config, count: u32) -> io::Result<Stats> {
-    let mut trace = Trace::new("serve-ud");
-    let end = ud_end(config, count)?;
-    let mut exchange = UdExchange::new(&end.qp, count, config.size)?;
-    let cepm = Cepm::open()?;
-    let listener = cepm.create(0)?;
-    cepm.listen(listener, config.service_id, u64::MAX)?;
-    trace.push(format!("listening on service {:#018x}", config.service_id));
-    let ev = cepm.expect_event(config.timeout)?;
-    if ev.kind != sys::CEPM_EVENT_SIDR_REQ_RECEIVED {
-        return Err(io::Error::other(format!(
-            "unexpected event {}",
-            event_name(ev.kind)
-        )));
-    }
-    let (handle, req) = cepm.get_request(listener, 0)?;
-    let mut status = sys::CEPM_SIDR_SUCCESS as u8;
-    // A bad cma_hdr gets what the passive rdma_cm answers when its handler fails
-    // (`cm_destroy_id` in `drivers/infiniband/core/cm.c`).
-    if config.rdma_cm && !read_cma_hdr(&req.private_data, &mut trace) {
-        status = sys::CEPM_SIDR_REJECT as u8;
-    }
-    let rep = sys::cepm_sidr_rep {
-        handle,
-        qpn: exchange.local_qpn(),
-        qkey: RDMA_UDP_QKEY,
-        status,
-        ..Default::default()
-    };
-    cepm.sidr_rep(&rep)?;
-    cepm.destroy(handle)?;
-    cepm.destroy(listener)?;
-    trace.push(format!(
-        "SIDR_REP sent: status {status}, QPN {:#x}, Q_Key {RDMA_UDP_QKEY:#x}",
-        rep.qpn
-    ));
-    if status != sys::CEPM_SIDR_SUCCESS as u8 {
-        return Err(io::Error::other("rejected the SIDR_REQ"));
-    }
-    let stats = exchange.run_server(config.timeout)?;
-    trace.push(format!("{stats}"));
-    Ok(stats)
 }

@@ -452,10 +452,6 @@ impl<'o> Client<'o> {
             establish_early: false,
             rdma_cm: false,
             cma_version: 0,
-            messages: None,
-            send_first: false,
-            peer_disconnects: false,
-            rping: false,
         }
     }
 

@@ -1,7 +1,8 @@
 //! RDMA verbs through libibverbs: reliable-connected (RC) queue pairs driven through
 //! INIT → RTR → RTS by explicit attributes, and a ping-pong that moves and verifies real data;
 //! unreliable-datagram (UD) queue pairs ([`UdQp`]) with their [`AddressHandle`]s, for SIDR
-//! services such as rdma-core's `udaddy` ([`udaddy`]).
+//! services. (cepmctl no longer imitates rdma-core's tools over them: the tools themselves run
+//! over cepm's librdmacm; this layer moves to a maintained binding next, issue 12.)
 //!
 //! The attributes ([`RtrAttr`], [`RtsAttr`], [`AhAttr`]) are plain values so that they can come
 //! from anywhere: from the connection manager (the scalars map one to one onto what cepm's
@@ -32,9 +33,6 @@
 //! it is reached through small wrappers whose Rust declarations bindgen generates (`build.rs`).
 
 pub mod loopback;
-pub mod messages;
-pub mod rping;
-pub mod udaddy;
 
 use std::{
     alloc::{self, Layout},
@@ -1689,8 +1687,8 @@ impl UdQp {
     }
 
     /// RESET → INIT → RTR → RTS, as `ucma_init_ud_qp()` does: binds the QP to `port` and P_Key
-    /// `pkey_index`, accepts datagrams carrying `qkey` (rdma_cm's default is
-    /// [`udaddy::RDMA_UDP_QKEY`]), and starts the send queue at PSN 0.
+    /// `pkey_index`, accepts datagrams carrying `qkey` (rdma_cm's default is `RDMA_UDP_QKEY`,
+    /// 0x01234567), and starts the send queue at PSN 0.
     pub fn to_rts(&self, port: u8, pkey_index: u16, qkey: u32) -> io::Result<()> {
         self.check_port(port, pkey_index)?;
         let qp = self.raw();
