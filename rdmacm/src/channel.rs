@@ -2,9 +2,9 @@
 //! waiting to be handed out: made in userspace (address and route resolution), or read from
 //! the file for an ID other than the one a synchronous call waits for.
 //!
-//! One thread at a time reads the file (`Queue::reading`); the others wait for the queue to
+//! One thread at a time reads the file ([`handout`]); the others wait for what waits to
 //! change. So a synchronous call that waits for its own ID's event (`rdma_accept`,
-//! `rdma_get_request`, ...) never takes another ID's: it queues it for its owner.
+//! `rdma_get_request`, ...) never takes another ID's: it leaves it for its owner.
 //!
 //! # Invariants
 //!
@@ -16,12 +16,16 @@ use std::{
     collections::{BTreeMap, VecDeque},
     io,
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
-    sync::{Condvar, Mutex, MutexGuard},
+    sync::Mutex,
 };
 
 use cepm::Cepm;
 
 use crate::{event::Event, id::Id, sys};
+
+mod handout;
+
+use handout::Handout;
 
 /// An ID as the channel's map holds it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -30,12 +34,6 @@ pub(crate) struct IdPtr(pub(crate) *mut Id);
 // SAFETY: An `Id` is shared between the application's threads as librdmacm's are; its mutable
 // state is behind its own lock.
 unsafe impl Send for IdPtr {}
-
-/// The events waiting to be handed out, and whether a thread is reading the file.
-struct Queue {
-    events: VecDeque<Box<Event>>,
-    reading: bool,
-}
 
 /// An event channel.
 #[repr(C)]
@@ -49,9 +47,8 @@ pub(crate) struct Channel {
     pub(crate) private: bool,
     /// The IDs on this channel, by their CEP's handle.
     ids: Mutex<BTreeMap<u32, IdPtr>>,
-    queue: Mutex<Queue>,
-    /// Signalled when `queue` changes.
-    changed: Condvar,
+    /// The events waiting to be handed out.
+    waiting: Handout<Box<Event>>,
     /// An eventfd that wakes the thread reading the file when an event is queued.
     wake: OwnedFd,
 }
@@ -74,11 +71,7 @@ impl Channel {
             cepm,
             private,
             ids: Mutex::new(BTreeMap::new()),
-            queue: Mutex::new(Queue {
-                events: VecDeque::new(),
-                reading: false,
-            }),
-            changed: Condvar::new(),
+            waiting: Handout::new(),
             wake,
         }))
     }
@@ -117,58 +110,29 @@ impl Channel {
             .copied()
     }
 
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Queues an event for its owner, and wakes the threads waiting for one.
+    /// Leaves an event for its owner, and wakes the threads waiting for one (the one reading
+    /// the file too).
     pub(crate) fn post(&self, event: Box<Event>) {
-        self.queue().events.push_back(event);
-        self.changed.notify_all();
+        self.waiting.post(event);
         let one = 1u64.to_ne_bytes();
         // SAFETY: Writes 8 bytes from `one` to our eventfd; a full counter (EAGAIN) already
         // wakes the reader.
         unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
     }
 
-    /// The next event that `wanted` accepts: a queued one, or one read from the file by
-    /// `read`, which waits for the file (see [`Channel::wait_readable`]) and gives `None` when
-    /// it was woken for a queued event or what it read is not for the application. Events
-    /// `wanted` refuses are queued for their owners.
+    /// The next event that `wanted` accepts (see [`Handout::next`]); `read` waits for the
+    /// file (see [`Channel::wait_readable`]) and reads and translates one of its events.
     pub(crate) fn next_event(
         &self,
-        wanted: impl Fn(&Event) -> bool,
-        mut read: impl FnMut() -> Result<Option<Box<Event>>, i32>,
+        wanted: impl Fn(&Box<Event>) -> bool,
+        read: impl FnMut() -> Result<Option<Box<Event>>, i32>,
     ) -> Result<Box<Event>, i32> {
-        let mut queue = self.queue();
-        loop {
-            if let Some(i) = queue.events.iter().position(|e| wanted(e)) {
-                if let Some(event) = queue.events.remove(i) {
-                    return Ok(event);
-                }
-            }
-            if queue.reading {
-                if crate::event::nonblocking(&self.cepm) {
-                    return Err(libc::EAGAIN);
-                }
-                queue = self.changed.wait(queue).unwrap_or_else(|e| e.into_inner());
-                continue;
-            }
-            queue.reading = true;
-            drop(queue);
-            let got = read();
-            queue = self.queue();
-            queue.reading = false;
-            self.changed.notify_all();
-            match got? {
-                Some(event) if wanted(&event) => return Ok(event),
-                Some(event) => queue.events.push_back(event),
-                None => {}
-            }
-        }
+        let nonblocking = crate::event::nonblocking(&self.cepm);
+        self.waiting.next(wanted, nonblocking, read)
     }
 
-    /// Waits until the file has an event (`Ok(true)`) or an event was queued (`Ok(false)`). A non-blocking file does not wait: its read says `EAGAIN` itself.
+    /// Waits until the file has an event (`Ok(true)`) or an event was posted (`Ok(false)`). A
+    /// non-blocking file does not wait: its read says `EAGAIN` itself.
     pub(crate) fn wait_readable(&self) -> Result<bool, i32> {
         if crate::event::nonblocking(&self.cepm) {
             return Ok(true);
@@ -206,16 +170,11 @@ impl Channel {
         Ok(true)
     }
 
-    /// Takes the queued events of an ID being destroyed: the ones it owns, and the ones that
+    /// Takes the waiting events of an ID being destroyed: the ones it owns, and the ones that
     /// name it.
     pub(crate) fn take_events_of(&self, id: *mut Id) -> VecDeque<Box<Event>> {
-        let mut queue = self.queue();
-        let (theirs, others): (VecDeque<_>, VecDeque<_>) = queue
-            .events
-            .drain(..)
-            .partition(|e| e.owner == id || e.public.id == id.cast());
-        queue.events = others;
-        theirs
+        self.waiting
+            .take(|e| e.owner == id || e.public.id == id.cast())
     }
 
     /// Whether IDs are still on the channel.

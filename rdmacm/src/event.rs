@@ -61,36 +61,38 @@ impl Event {
         })
     }
 
-    /// Copies `data`, padded with zeros to `len` bytes, as the private data of a connected
-    /// event's parameters.
-    fn set_conn_pdata(&mut self, data: &[u8], len: usize) {
+    /// Copies `data`, padded with zeros to `len` bytes, into the event's own buffer, which
+    /// lives until the acknowledgement: where it is, and the length.
+    fn keep_pdata(&mut self, data: &[u8], len: usize) -> (*const core::ffi::c_void, u8) {
         let len = len.min(self.pdata.len());
         let n = data.len().min(len);
         self.pdata[..n].copy_from_slice(&data[..n]);
-        // SAFETY: `conn` is the member of the parameter union connected events use.
-        let conn = unsafe { &mut self.public.param.conn };
-        conn.private_data = self.pdata.as_ptr().cast();
-        conn.private_data_len = len as u8;
+        (self.pdata.as_ptr().cast(), len as u8)
     }
 
-    /// As [`Event::set_conn_pdata`], for a UD event's parameters.
+    /// [`Event::keep_pdata`], as the private data of a connected event's parameters.
+    fn set_conn_pdata(&mut self, data: &[u8], len: usize) {
+        let (at, len) = self.keep_pdata(data, len);
+        let conn = self.conn();
+        conn.private_data = at;
+        conn.private_data_len = len;
+    }
+
+    /// [`Event::keep_pdata`], as the private data of a UD event's parameters.
     fn set_ud_pdata(&mut self, data: &[u8], len: usize) {
-        let len = len.min(self.pdata.len());
-        let n = data.len().min(len);
-        self.pdata[..n].copy_from_slice(&data[..n]);
-        // SAFETY: `ud` is the member of the parameter union UD events use.
-        let ud = unsafe { &mut self.public.param.ud };
-        ud.private_data = self.pdata.as_ptr().cast();
-        ud.private_data_len = len as u8;
+        let (at, len) = self.keep_pdata(data, len);
+        let ud = self.ud();
+        ud.private_data = at;
+        ud.private_data_len = len;
     }
 
     fn ud(&mut self) -> &mut sys::rdma_ud_param {
-        // SAFETY: As in set_ud_pdata.
+        // SAFETY: `ud` is the member of the parameter union UD events use.
         unsafe { &mut self.public.param.ud }
     }
 
     fn conn(&mut self) -> &mut sys::rdma_conn_param {
-        // SAFETY: As in set_conn_pdata.
+        // SAFETY: `conn` is the member of the parameter union connected events use.
         unsafe { &mut self.public.param.conn }
     }
 }
@@ -103,7 +105,7 @@ pub(crate) fn next(channel: &Channel, for_id: Option<*mut Id>) -> Result<Box<Eve
         |e| for_id.is_none_or(|id| e.owner == id),
         || {
             if !channel.wait_readable()? {
-                return Ok(None); // woken for a queued event
+                return Ok(None); // woken for a posted event
             }
             let raw = channel
                 .cepm
