@@ -78,6 +78,7 @@ host-test:
 	$(CARGO) test --workspace --exclude cepm-proto
 	scripts/rdmacm-link.sh
 	rdmacm/check-symbols.sh
+	rdmacm/check-symbols-test.sh
 	proto/check.sh
 
 # C selftest programs, built on the host against the UAPI header and the kernel's kselftest harness.
