@@ -4,7 +4,7 @@
 # finds every symbol it recorded. Run by make host-test, after scripts/rdmacm-link.sh.
 set -euo pipefail
 ours=${1:-out/rdmacm/librdmacm.so.1}
-system=${2:-$(ldconfig -p | awk '$1 == "librdmacm.so.1" { print $NF; exit }')}
+system=${2:-$(ldconfig -p | awk '$1 == "librdmacm.so.1" && !found++ { print $NF }')}
 [ -f "$ours" ] || { echo "check-symbols: $ours is missing: scripts/rdmacm-link.sh" >&2; exit 1; }
 [ -f "$system" ] || { echo "check-symbols: no system librdmacm.so.1 (librdmacm1)" >&2; exit 1; }
 
