@@ -153,19 +153,20 @@ cg_memory_enabled=0
 # device open to all as the shipped rule makes it (the rule is out of udev's rules by then).
 # A udevd may be running (virtme-ng starts one): it handles the reload's "add" uevent in its
 # own time and gives /dev/cepm udev's default mode, 0600. Its queue is held over the reload,
-# so that it always comes late, as it did on a loaded machine.
+# so that it always comes late, as it did on a loaded machine; the mode is set once udevd
+# has settled.
 reload_cepm() {
 	local held=0 rc=0
 	if udevadm control --ping -t 2 2>/dev/null; then
 		udevadm control --stop-exec-queue && held=1
 	fi
 	{ ! cepm_loaded || rmmod cepm; } && insmod "$CEPM_KO" "$@" &&
-		wait_until 20 port_listed "$RXE_DEV" 1 && chmod 0666 /dev/cepm || rc=1
+		wait_until 20 port_listed "$RXE_DEV" 1 || rc=1
 	if [ $held = 1 ]; then
 		udevadm control --start-exec-queue
-		udevadm settle -t 30
+		udevadm settle -t 30 || rc=1
 	fi
-	return $rc
+	[ $rc = 0 ] && chmod 0666 /dev/cepm && mode_is 666
 }
 
 udevd_stop() {
