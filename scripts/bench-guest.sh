@@ -28,8 +28,6 @@ stack_unload() { modprobe -r rdma_ucm rdma_cm iw_cm ib_cm 2>/dev/null; }
 cepm_unload() { rmmod cepm 2>/dev/null; }
 cepm_load() { cepm_unload; insmod "$CEPM_KO" "$@"; } # cepm_load [PARAM=VALUE...]
 
-# cepm_listens PORT: a CEP listens on rdma_cm's TCP service ID for PORT.
-cepm_listens() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id $TCP "$1")"; }
 
 # run_pair NAME N PORT SERVER_WAY CLIENT_WAY: cmtime's server in the peer namespace, its client
 # here, each either "stock" or "cepm" (over cepm's librdmacm); the client's table in

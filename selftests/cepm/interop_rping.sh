@@ -15,8 +15,6 @@ ktap_set_plan 7
 
 out=$CEPM_ROOT/out/interop_rping.$$
 pcap=$CEPM_ROOT/out/artefacts/interop-rping.pcap
-# cepm_listens PORT: a CEP listens on rdma_cm's TCP service ID for PORT.
-cepm_listens() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id $TCP "$1")"; }
 pings_verified() { [ "$(grep -c '^ping data: rdma-ping-' "$1")" = 10 ]; }
 
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
@@ -27,20 +25,15 @@ rm -f "$pcap"
 dumpcap -i veth0 -f "udp port 4791" -w "$out.pcap" >"$out.dumpcap" 2>&1 &
 tpid=$!
 wait_until 30 grep -q "Capturing on" "$out.dumpcap"
-"${PEER[@]}" timeout 60 rping -s -a 10.77.0.2 -p 7174 -v -S 64 >"$out.rping-s" 2>&1 &
-spid=$!
-wait_until 10 stock_listens 7174
-"${OVER_CEPM[@]}" timeout 60 rping -c -a 10.77.0.2 -I 10.77.0.1 -p 7174 -C 10 -S 64 -v -V >"$out.c" 2>&1
-crc=$?
-wait $spid
-src=$?
+show_lines=12 tool_pair rping-to "stock_listens 7174" -- \
+	"${PEER[@]}" timeout 60 rping -s -a 10.77.0.2 -p 7174 -v -S 64 -- \
+	"${OVER_CEPM[@]}" timeout 60 rping -c -a 10.77.0.2 -I 10.77.0.1 -p 7174 -C 10 -S 64 -v -V
 # The DREP is the last CM message: once both ends exited, it is in the capture buffer.
 kill -INT $tpid
 wait $tpid
 cp "$out.pcap" "$pcap"
-sed 's/^/# /' "$out.rping-s" "$out.c"
 ktap_check "rping -c over cepm -> stock rping -s: both ends succeed" sh -c "test $crc = 0 && test $src = 0"
-ktap_check "... 10 pings echoed by the server's RDMA read and write, verified" pings_verified "$out.c"
+ktap_check "... 10 pings echoed by the server's RDMA read and write, verified" pings_verified "$out.rping-to-c"
 
 # The capture, dissected once (tshark starts slowly under TCG): the CM attribute and the worst
 # expert-info severity of each frame.  Malformed frames carry an Error (0x800000) expert info.
@@ -55,14 +48,9 @@ ktap_check "tshark's InfiniBand dissector finds nothing malformed (no expert inf
 	test "$(worst_severity)" -lt 6291456
 
 # 2. stock rping -c -> rping -s over cepm: it RDMA-reads and writes back; rping -V verifies.
-"${OVER_CEPM[@]}" timeout 60 rping -s -a 10.77.0.1 -p 7175 -S 64 -v >"$out.s" 2>&1 &
-spid=$!
-wait_until 30 cepm_listens 7175
-"${PEER[@]}" timeout 60 rping -c -a 10.77.0.1 -I 10.77.0.2 -p 7175 -C 10 -S 64 -v -V >"$out.rping-c" 2>&1
-crc=$?
-wait $spid
-src=$?
-sed 's/^/# /' "$out.rping-c" "$out.s" | tail -n 6
+tool_pair rping-from "cepm_listens 7175" -- \
+	"${OVER_CEPM[@]}" timeout 60 rping -s -a 10.77.0.1 -p 7175 -S 64 -v -- \
+	"${PEER[@]}" timeout 60 rping -c -a 10.77.0.1 -I 10.77.0.2 -p 7175 -C 10 -S 64 -v -V
 ktap_check "stock rping -c -V -> rping -s over cepm: both ends succeed" sh -c "test $crc = 0 && test $src = 0"
-ktap_check "... 10 pings served (RDMA read and write) and verified" pings_verified "$out.rping-c"
+ktap_check "... 10 pings served (RDMA read and write) and verified" pings_verified "$out.rping-from-c"
 ktap_finished

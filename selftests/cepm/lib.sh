@@ -121,6 +121,45 @@ STOCK_TOOLS=(ucmatose rdma_server rdma_client cmtime rping udaddy)
 stock_listens() { "${PEER[@]}" rdma resource show cm_id | grep 'state LISTEN' | grep -q ":$1 "; }
 # ip_service_id PORT_SPACE PORT: rdma_cm's service ID, e.g. ip_service_id 0x0106 7471 (TCP).
 ip_service_id() { printf '0x%016x' $((($1 << 16) + $2)); }
+# cepm_listens PORT [PORT_SPACE]: a CEP listens on rdma_cm's service ID for PORT (TCP by
+# default); a tool over cepm's library is ready. awk reads the whole list: no SIGPIPE.
+cepm_listens() {
+	"$CEPMCTL" list | awk -v sid="$(ip_service_id "${2:-$TCP}" "$1")" \
+		'$2 == "LISTEN" && index($0, sid) { found = 1 } END { exit !found }'
+}
+# tool_pair NAME READY -- SERVER... -- CLIENT...: a server and its client, each a command line
+# with its prefixes (namespace, library, timeout). SERVER runs in the background; once READY
+# (a command line split on blanks, e.g. "cepm_listens 7174") succeeds, within 30 s, CLIENT
+# runs; then the server is waited for, or stopped first if $stop_server is 1 (cmtime's never
+# exits). Exit codes in $crc and $src; output in $out.NAME-c and $out.NAME-s, the last
+# $show_lines (3) lines of each shown.
+tool_pair() {
+	local name=$1 ready=$2 server=()
+	[ "$3" = -- ] || ktap_exit_fail_msg "tool_pair $name: no -- before the server"
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do server+=("$1"); shift; done
+	[ $# -gt 1 ] || ktap_exit_fail_msg "tool_pair $name: no -- before the client"
+	shift
+	"${server[@]}" >"$out.$name-s" 2>&1 &
+	spid=$!
+	wait_until 30 $ready
+	"$@" >"$out.$name-c" 2>&1
+	crc=$?
+	[ "${stop_server:-0}" = 0 ] || kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	src=$?
+	sed "s/^/# $name server: /" "$out.$name-s" | tail -n "${show_lines:-3}"
+	sed "s/^/# $name client: /" "$out.$name-c" | tail -n "${show_lines:-3}"
+}
+# exited PID...: every PID has exited. A zombie has, though kill -0 still succeeds on it.
+exited() {
+	local p st
+	for p; do
+		st=
+		[ -e "/proc/$p" ] && read -r _ _ st _ <"/proc/$p/stat" 2>/dev/null
+		[ -z "$st" ] || [ "$st" = Z ] || return 1
+	done
+}
 stock_down() {
 	# A stock tool still running holds rdma_ucm; none may outlive its test.
 	local tool

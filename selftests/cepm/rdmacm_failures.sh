@@ -26,7 +26,6 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 ADDR=10.77.0.2 TCP=0x0106
 OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
-listening() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id $TCP "$1")"; }
 show() { sed "s/^/# $1: /" "$2" | tail -n "${3:-3}"; }
 
 # No host at 10.77.0.99: its neighbour entry never resolves, within ucmatose's 2 s.
@@ -39,7 +38,7 @@ ktap_check "an address nobody has: ADDR_ERROR with a negative errno" \
 # client's REQ and its one retry go unanswered.
 "${ON_SERVER_OVER_CEPM[@]}" timeout 120 ucmatose -p 7191 -c 1 -C 1 >"$out.gone-s" 2>&1 &
 spid=$!
-wait_until 30 listening 7191
+wait_until 30 cepm_listens 7191
 drop_rx 0x10 1000
 CEPM_RDMACM_CM_RETRIES=1 "${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7191 -c 1 -C 1 >"$out.gone" 2>&1
 drop_rx 0 0
@@ -50,15 +49,9 @@ ktap_check "a peer that stops answering mid-connect: UNREACHABLE, -ETIMEDOUT" \
 	grep -q 'RDMA_CM_EVENT_UNREACHABLE, error: -110' "$out.gone"
 
 # A consumer reject with private data (rdma_reject_server), read by rdma_reject_client.
-"${ON_SERVER_OVER_CEPM[@]}" timeout 60 "$progs/rdma_reject_server" $ADDR 7192 "not today" >"$out.rej-s" 2>&1 &
-spid=$!
-wait_until 30 listening 7192
-"${OVER_CEPM[@]}" timeout 60 "$progs/rdma_reject_client" $ADDR 7192 "not today" >"$out.rej-c" 2>&1
-crc=$?
-wait $spid
-src=$?
-show rej-s "$out.rej-s"
-show rej-c "$out.rej-c"
+tool_pair rej "cepm_listens 7192" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 60 "$progs/rdma_reject_server" $ADDR 7192 "not today" -- \
+	"${OVER_CEPM[@]}" timeout 60 "$progs/rdma_reject_client" $ADDR 7192 "not today"
 rejected() { [ "$crc" = 0 ] && [ "$src" = 0 ] && grep -q 'status 28, 148 bytes of private data: not today' "$out.rej-c"; }
 ktap_check "a consumer reject: REJECTED, status 28, with the server's private data ($crc, $src)" rejected
 
@@ -67,13 +60,11 @@ ktap_check "a consumer reject: REJECTED, status 28, with the server's private da
 # exits.
 "${ON_SERVER_OVER_CEPM[@]}" timeout 120 rping -s -a $ADDR -p 7193 >"$out.rping9-s" 2>&1 &
 spid=$!
-wait_until 30 listening 7193
+wait_until 30 cepm_listens 7193
 # Not under timeout(1): $! must be rping itself, which kill -9 is for (the test's own limit
 # bounds it).
 "${OVER_CEPM[@]}" rping -c -a $ADDR -p 7193 >"$out.rping9-c" 2>&1 &
 cpid=$!
-# exited PID: PID is gone, or a zombie (on which kill -0 still succeeds).
-exited() { local state; read -r _ _ state _ <"/proc/$1/stat" 2>/dev/null || return 0; [ "$state" = Z ]; }
 established() { [ "$("$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l)" -ge 2 ]; }
 killed_cleanly() {
 	wait_until 30 established || return 1

@@ -17,36 +17,22 @@ OURS=10.77.0.1 STOCK=10.77.0.2
 OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
 
-# cepm_listens PORT [PORT_SPACE]: a CEP listens on rdma_cm's service ID for PORT.
-cepm_listens() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id "${2:-$TCP}" "$1")"; }
-show() { sed "s/^/# $1: /" "$2" | tail -n "$3"; }
-
-# pair NAME PORT DIRECTION SERVER... -- CLIENT...: runs the server (over cepm here, or stock in
-# the peer namespace, as DIRECTION says: "to-stock" or "from-stock"), waits until it listens on
-# PORT, runs the client on the other end, and leaves both exit codes in $src and $crc, their
-# output in $out.NAME-s and $out.NAME-c. PORT_SPACE (UDP for udaddy) in $ps, TCP by default.
+# pair NAME PORT DIRECTION SERVER... -- CLIENT...: tool_pair with the server over cepm here,
+# or stock in the peer namespace, as DIRECTION says ("to-stock" or "from-stock"), ready once
+# it listens on PORT, and the client on the other end; each under a 120 s timeout. PORT_SPACE
+# (UDP for udaddy) in $ps, TCP by default.
 pair() {
-	local name=$1 port=$2 direction=$3 server=() client=()
+	local name=$1 port=$2 direction=$3 server=()
 	shift 3
 	while [ "$1" != -- ]; do server+=("$1"); shift; done
 	shift
-	client=("$@")
 	if [ "$direction" = to-stock ]; then
-		"${PEER[@]}" timeout 120 "${server[@]}" >"$out.$name-s" 2>&1 &
-		spid=$!
-		wait_until 30 stock_listens "$port"
-		"${OVER_CEPM[@]}" timeout 120 "${client[@]}" >"$out.$name-c" 2>&1
+		tool_pair "$name" "stock_listens $port" -- "${PEER[@]}" timeout 120 "${server[@]}" -- \
+			"${OVER_CEPM[@]}" timeout 120 "$@"
 	else
-		"${OVER_CEPM[@]}" timeout 120 "${server[@]}" >"$out.$name-s" 2>&1 &
-		spid=$!
-		wait_until 30 cepm_listens "$port" "${ps:-$TCP}"
-		"${PEER[@]}" timeout 120 "${client[@]}" >"$out.$name-c" 2>&1
+		tool_pair "$name" "cepm_listens $port ${ps:-$TCP}" -- \
+			"${OVER_CEPM[@]}" timeout 120 "${server[@]}" -- "${PEER[@]}" timeout 120 "$@"
 	fi
-	crc=$?
-	wait $spid
-	src=$?
-	show "$name server" "$out.$name-s" 3
-	show "$name client" "$out.$name-c" 3
 }
 both_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ]; }
 status_ok() { both_ok && grep -q 'return status 0' "$out.$1-c" && grep -q 'return status 0' "$out.$1-s"; }
@@ -72,23 +58,9 @@ ktap_check "stock udaddy -> udaddy over cepm: status 0 on both ends ($crc, $src)
 
 # cmtime: 20 connections at once. Its server never exits: stopped after the client.
 cmtime_ok() { [ "$crc" = 0 ] && awk '$1 == "connect" && $NF + 0 > 0 { ok = 1 } END { exit !ok }' "$out.$1-c"; }
-"${PEER[@]}" timeout 120 cmtime -b $STOCK -p 7507 >"$out.cmtime-to-s" 2>&1 &
-spid=$!
-wait_until 30 stock_listens 7507
-"${OVER_CEPM[@]}" timeout 120 cmtime -s $STOCK -p 7507 -c 20 >"$out.cmtime-to-c" 2>&1
-crc=$?
-kill $spid 2>/dev/null
-wait $spid 2>/dev/null
-show "cmtime client" "$out.cmtime-to-c" 9
+stop_server=1 show_lines=9 pair cmtime-to 7507 to-stock cmtime -b $STOCK -p 7507 -- cmtime -s $STOCK -p 7507 -c 20
 ktap_check "cmtime -c 20 over cepm -> stock cmtime: the client exits 0 and times its connections ($crc)" cmtime_ok cmtime-to
-"${OVER_CEPM[@]}" timeout 120 cmtime -b $OURS -p 7508 >"$out.cmtime-from-s" 2>&1 &
-spid=$!
-wait_until 30 cepm_listens 7508
-"${PEER[@]}" timeout 120 cmtime -s $OURS -p 7508 -c 20 >"$out.cmtime-from-c" 2>&1
-crc=$?
-kill $spid 2>/dev/null
-wait $spid 2>/dev/null
-show "cmtime client" "$out.cmtime-from-c" 9
+stop_server=1 show_lines=9 pair cmtime-from 7508 from-stock cmtime -b $OURS -p 7508 -- cmtime -s $OURS -p 7508 -c 20
 ktap_check "stock cmtime -c 20 -> cmtime over cepm: the client exits 0 and times its connections ($crc)" cmtime_ok cmtime-from
 
 # A consumer reject: REJ reason 28, and the server's private data reaches the client.

@@ -35,88 +35,51 @@ TCP=0x0106 UDP=0x0111
 # (env and ip netns exec exec it), which the test can signal.
 OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
-# listening PORT [PORT_SPACE]: a CEP listens on rdma_cm's service ID for PORT (TCP by default).
-listening() { "$CEPMCTL" list | awk '$2 == "LISTEN"' | grep -q "$(ip_service_id "${2:-$TCP}" "$1")"; }
 show() { sed "s/^/# $1: /" "$2"; }
 
 # rping: 10 pings of 64 bytes, each an RDMA read and write, the data verified (-V).
-"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rping -s -a $ADDR -p 7174 -C 10 -S 64 -v -V >"$out.rping-s" 2>&1 &
-spid=$!
-wait_until 30 listening 7174
-"${OVER_CEPM[@]}" timeout 120 rping -c -a $ADDR -p 7174 -C 10 -S 64 -v -V >"$out.rping-c" 2>&1
-crc=$?
-wait $spid
-src=$?
-show rping-s "$out.rping-s" | tail -n 3
-show rping-c "$out.rping-c" | tail -n 3
+tool_pair rping "cepm_listens 7174" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rping -s -a $ADDR -p 7174 -C 10 -S 64 -v -V -- \
+	"${OVER_CEPM[@]}" timeout 120 rping -c -a $ADDR -p 7174 -C 10 -S 64 -v -V
 ktap_check "rping -c -> rping -s: both exit 0 ($crc, $src)" sh -c "test $crc = 0 && test $src = 0"
 pings() { [ "$(grep -c '^ping data: rdma-ping-' "$out.rping-c")" = 10 ]; }
 ktap_check "... 10 pings echoed and verified" pings
 
 # ucmatose: one connection, 10 messages each way.
-"${ON_SERVER_OVER_CEPM[@]}" timeout 120 ucmatose -p 7175 -c 1 -C 10 >"$out.ucma-s" 2>&1 &
-spid=$!
-wait_until 30 listening 7175
-"${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7175 -c 1 -C 10 >"$out.ucma-c" 2>&1
-crc=$?
-wait $spid
-src=$?
-show ucmatose-s "$out.ucma-s" | tail -n 4
-show ucmatose-c "$out.ucma-c" | tail -n 4
+show_lines=4 tool_pair ucma "cepm_listens 7175" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 ucmatose -p 7175 -c 1 -C 10 -- \
+	"${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7175 -c 1 -C 10
 ktap_check "ucmatose -c 1 -C 10: client and server complete with status 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma-c' && grep -q 'return status 0' '$out.ucma-s'"
 
 # ucmatose: 100 connections, 10 messages each way on each.
-"${ON_SERVER_OVER_CEPM[@]}" timeout 300 ucmatose -p 7183 -c 100 -C 10 >"$out.ucma100-s" 2>&1 &
-spid=$!
-wait_until 30 listening 7183
-"${OVER_CEPM[@]}" timeout 300 ucmatose -s $ADDR -p 7183 -c 100 -C 10 >"$out.ucma100-c" 2>&1
-crc=$?
-wait $spid
-src=$?
-show ucmatose100-s "$out.ucma100-s" | tail -n 2
-show ucmatose100-c "$out.ucma100-c" | tail -n 2
+show_lines=2 tool_pair ucma100 "cepm_listens 7183" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 300 ucmatose -p 7183 -c 100 -C 10 -- \
+	"${OVER_CEPM[@]}" timeout 300 ucmatose -s $ADDR -p 7183 -c 100 -C 10
 ktap_check "ucmatose -c 100 -C 10: client and server complete with status 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma100-c' && grep -q 'return status 0' '$out.ucma100-s'"
 
 # cmtime: 100 connections set up and torn down at once. Its server never exits: stopped after.
-"${ON_SERVER_OVER_CEPM[@]}" timeout 300 cmtime -p 7176 >"$out.cmtime-s" 2>&1 &
-spid=$!
-wait_until 30 listening 7176
-"${OVER_CEPM[@]}" timeout 300 cmtime -s $ADDR -p 7176 -c 100 >"$out.cmtime-c" 2>&1
-crc=$?
-kill $spid 2>/dev/null
-wait $spid 2>/dev/null
-show cmtime-c "$out.cmtime-c" | tail -n 9
+stop_server=1 show_lines=9 tool_pair cmtime "cepm_listens 7176" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 300 cmtime -p 7176 -- \
+	"${OVER_CEPM[@]}" timeout 300 cmtime -s $ADDR -p 7176 -c 100
 # Its table has one line a step: connect's (microseconds a connection, last) is not 0.
 cmtime_ok() { [ "$crc" = 0 ] && awk '$1 == "connect" && $NF + 0 > 0 { ok = 1 } END { exit !ok }' "$out.cmtime-c"; }
 ktap_check "cmtime -c 100: the client exits 0 and times its connections ($crc)" cmtime_ok
 
 # rdma_server and rdma_client: synchronous endpoints, one message each way, then both
 # disconnect at once (crossing DREQs: each must still see its DISCONNECTED).
-"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rdma_server -p 7178 >"$out.rdma-s" 2>&1 &
-spid=$!
-wait_until 30 listening 7178
-"${OVER_CEPM[@]}" timeout 120 rdma_client -s $ADDR -p 7178 >"$out.rdma-c" 2>&1
-crc=$?
-wait $spid
-src=$?
-show rdma_server "$out.rdma-s" | tail -n 3
-show rdma_client "$out.rdma-c" | tail -n 3
+tool_pair rdma "cepm_listens 7178" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rdma_server -p 7178 -- \
+	"${OVER_CEPM[@]}" timeout 120 rdma_client -s $ADDR -p 7178
 ktap_check "rdma_client -> rdma_server: both end 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q '^rdma_client: end 0' '$out.rdma-c' && grep -q '^rdma_server: end 0' '$out.rdma-s'"
 
 # udaddy: a UD QP each, resolved through SIDR on rdma_cm's UDP port 7174 (udaddy's only
 # port), 10 datagrams each way.
-"${ON_SERVER_OVER_CEPM[@]}" timeout 120 udaddy -C 10 >"$out.udaddy-s" 2>&1 &
-spid=$!
-wait_until 30 listening 7174 $UDP
-"${OVER_CEPM[@]}" timeout 120 udaddy -s $ADDR -C 10 >"$out.udaddy-c" 2>&1
-crc=$?
-wait $spid
-src=$?
-show udaddy-s "$out.udaddy-s" | tail -n 3
-show udaddy-c "$out.udaddy-c" | tail -n 3
+tool_pair udaddy "cepm_listens 7174 $UDP" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 udaddy -C 10 -- \
+	"${OVER_CEPM[@]}" timeout 120 udaddy -s $ADDR -C 10
 ktap_check "udaddy -s -> udaddy: both complete with status 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.udaddy-c' && grep -q 'return status 0' '$out.udaddy-s'"
 
@@ -124,16 +87,9 @@ ktap_check "udaddy -s -> udaddy: both complete with status 0 ($crc, $src)" \
 # about 1 MB/s). Each device named (-d): with two hosts, both are visible from either namespace.
 perftest_pair() {
 	local tool=$1 port=$2
-	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$SERVER_DEV" -p "$port" -n 200 -s 4096 \
-		>"$out.$tool-s" 2>&1 &
-	spid=$!
-	wait_until 30 listening "$port"
-	"${OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$RXE_DEV" -p "$port" -n 200 -s 4096 $ADDR >"$out.$tool-c" 2>&1
-	crc=$?
-	wait $spid
-	src=$?
-	show "$tool-s" "$out.$tool-s" | tail -n 3
-	show "$tool-c" "$out.$tool-c" | tail -n 3
+	tool_pair "$tool" "cepm_listens $port" -- \
+		"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$SERVER_DEV" -p "$port" -n 200 -s 4096 -- \
+		"${OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$RXE_DEV" -p "$port" -n 200 -s 4096 $ADDR
 }
 # The client's result line: 4096 bytes, 200 iterations, and an average bandwidth above 0.
 measured() { [ "$crc" = 0 ] && [ "$src" = 0 ] && awk '$1 == 4096 && $2 == 200 && $4 + 0 > 0 { ok = 1 } END { exit !ok }' "$out.$1-c"; }
@@ -167,27 +123,15 @@ ipv6_up() {
 }
 ktap_check "IPv6 addresses and their GIDs are up" ipv6_up
 
-"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rping -s -a $ADDR6 -p 7184 -C 10 -S 64 -v -V >"$out.rping6-s" 2>&1 &
-spid=$!
-wait_until 30 listening 7184
-"${OVER_CEPM[@]}" timeout 120 rping -c -a $ADDR6 -p 7184 -C 10 -S 64 -v -V >"$out.rping6-c" 2>&1
-crc=$?
-wait $spid
-src=$?
-show rping6-s "$out.rping6-s" | tail -n 3
-show rping6-c "$out.rping6-c" | tail -n 3
+tool_pair rping6 "cepm_listens 7184" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rping -s -a $ADDR6 -p 7184 -C 10 -S 64 -v -V -- \
+	"${OVER_CEPM[@]}" timeout 120 rping -c -a $ADDR6 -p 7184 -C 10 -S 64 -v -V
 rping6_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$(grep -c '^ping data: rdma-ping-' "$out.rping6-c")" = 10 ]; }
 ktap_check "IPv6: rping -c -> rping -s: both exit 0 ($crc, $src), 10 pings verified" rping6_ok
 
-"${ON_SERVER_OVER_CEPM[@]}" timeout 120 ucmatose -b $ADDR6 -p 7185 -c 1 -C 10 >"$out.ucma6-s" 2>&1 &
-spid=$!
-wait_until 30 listening 7185
-"${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR6 -p 7185 -c 1 -C 10 >"$out.ucma6-c" 2>&1
-crc=$?
-wait $spid
-src=$?
-show ucmatose6-s "$out.ucma6-s" | tail -n 4
-show ucmatose6-c "$out.ucma6-c" | tail -n 4
+show_lines=4 tool_pair ucma6 "cepm_listens 7185" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 ucmatose -b $ADDR6 -p 7185 -c 1 -C 10 -- \
+	"${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR6 -p 7185 -c 1 -C 10
 ktap_check "IPv6: ucmatose -c 1 -C 10: client and server complete with status 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma6-c' && grep -q 'return status 0' '$out.ucma6-s'"
 

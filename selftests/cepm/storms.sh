@@ -69,15 +69,6 @@ start_client() {
 progress_reached() {
 	awk -v n="$2" '$1 == "storm:" && $2 == "progress" && $3 >= n { f = 1 } END { exit !f }' "$out.$1" 2>/dev/null
 }
-# exited PID...: every PID has exited (a zombie until waited for).
-exited() {
-	local p st
-	for p; do
-		st=
-		[ -e "/proc/$p" ] && read -r _ _ st _ <"/proc/$p/stat" 2>/dev/null
-		[ -z "$st" ] || [ "$st" = Z ] || return 1
-	done
-}
 # finish PID...: waits (bounded) until every PID has exited; their exit statuses in $rcs.
 finish() {
 	local p
