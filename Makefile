@@ -90,6 +90,7 @@ selftest-progs: need-kdir
 	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -o out/selftests/privileges selftests/cepm/privileges.c
 	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_server selftests/cepm/rdma_reject_server.c -lrdmacm
 	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_client selftests/cepm/rdma_reject_client.c -lrdmacm
+	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_srq_server selftests/cepm/rdma_srq_server.c -lrdmacm -libverbs
 
 selftest: module user selftest-progs
 	scripts/vm -- selftests/run.sh

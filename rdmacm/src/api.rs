@@ -9,4 +9,5 @@ pub mod ids;
 pub mod pending;
 pub mod qp;
 pub mod query;
+pub mod srq;
 pub mod unsupported;

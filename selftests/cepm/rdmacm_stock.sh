@@ -10,7 +10,7 @@
 interop_begin ucmatose cmtime rdma_server rdma_client udaddy
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 12
+ktap_set_plan 14
 
 out=$CEPM_ROOT/out/rdmacm_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -72,6 +72,13 @@ ktap_check "a client over cepm rejected by a stock server: reason 28 and its pri
 pair reject-from 7510 from-stock "$progs/rdma_reject_server" $OURS 7510 "not today" -- \
 	"$progs/rdma_reject_client" $OURS 7510 "not today"
 ktap_check "a stock client rejected by a server over cepm: reason 28 and its private data ($crc, $src)" rejected_ok reject-from
+
+# An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
+srq_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdma_srq_server: end 0' "$out.$1-s"; }
+pair srq-to 7511 to-stock "$progs/rdma_srq_server" $STOCK 7511 -- rdma_client -s $STOCK -p 7511
+ktap_check "rdma_client over cepm -> stock rdma_srq_server: one exchange, through the SRQ ($crc, $src)" srq_ok srq-to
+pair srq-from 7512 from-stock "$progs/rdma_srq_server" $OURS 7512 -- rdma_client -s $OURS -p 7512
+ktap_check "stock rdma_client -> rdma_srq_server over cepm: one exchange, through the SRQ ($crc, $src)" srq_ok srq-from
 
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null

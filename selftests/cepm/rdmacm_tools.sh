@@ -19,7 +19,7 @@ for tool in rping ucmatose cmtime rdma_server rdma_client udaddy ib_send_bw ib_w
 done
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 15
+ktap_set_plan 16
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; ip addr del $ADDR6_LOCAL/64 dev veth0 2>/dev/null; topology_down; rm -f "$out".*' EXIT
@@ -134,6 +134,13 @@ show_lines=4 tool_pair ucma6 "cepm_listens 7185" -- \
 	"${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR6 -p 7185 -c 1 -C 10
 ktap_check "IPv6: ucmatose -c 1 -C 10: client and server complete with status 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma6-c' && grep -q 'return status 0' '$out.ucma6-s'"
+
+# An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
+tool_pair srq "cepm_listens 7186" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$CEPM_ROOT/out/selftests/rdma_srq_server" $ADDR 7186 -- \
+	"${OVER_CEPM[@]}" timeout 120 rdma_client -s $ADDR -p 7186
+srq_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && grep -q '^rdma_srq_server: end 0' "$out.srq-s" && grep -q '^rdma_client: end 0' "$out.srq-c"; }
+ktap_check "rdma_client -> rdma_srq_server: one exchange, through the server's SRQ ($crc, $src)" srq_ok
 
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null

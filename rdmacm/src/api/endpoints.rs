@@ -10,6 +10,7 @@ use super::{
         rdma_resolve_route,
     },
     qp::{create_qp, rdma_destroy_qp},
+    srq::rdma_destroy_srq,
 };
 use crate::{errno, event::Event, id::Id, sync, sys};
 
@@ -112,8 +113,8 @@ unsafe fn set_up(
     Ok(())
 }
 
-/// `void rdma_destroy_ep(struct rdma_cm_id *id)`: its QP (and the CQs made for it), then the
-/// ID.
+/// `void rdma_destroy_ep(struct rdma_cm_id *id)`: its QP (and the CQs made for it), its SRQ,
+/// then the ID.
 ///
 /// # Safety
 ///
@@ -123,6 +124,7 @@ pub unsafe extern "C" fn rdma_destroy_ep(id: *mut sys::rdma_cm_id) {
     // SAFETY: The caller passes a live ID.
     unsafe {
         rdma_destroy_qp(id);
+        rdma_destroy_srq(id);
         rdma_destroy_id(id);
     }
 }

@@ -24,7 +24,4 @@ type Id = *mut sys::rdma_cm_id;
 
 pending! {
     rdma_migrate_id(Id, *mut sys::rdma_event_channel) -> c_int = -1;
-    rdma_create_srq(Id, *mut sys::ibv_pd, *mut sys::ibv_srq_init_attr) -> c_int = -1;
-    rdma_create_srq_ex(Id, *mut sys::ibv_srq_init_attr_ex) -> c_int = -1;
-    rdma_destroy_srq(Id) -> () = ();
 }
