@@ -11,17 +11,9 @@
  * Usage: rdma_reject_client ADDRESS PORT TEXT
  * Prints the event, its status and its private data; exits 0 if they match.
  */
-#include <netdb.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <rdma/rdma_cma.h>
-
-static int fail(const char *what)
-{
-	perror(what);
-	return 1;
-}
+#include "rdma_test.h"
 
 /* The next event, which must be of type @expected. */
 static int expect(struct rdma_event_channel *channel, enum rdma_cm_event_type expected,
@@ -45,19 +37,11 @@ int main(int argc, char **argv)
 	struct rdma_cm_id *id;
 	struct addrinfo *addr;
 	size_t want;
-	int ok;
+	int ok, ret;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s ADDRESS PORT TEXT\n", argv[0]);
-		return 2;
-	}
-	if (getaddrinfo(argv[1], argv[2], NULL, &addr))
-		return fail("getaddrinfo");
-	channel = rdma_create_event_channel();
-	if (!channel)
-		return fail("rdma_create_event_channel");
-	if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP))
-		return fail("rdma_create_id");
+	ret = open_tcp_id(argc, argv, &addr, &channel, &id);
+	if (ret)
+		return ret;
 	if (rdma_resolve_addr(id, NULL, addr->ai_addr, 2000))
 		return fail("rdma_resolve_addr");
 	freeaddrinfo(addr);

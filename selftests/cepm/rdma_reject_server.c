@@ -9,17 +9,9 @@
  * Usage: rdma_reject_server ADDRESS PORT TEXT
  * Prints "listening" once it listens; exits 0 after rejecting one request.
  */
-#include <netdb.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <rdma/rdma_cma.h>
-
-static int fail(const char *what)
-{
-	perror(what);
-	return 1;
-}
+#include "rdma_test.h"
 
 int main(int argc, char **argv)
 {
@@ -29,17 +21,9 @@ int main(int argc, char **argv)
 	struct addrinfo *addr;
 	int ret;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s ADDRESS PORT TEXT\n", argv[0]);
-		return 2;
-	}
-	if (getaddrinfo(argv[1], argv[2], NULL, &addr))
-		return fail("getaddrinfo");
-	channel = rdma_create_event_channel();
-	if (!channel)
-		return fail("rdma_create_event_channel");
-	if (rdma_create_id(channel, &listen_id, NULL, RDMA_PS_TCP))
-		return fail("rdma_create_id");
+	ret = open_tcp_id(argc, argv, &addr, &channel, &listen_id);
+	if (ret)
+		return ret;
 	if (rdma_bind_addr(listen_id, addr->ai_addr))
 		return fail("rdma_bind_addr");
 	freeaddrinfo(addr);

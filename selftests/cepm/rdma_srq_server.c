@@ -10,18 +10,11 @@
  * Usage: rdma_srq_server ADDRESS PORT
  * Prints "listening" once it listens; exits 0 after one exchange.
  */
-#include <stdio.h>
 #include <string.h>
-#include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
+#include "rdma_test.h"
 
 #define MSG_LEN 16
-
-static int fail(const char *what)
-{
-	perror(what);
-	return 1;
-}
 
 static int complain(const char *what)
 {
