@@ -98,14 +98,35 @@ mod tests {
     use super::*;
     use std::{
         sync::{mpsc, Arc},
-        thread,
+        thread::{self, JoinHandle},
         time::Duration,
     };
 
+    type File = Arc<Mutex<mpsc::Receiver<u32>>>;
+
     /// A "file" that threads read one event at a time, blocking until there is one.
-    fn file() -> (mpsc::Sender<u32>, Arc<Mutex<mpsc::Receiver<u32>>>) {
+    fn file() -> (mpsc::Sender<u32>, File) {
         let (tx, rx) = mpsc::channel();
         (tx, Arc::new(Mutex::new(rx)))
+    }
+
+    /// A thread that waits, reading `file`, for the event `wanted` accepts; returned once it
+    /// holds the file.
+    fn spawn_reader(
+        handout: &Arc<Handout<u32>>,
+        file: File,
+        wanted: impl Fn(&u32) -> bool + Send + 'static,
+    ) -> JoinHandle<Result<u32, i32>> {
+        let reader = {
+            let handout = Arc::clone(handout);
+            thread::spawn(move || {
+                handout.next(wanted, false, || Ok(file.lock().unwrap().recv().ok()))
+            })
+        };
+        while !handout.state().reading {
+            thread::sleep(Duration::from_millis(1));
+        }
+        reader
     }
 
     #[test]
@@ -166,16 +187,7 @@ mod tests {
     fn a_nonblocking_caller_does_not_wait_for_another_reader() {
         let handout = Arc::new(Handout::<u32>::new());
         let (tx, rx) = file();
-        let reader = {
-            let handout = Arc::clone(&handout);
-            thread::spawn(move || {
-                handout.next(|_| true, false, || Ok(rx.lock().unwrap().recv().ok()))
-            })
-        };
-        // Wait until the other thread holds the file.
-        while !handout.state().reading {
-            thread::sleep(Duration::from_millis(1));
-        }
+        let reader = spawn_reader(&handout, rx, |_| true);
         let never = || -> Result<Option<u32>, i32> { panic!("another thread reads") };
         assert_eq!(handout.next(|_| true, true, never), Err(libc::EAGAIN));
         tx.send(3).unwrap();
@@ -198,15 +210,7 @@ mod tests {
         let (tx, rx) = file();
         // One thread reads the file for event 1; the other waits for event 2, which is
         // posted rather than read.
-        let reader = {
-            let handout = Arc::clone(&handout);
-            thread::spawn(move || {
-                handout.next(|e| *e == 1, false, || Ok(rx.lock().unwrap().recv().ok()))
-            })
-        };
-        while !handout.state().reading {
-            thread::sleep(Duration::from_millis(1));
-        }
+        let reader = spawn_reader(&handout, rx, |e| *e == 1);
         let waiter = {
             let handout = Arc::clone(&handout);
             thread::spawn(move || {
