@@ -36,12 +36,6 @@ pub struct ReqInfo {
 
 impl ReqInfo {
     fn from_sys(r: &sys::cepm_req_info) -> Self {
-        let name: Vec<u8> = r
-            .dev_name
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
         Self {
             service_id: r.service_id,
             remote_ca_guid: r.remote_ca_guid,
@@ -52,7 +46,7 @@ impl ReqInfo {
             initiator_depth: r.initiator_depth,
             path_mtu: r.path_mtu,
             sidr: r.sidr,
-            device: String::from_utf8_lossy(&name).into_owned(),
+            device: crate::device_name::decode(&r.dev_name),
             port: r.port_num,
             private_data: r.pdata[..usize::from(r.pdata_len).min(r.pdata.len())].to_vec(),
         }

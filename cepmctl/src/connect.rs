@@ -129,7 +129,7 @@ pub(crate) fn local_mac(device: &str, port: u8, index: u8) -> io::Result<[u8; 6]
 /// Where a connection or resolution from `config` goes: the local device name (for the
 /// ABI's `dev_name`) and the path to the peer (this host's own GID unless `config.peer`).
 pub(crate) struct Route {
-    pub(crate) dev_name: [std::ffi::c_char; 64],
+    pub(crate) dev_name: [std::ffi::c_char; crate::device_name::DEVICE_NAME_MAX],
     pub(crate) path: sys::cepm_path_rec,
     /// Our IPv4 address, from the RoCE v2 GID the path starts at.
     pub(crate) ipv4: Option<[u8; 4]>,
@@ -138,10 +138,7 @@ pub(crate) struct Route {
 impl Route {
     pub(crate) fn new(config: &Config) -> io::Result<Self> {
         let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
-        let mut dev_name = [0; 64];
-        for (dst, src) in dev_name.iter_mut().zip(config.device.bytes()) {
-            *dst = src as _;
-        }
+        let dev_name = crate::device_name::encode(&config.device);
         let mut path = sys::cepm_path_rec::default();
         match config.peer {
             Some((ip, mac)) => {

@@ -6,6 +6,7 @@
 
 pub mod cep;
 pub mod connect;
+pub mod device_name;
 pub mod many;
 pub mod rng;
 pub mod sidr;
@@ -75,14 +76,8 @@ impl PortInfo {
     }
 
     fn from_sys(raw: &sys::cepm_port_info) -> Self {
-        let name: Vec<u8> = raw
-            .dev_name
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
         Self {
-            device: String::from_utf8_lossy(&name).into_owned(),
+            device: device_name::decode(&raw.dev_name),
             port: raw.port_num,
             roce: raw.flags & sys::CEPM_PORT_ROCE != 0,
             rx_by_attr: raw.rx_by_attr,

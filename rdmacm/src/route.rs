@@ -4,7 +4,7 @@
 use core::ffi::c_int;
 use std::net::{IpAddr, SocketAddr};
 
-use cepm::sys as cepm_sys;
+use cepm::{device_name, sys as cepm_sys};
 use cepm_proto::cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE};
 
 use crate::{
@@ -60,12 +60,8 @@ impl Route {
     }
 
     /// The device's name, as cepm takes it.
-    pub(crate) fn dev_name(&self) -> [core::ffi::c_char; cepm_sys::CEPM_DEVICE_NAME_MAX as usize] {
-        let mut name = [0; cepm_sys::CEPM_DEVICE_NAME_MAX as usize];
-        for (dst, src) in name.iter_mut().zip(self.resolved.device.bytes()) {
-            *dst = src as _;
-        }
-        name
+    pub(crate) fn dev_name(&self) -> [core::ffi::c_char; device_name::DEVICE_NAME_MAX] {
+        device_name::encode(&self.resolved.device)
     }
 
     /// rdma_cm's header for a REQ or SIDR_REQ on this route.
