@@ -1,11 +1,11 @@
 //! The link-layer address of a next hop, from the neighbour cache (`RTM_GETNEIGH`); when the
 //! cache has none yet, a datagram to the next hop makes the kernel resolve it (ARP or ND), as
-//! the kernel's `rdma_cm` does with `neigh_event_send`.
+//! the kernel's `rdma_cm` does with `neigh_event_send`. The cache is looked at again whenever
+//! it changes (an `RTNLGRP_NEIGH` notification), as `rdma_cm` waits for its netevent.
 
 use std::{
     io,
     net::{IpAddr, SocketAddr, UdpSocket},
-    thread,
     time::{Duration, Instant},
 };
 
@@ -20,8 +20,8 @@ use super::netlink;
 /// The discard port: what the probe datagram is sent to, if it is ever delivered.
 const DISCARD_PORT: u16 = 9;
 
-/// How often the cache is looked at while a resolution runs.
-const POLL: Duration = Duration::from_millis(10);
+/// The longest wait between two looks at the cache, in case a change went unannounced.
+const RECHECK: Duration = Duration::from_millis(100);
 
 /// A cache entry's state, as far as resolution goes.
 #[derive(Debug, PartialEq, Eq)]
@@ -102,6 +102,8 @@ pub(crate) fn resolve(
     timeout: Duration,
 ) -> io::Result<[u8; 6]> {
     let deadline = Instant::now() + timeout;
+    // Joined before the first look, so that no change after it goes unheard.
+    let changes = netlink::Notifications::subscribe(libc::RTNLGRP_NEIGH)?;
     let mut provoked = false;
     loop {
         match lookup(ifindex, ip)? {
@@ -115,9 +117,11 @@ pub(crate) fn resolve(
             }
             _ => {}
         }
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= deadline {
             return Err(io::Error::from_raw_os_error(libc::ETIMEDOUT));
         }
-        thread::sleep(POLL);
+        // Any entry's change wakes this up; the next look tells whether it was ours.
+        changes.wait((deadline - now).min(RECHECK))?;
     }
 }
