@@ -110,7 +110,7 @@ interop_begin() {
 	for tool; do
 		command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
 	done
-	trap 'kill $(jobs -p) 2>/dev/null; wait; tc qdisc del dev veth0 root 2>/dev/null; stock_down; rm -f "$out".*' EXIT
+	trap 'kill $(jobs -p) 2>/dev/null; wait; tc qdisc del dev veth0 root 2>/dev/null; ipv6_down; stock_down; rm -f "$out".*' EXIT
 }
 # The peer namespace as a command prefix: "${PEER[@]}" CMD & leaves $! on CMD itself (ip
 # execs it), so the test can signal it.
@@ -127,6 +127,21 @@ cepm_listens() {
 	"$CEPMCTL" list | awk -v sid="$(ip_service_id "${2:-$TCP}" "$1")" \
 		'$2 == "LISTEN" && index($0, sid) { found = 1 } END { exit !found }'
 }
+# IPv6: ULA addresses (no duplicate detection to wait for), fd77::1 on veth0 and fd77::2 on
+# veth1; each gives its rxe device a RoCE v2 GID.
+ADDR6_LOCAL=fd77::1 ADDR6_PEER=fd77::2
+has_gid() { grep -qs "$2" /sys/class/infiniband/"$1"/ports/1/gids/*; }
+# ipv6_up [PREFIX...]: fd77::1 on veth0 and, given the peer's command prefix (SERVER or
+# PEER), fd77::2 on its veth1; then until their GIDs are in rxe0's and rxe1's tables.
+ipv6_up() {
+	ip addr add $ADDR6_LOCAL/64 dev veth0 nodad &&
+		wait_until 20 has_gid rxe0 fd77:0000:0000:0000:0000:0000:0000:0001 || return 1
+	[ $# -gt 0 ] || return 0
+	"$@" ip addr add $ADDR6_PEER/64 dev veth1 nodad &&
+		wait_until 20 has_gid rxe1 fd77:0000:0000:0000:0000:0000:0000:0002
+}
+# veth1's address goes with the peer namespace; veth0's, here.
+ipv6_down() { ip addr del $ADDR6_LOCAL/64 dev veth0 2>/dev/null || true; }
 # tool_pair NAME READY -- SERVER... -- CLIENT...: a server and its client, each a command line
 # with its prefixes (namespace, library, timeout). SERVER runs in the background; once READY
 # (a command line split on blanks, e.g. "cepm_listens 7174") succeeds, within 30 s, CLIENT

@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # rdma-core's tools, unmodified, over cepm's librdmacm on one end and over the stock stack
 # (rdma-core's librdmacm, the kernel's rdma_cm and ib_cm) on the other, in both directions:
-# ucmatose, rdma_server/rdma_client, udaddy and cmtime, and a consumer reject with
-# private data (rdma_reject_server and rdma_client, ours). cepm manages rxe0 alone
+# ucmatose, rdma_server/rdma_client, udaddy, cmtime, perftest's ib_send_bw and ib_write_bw,
+# rping and ucmatose over IPv6, a consumer reject with private data (rdma_reject_server and
+# rdma_reject_client, ours) and an SRQ (rdma_srq_server, ours). cepm manages rxe0 alone
 # (10.77.0.1, this namespace); the stock CM owns rxe1 (10.77.0.2, namespace cepm_peer), as in
 # interop_stock.sh (rping, with a capture, is interop_rping.sh). Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
-interop_begin ucmatose cmtime rdma_server rdma_client udaddy
+interop_begin ucmatose cmtime rdma_server rdma_client udaddy rping ib_send_bw ib_write_bw
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 14
+ktap_set_plan 23
 
 out=$CEPM_ROOT/out/rdmacm_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -79,6 +80,45 @@ pair srq-to 7511 to-stock "$progs/rdma_srq_server" $STOCK 7511 -- rdma_client -s
 ktap_check "rdma_client over cepm -> stock rdma_srq_server: one exchange, through the SRQ ($crc, $src)" srq_ok srq-to
 pair srq-from 7512 from-stock "$progs/rdma_srq_server" $OURS 7512 -- rdma_client -s $OURS -p 7512
 ktap_check "stock rdma_client -> rdma_srq_server over cepm: one exchange, through the SRQ ($crc, $src)" srq_ok srq-from
+
+# perftest over rdma_cm (-R): 200 sends, then 200 RDMA writes, of 4 KiB, each way. Each names
+# its device: the stock end rxe1, ours rxe0.
+perftest_pair() {
+	local tool=$1 port=$2 direction=$3 name=$1-${3%-stock}
+	if [ "$direction" = to-stock ]; then
+		pair "$name" "$port" to-stock "$tool" -R -d rxe1 -p "$port" -n 200 -s 4096 -- \
+			"$tool" -R -d rxe0 -p "$port" -n 200 -s 4096 $STOCK
+	else
+		pair "$name" "$port" from-stock "$tool" -R -d rxe0 -p "$port" -n 200 -s 4096 -- \
+			"$tool" -R -d rxe1 -p "$port" -n 200 -s 4096 $OURS
+	fi
+	# A failed client's reason went to stderr, ahead of its buffered stdout: all of it, then.
+	[ "$crc" = 0 ] || sed "s/^/# $name client (all): /" "$out.$name-c"
+}
+# The client's result line: 4096 bytes, 200 iterations, and an average bandwidth above 0.
+measured() { both_ok && awk '$1 == 4096 && $2 == 200 && $4 + 0 > 0 { ok = 1 } END { exit !ok }' "$out.$1-c"; }
+port=18520
+for tool in ib_send_bw ib_write_bw; do
+	perftest_pair $tool $port to-stock
+	ktap_check "$tool -R over cepm -> stock $tool: 200 messages of 4 KiB measured ($crc, $src)" measured $tool-to
+	perftest_pair $tool $((port + 1)) from-stock
+	ktap_check "stock $tool -R -> $tool over cepm: 200 messages of 4 KiB measured ($crc, $src)" measured $tool-from
+	port=$((port + 2))
+done
+
+# IPv6: rping -V and ucmatose, each way, between fd77::1 (ours) and fd77::2 (stock).
+ktap_check "IPv6 addresses on both ends, and their GIDs" ipv6_up "${PEER[@]}"
+pings() { both_ok && [ "$(grep -c '^ping data: rdma-ping-' "$out.$1-c")" = 10 ]; }
+pair rping6-to 7513 to-stock rping -s -a $ADDR6_PEER -p 7513 -C 10 -S 64 -v -V -- \
+	rping -c -a $ADDR6_PEER -p 7513 -C 10 -S 64 -v -V
+ktap_check "IPv6: rping -c over cepm -> stock rping -s: 10 pings verified ($crc, $src)" pings rping6-to
+pair rping6-from 7514 from-stock rping -s -a $ADDR6_LOCAL -p 7514 -C 10 -S 64 -v -V -- \
+	rping -c -a $ADDR6_LOCAL -p 7514 -C 10 -S 64 -v -V
+ktap_check "IPv6: stock rping -c -> rping -s over cepm: 10 pings verified ($crc, $src)" pings rping6-from
+pair ucma6-to 7515 to-stock ucmatose -b $ADDR6_PEER -p 7515 -c 1 -C 10 -- ucmatose -s $ADDR6_PEER -p 7515 -c 1 -C 10
+ktap_check "IPv6: ucmatose over cepm -> stock ucmatose: status 0 on both ends ($crc, $src)" status_ok ucma6-to
+pair ucma6-from 7516 from-stock ucmatose -b $ADDR6_LOCAL -p 7516 -c 1 -C 10 -- ucmatose -s $ADDR6_LOCAL -p 7516 -c 1 -C 10
+ktap_check "IPv6: stock ucmatose -> ucmatose over cepm: status 0 on both ends ($crc, $src)" status_ok ucma6-from
 
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null

@@ -22,9 +22,8 @@ LIB=$CEPM_ROOT/out/rdmacm
 ktap_set_plan 16
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
-trap 'kill $(jobs -p) 2>/dev/null; wait; ip addr del $ADDR6_LOCAL/64 dev veth0 2>/dev/null; topology_down; rm -f "$out".*' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait; ipv6_down; topology_down; rm -f "$out".*' EXIT
 ktap_check "topology $TOPOLOGY is up" topology_up
-ADDR6_LOCAL=fd77::1 ADDR6_PEER=fd77::2
 case $TOPOLOGY in
 two-hosts) ADDR=10.77.0.2 ADDR6=$ADDR6_PEER ;;
 *) ADDR=10.77.0.1 ADDR6=$ADDR6_LOCAL ;;
@@ -113,17 +112,8 @@ fi
 show nolisten "$out.nolisten" | tail -n 3
 ktap_check "no listener: REJECTED, status 8" grep -q 'RDMA_CM_EVENT_REJECTED, error: 8' "$out.nolisten"
 
-# IPv6: ULA addresses (no duplicate detection to wait for) on veth0 and, with two hosts, on
-# veth1; each gives its rxe device a RoCE v2 GID.
-has_gid() { grep -qs "$2" /sys/class/infiniband/"$1"/ports/1/gids/*; }
-ipv6_up() {
-	ip addr add $ADDR6_LOCAL/64 dev veth0 nodad &&
-	wait_until 20 has_gid rxe0 fd77:0000:0000:0000:0000:0000:0000:0001 || return 1
-	[ "$TOPOLOGY" = two-hosts ] || return 0
-	on_server ip addr add $ADDR6_PEER/64 dev veth1 nodad &&
-	wait_until 20 has_gid rxe1 fd77:0000:0000:0000:0000:0000:0000:0002
-}
-ktap_check "IPv6 addresses and their GIDs are up" ipv6_up
+# IPv6, on veth0 and, with two hosts, on veth1 (lib.sh).
+ktap_check "IPv6 addresses and their GIDs are up" ipv6_up "${SERVER[@]}"
 
 tool_pair rping6 "cepm_listens 7184" -- \
 	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rping -s -a $ADDR6 -p 7184 -C 10 -S 64 -v -V -- \
