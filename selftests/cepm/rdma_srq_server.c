@@ -28,6 +28,7 @@ int main(int argc, char **argv)
 	struct ibv_srq_init_attr srq_attr = { .attr = { .max_wr = 4, .max_sge = 1 } };
 	struct ibv_qp_init_attr qp_attr = {
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
 	};
 	struct rdma_cm_id *listen_id, *id;
