@@ -147,7 +147,8 @@ ipv6_down() { ip addr del $ADDR6_LOCAL/64 dev veth0 2>/dev/null || true; }
 # (a command line split on blanks, e.g. "cepm_listens 7174") succeeds, within 30 s, CLIENT
 # runs; then the server is waited for, or stopped first if $stop_server is 1 (cmtime's never
 # exits). Exit codes in $crc and $src; output in $out.NAME-c and $out.NAME-s, the last
-# $show_lines (3) lines of each shown.
+# $show_lines (3) lines of each shown, or all of a side that failed: the tools' errors go to
+# stderr, ahead of their buffered stdout, so the last lines would not hold them.
 tool_pair() {
 	local name=$1 ready=$2 server=()
 	[ "$3" = -- ] || ktap_exit_fail_msg "tool_pair $name: no -- before the server"
@@ -163,8 +164,19 @@ tool_pair() {
 	[ "${stop_server:-0}" = 0 ] || kill $spid 2>/dev/null
 	wait $spid 2>/dev/null
 	src=$?
-	sed "s/^/# $name server: /" "$out.$name-s" | tail -n "${show_lines:-3}"
-	sed "s/^/# $name client: /" "$out.$name-c" | tail -n "${show_lines:-3}"
+	# A server stopped on purpose has not failed.
+	show_side "$name server" "$out.$name-s" "$([ "${stop_server:-0}" = 1 ] && echo 0 || echo "$src")"
+	show_side "$name client" "$out.$name-c" "$crc"
+}
+# show_side LABEL FILE RC: FILE's last $show_lines (3) lines if RC is 0, else all of it.
+show_side() {
+	if [ ! -e "$2" ]; then
+		echo "# $1: (no output)"
+	elif [ "$3" = 0 ]; then
+		sed "s/^/# $1: /" "$2" | tail -n "${show_lines:-3}"
+	else
+		sed "s/^/# $1: /" "$2"
+	fi
 }
 # exited PID...: every PID has exited. A zombie has, though kill -0 still succeeds on it.
 exited() {

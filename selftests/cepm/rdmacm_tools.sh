@@ -89,8 +89,6 @@ perftest_pair() {
 	tool_pair "$tool" "cepm_listens $port" -- \
 		"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$SERVER_DEV" -p "$port" -n 200 -s 4096 -- \
 		"${OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$RXE_DEV" -p "$port" -n 200 -s 4096 $ADDR
-	# A failed client's reason went to stderr, ahead of its buffered stdout: all of it, then.
-	[ "$crc" = 0 ] || sed "s/^/# $tool client (all): /" "$out.$tool-c"
 }
 # The client's result line: 4096 bytes, 200 iterations, and an average bandwidth above 0.
 measured() { [ "$crc" = 0 ] && [ "$src" = 0 ] && awk '$1 == 4096 && $2 == 200 && $4 + 0 > 0 { ok = 1 } END { exit !ok }' "$out.$1-c"; }
