@@ -241,8 +241,9 @@ udev_rule_applies() {
 
 ktap_check "/dev/cepm starts with the module's mode, 0600" mode_is 600
 ktap_check "the shipped rule (udev/90-cepm.rules) makes /dev/cepm 0666" udev_rule_applies
-# From here on no udevd runs (it would apply its rules to the reloads below) and the device is
-# 0666 whatever udev did, so that the checks below do not depend on the one above.
+# From here on the udevd started here is gone, the shipped rule is out of the rules of one the
+# guest runs (reload_cepm waits for that one), and the device is 0666 whatever udev did, so
+# that the checks below do not depend on the one above.
 udevd_stop
 rm -f $RULES_DIR/90-cepm.rules
 [ $udevd_preexisting = 0 ] || udevadm control --reload
