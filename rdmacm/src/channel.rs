@@ -151,9 +151,7 @@ impl Channel {
         ];
         // SAFETY: Two valid pollfds for the duration of the call.
         if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
-            return Err(io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EINTR));
+            return Err(crate::errno::last_or(libc::EINTR));
         }
         if fds[1].revents != 0 {
             let mut count = [0u8; 8];

@@ -38,9 +38,7 @@ fn with_devices<T>(f: impl FnOnce(&[Opened]) -> T) -> Result<T, c_int> {
         // SAFETY: `count` is valid for a write.
         let list = unsafe { sys::ibv_get_device_list(&mut count) };
         if list.is_null() {
-            return Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::ENODEV));
+            return Err(crate::errno::last_or(libc::ENODEV));
         }
         let mut opened = Vec::new();
         for i in 0..usize::try_from(count).unwrap_or(0) {

@@ -15,6 +15,14 @@ pub(crate) fn get() -> c_int {
     unsafe { *libc::__errno_location() }
 }
 
+/// The `errno` a failed libc or libibverbs call left, or `fallback` when it left none.
+pub(crate) fn last_or(fallback: c_int) -> c_int {
+    match get() {
+        0 => fallback,
+        errno => errno,
+    }
+}
+
 /// Fails the way librdmacm's calls fail: `errno` set, -1 returned.
 pub(crate) fn fail(errno: c_int) -> c_int {
     set(errno);

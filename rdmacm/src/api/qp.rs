@@ -34,18 +34,14 @@ fn completion_queue(
     // SAFETY: `verbs` is the ID's open context.
     let comp = unsafe { sys::ibv_create_comp_channel(verbs) };
     if comp.is_null() {
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::ENOMEM));
+        return Err(errno::last_or(libc::ENOMEM));
     }
     // SAFETY: As above; the CQ's context is the ID, as librdmacm's helpers expect.
     let cq = unsafe { sys::ibv_create_cq(verbs, entries as c_int, id.cast(), comp, 0) };
     if cq.is_null() {
         // SAFETY: Made above, used by nothing.
         unsafe { sys::ibv_destroy_comp_channel(comp) };
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::ENOMEM));
+        return Err(errno::last_or(libc::ENOMEM));
     }
     *ids = cq;
     *channel = comp;
@@ -130,9 +126,7 @@ pub(crate) fn create_qp(
     // SAFETY: `pd` and `attr` are valid; the CQs belong to the same context.
     let qp = unsafe { sys::ibv_create_qp(pd, attr) };
     if qp.is_null() {
-        let e = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::ENOMEM);
+        let e = errno::last_or(libc::ENOMEM);
         if made_here {
             destroy_cqs(public);
         }

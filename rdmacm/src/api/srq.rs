@@ -39,9 +39,7 @@ fn create_srq(this: &mut Id, attr: &mut sys::ibv_srq_init_attr_ex) -> Result<(),
     // SAFETY: `attr.pd` is a live PD of the ID's device; `basic` is valid for the call.
     let srq = unsafe { sys::ibv_create_srq(attr.pd, &mut basic) };
     if srq.is_null() {
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::ENOMEM));
+        return Err(errno::last_or(libc::ENOMEM));
     }
     attr.attr = basic.attr;
     if public.pd.is_null() {
