@@ -18,7 +18,8 @@
  * comment for that call) documents for it; see calls[] below.  EFAULT, ENOTTY and E2BIG are
  * accepted only when the call was given what provokes them, and a call given something the
  * ABI forbids must fail.  No call may take longer than WATCHDOG_S.  At the end no CEP may be
- * left in the module.  A failure prints
+ * left in the module.  These time bounds catch hangs; --time-scale N multiplies them all for a
+ * slower kernel, as CEPM_LIMIT_SCALE does for the selftests' (KASAN's lane uses 25).  A failure prints
  *   ioctl_fuzz: FAIL seed S proc P call K: <call> returned errno E (<strerror>)
  * with the argument bytes, and the process exits 1; so does the whole run.
  *
@@ -64,6 +65,7 @@
 #define MAX_CHILDREN	3	/* live children per worker */
 #define SEEN_HANDLES	8192	/* handles below this are checked for reuse */
 
+/* Time bounds, each multiplied by --time-scale (TIME_S). */
 #define WATCHDOG_S	5	/* no call of cepm may take longer */
 #define BLOCK_READ_US	100000	/* a blocking read waits this long for an event */
 #define POLL_MS_MAX	20
@@ -71,10 +73,9 @@
 #define STUCK_S		30	/* a process that finishes no call for this long hangs */
 #define KILL_REAP_S	10	/* a SIGKILLed child must be gone by then */
 #define MAIN_STUCK_S	(STUCK_S + 2 * KILL_REAP_S + 10)	/* after the workers' own verdict */
+#define TIME_S(bound)	((bound) * opt.time_scale)
 #define EXIT_STUCK	3	/* exit code of a process whose watchdog fired */
 
-#define STR_(x)		#x
-#define STR(x)		STR_(x)
 
 #define MUT_PCT		12	/* calls with a mutated field */
 #define PATTERN		0xa5	/* fills memory the kernel must not write */
@@ -161,8 +162,8 @@ enum call_id {
  *                           that can reach a call)
  *   poll         none
  *
- * EINTR is accepted nowhere else: SIGALRM fires during an ioctl only after WATCHDOG_S, and
- * then fails the run.
+ * EINTR is accepted nowhere else: SIGALRM fires during an ioctl only after the watchdog's
+ * time, and then fails the run.
  */
 struct call_desc {
 	const char *name;
@@ -288,9 +289,12 @@ static struct {
 struct shared {
 	uint64_t calls;
 	uint64_t count[NCALLS][ERRNO_SLOTS];	/* [call][0]: successes, [call][e]: errno e */
+	uint64_t slowest_us[NCALLS];		/* the longest call of each kind (not blocking reads) */
 	struct {
 		uint64_t calls;		/* calls begun by the process in this slot */
 		int32_t call;		/* enum call_id of the last one begun */
+		uint64_t began_us;	/* when it began (CLOCK_MONOTONIC) */
+		uint64_t stuck_us;	/* how long it took, if the watchdog fired */
 	} slot[NSLOTS];
 };
 
@@ -300,8 +304,9 @@ static struct shared *S;
 static struct {
 	uint64_t seed, calls;
 	int procs, files;
+	unsigned int time_scale;
 	bool verbose;
-} opt = { 0, DEFAULT_CALLS, DEFAULT_PROCS, DEFAULT_FILES, false };
+} opt = { 0, DEFAULT_CALLS, DEFAULT_PROCS, DEFAULT_FILES, 1, false };
 
 /* Memory the calls point into: guard pages behind buffers, a read-only page, a hole. */
 static struct {
@@ -538,10 +543,20 @@ fail_call(const struct icall *c, const char *fmt, ...)
 /* ------------------------------------------------------------------------------------- */
 /* Watchdog and accounting.                                                               */
 
+static uint64_t monotonic_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
 /*
  * SIGALRM: a blocking read gets its first expiry as the EINTR that ends it (no SA_RESTART),
- * and the full watchdog after that; anything else has run for WATCHDOG_S.  The parent reads
- * which call it was from the shared slot and reports it (printf is not async-signal-safe).
+ * and the full watchdog after that; anything else has run for the watchdog's time.  The
+ * handler runs when the call returns to us, so it notes how long the call took (clock_gettime
+ * is async-signal-safe); the parent reads that and which call it was from the shared slot and
+ * reports it (printf is not).
  */
 static void on_alarm(int sig)
 {
@@ -551,9 +566,10 @@ static void on_alarm(int sig)
 	(void)sig;
 	if (wd_may_block && !wd_interrupted) {
 		wd_interrupted = 1;
-		alarm(WATCHDOG_S);
+		alarm(TIME_S(WATCHDOG_S));
 		return;
 	}
+	S->slot[P.slot].stuck_us = monotonic_us() - S->slot[P.slot].began_us;
 	if (wd_is_main && write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
 		_exit(1);
 	_exit(wd_is_main ? 1 : EXIT_STUCK);
@@ -566,20 +582,31 @@ static void call_begin(enum call_id id, bool may_block)
 	P.calls++;
 	S->slot[P.slot].calls = P.calls;
 	S->slot[P.slot].call = id;
+	S->slot[P.slot].began_us = monotonic_us();
 	wd_interrupted = 0;
 	wd_may_block = may_block;
 	if (may_block)
 		t.it_value.tv_usec = BLOCK_READ_US;
 	else
-		t.it_value.tv_sec = WATCHDOG_S;
+		t.it_value.tv_sec = TIME_S(WATCHDOG_S);
 	setitimer(ITIMER_REAL, &t, NULL);
 }
 
 static void call_end(void)
 {
 	static const struct itimerval off;
+	int id = S->slot[P.slot].call;
+	uint64_t took, seen;
 
 	setitimer(ITIMER_REAL, &off, NULL);
+	if (!wd_may_block) {
+		took = monotonic_us() - S->slot[P.slot].began_us;
+		seen = __atomic_load_n(&S->slowest_us[id], __ATOMIC_RELAXED);
+		while (took > seen && !__atomic_compare_exchange_n(&S->slowest_us[id], &seen, took,
+								   true, __ATOMIC_RELAXED,
+								   __ATOMIC_RELAXED))
+			;
+	}
 	wd_may_block = 0;
 }
 
@@ -2203,13 +2230,18 @@ static void op_reopen(struct file *f)
 static void run_proc(void) __attribute__((noreturn));
 
 /* A process whose calls stopped: the last call it began, from its shared slot. */
-static void report_stuck(const char *id, int slot, const char *what)
+static void report_stuck(const char *id, int slot, const char *what, unsigned int secs)
 {
 	int call = S->slot[slot].call;
+	uint64_t took = S->slot[slot].stuck_us;
 
-	printf("ioctl_fuzz: FAIL seed %" PRIu64 " proc %s call %" PRIu64 ": %s %s\n",
+	printf("ioctl_fuzz: FAIL seed %" PRIu64 " proc %s call %" PRIu64 ": %s %s %u s",
 	       opt.seed, id, S->slot[slot].calls,
-	       call >= 0 && call < NCALLS ? calls[call].name : "?", what);
+	       call >= 0 && call < NCALLS ? calls[call].name : "?", what, secs);
+	if (took)
+		printf(" (it returned after %" PRIu64 ".%03" PRIu64 " s)", took / 1000000,
+		       took / 1000 % 1000);
+	printf("\n");
 }
 
 /* How a child (or, for main, a worker) ended; false if that is a failure. */
@@ -2220,7 +2252,7 @@ static bool judge_exit(const char *id, int slot, int status, bool killed)
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && killed)
 		return true;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_STUCK)
-		report_stuck(id, slot, "did not return within " STR(WATCHDOG_S) " s");
+		report_stuck(id, slot, "did not return within", TIME_S(WATCHDOG_S));
 	else if (WIFSIGNALED(status))
 		printf("ioctl_fuzz: FAIL seed %" PRIu64 " proc %s: killed by signal %d (%s)\n",
 		       opt.seed, id, WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -2260,9 +2292,9 @@ static void end_kid(struct child *k)
 			forget_kid(k);
 			return;
 		}
-		if (waited_ms >= KILL_REAP_S * 1000) {
-			report_stuck(k->id, k->slot, "(its last call) kept the process alive "
-				     STR(KILL_REAP_S) " s after SIGKILL");
+		if (waited_ms >= TIME_S(KILL_REAP_S) * 1000) {
+			report_stuck(k->id, k->slot, "(its last call) kept the process alive after "
+				     "SIGKILL for", TIME_S(KILL_REAP_S));
 			P.failed = true;
 			forget_kid(k);
 			return;
@@ -2327,9 +2359,9 @@ static void wait_kids(void)
 			if (S->slot[k->slot].calls != last[i]) {
 				last[i] = S->slot[k->slot].calls;
 				idle_ms[i] = 0;
-			} else if ((idle_ms[i] += 10) >= STUCK_S * 1000) {
-				report_stuck(k->id, k->slot, "(its last call) has not returned for "
-					     STR(STUCK_S) " s");
+			} else if ((idle_ms[i] += 10) >= TIME_S(STUCK_S) * 1000) {
+				report_stuck(k->id, k->slot, "(its last call) has not returned for",
+					     TIME_S(STUCK_S));
 				P.failed = true;
 			}
 		}
@@ -2611,7 +2643,7 @@ static void setup_signals(void)
 static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr, "usage: ioctl_fuzz [--seed N] [--calls N] [--procs N] [--files N] "
-		"[--verbose]\n");
+		"[--time-scale N] [--verbose]\n");
 	exit(2);
 }
 
@@ -2645,6 +2677,8 @@ static void parse_args(int argc, char **argv)
 			opt.procs = number(argv[++i], 1, MAX_PROCS);
 		} else if (!strcmp(argv[i], "--files")) {
 			opt.files = number(argv[++i], 1, MAX_FILES);
+		} else if (!strcmp(argv[i], "--time-scale")) {
+			opt.time_scale = number(argv[++i], 1, 1000);
 		} else if (!strcmp(argv[i], "--verbose")) {
 			opt.verbose = true;
 		} else {
@@ -2699,9 +2733,9 @@ static bool wait_workers(const pid_t *pids)
 		if (S->calls != last) {
 			last = S->calls;
 			idle_ms = 0;
-		} else if ((idle_ms += 20) >= MAIN_STUCK_S * 1000) {
-			printf("ioctl_fuzz: FAIL seed %" PRIu64 ": no call finished for %d s; %d "
-			       "worker(s) hang\n", opt.seed, MAIN_STUCK_S, live);
+		} else if ((idle_ms += 20) >= TIME_S(MAIN_STUCK_S) * 1000) {
+			printf("ioctl_fuzz: FAIL seed %" PRIu64 ": no call finished for %u s; %d "
+			       "worker(s) hang\n", opt.seed, TIME_S(MAIN_STUCK_S), live);
 			return false;
 		}
 		if (live)
@@ -2753,7 +2787,7 @@ static bool ceps_drained(void)
 		       opt.seed, DEV_PATH, strerror(errno));
 		return false;
 	}
-	for (i = 0; i < DRAIN_S * 10; i++) {
+	for (i = 0; i < (int)TIME_S(DRAIN_S) * 10; i++) {
 		err = live_ceps(fd, &n);
 		if (err || !n)
 			break;
@@ -2763,12 +2797,33 @@ static bool ceps_drained(void)
 		printf("ioctl_fuzz: FAIL seed %" PRIu64 ": final QUERY returned errno %d (%s)\n",
 		       opt.seed, err, strerror(err));
 	else if (n)
-		printf("ioctl_fuzz: FAIL seed %" PRIu64 ": %u CEP(s) left %d s after every file "
-		       "was closed\n", opt.seed, n, DRAIN_S);
+		printf("ioctl_fuzz: FAIL seed %" PRIu64 ": %u CEP(s) left %u s after every file "
+		       "was closed\n", opt.seed, n, TIME_S(DRAIN_S));
 	if (n)
 		list_leftovers(fd);
 	close(fd);
 	return !err && !n;
+}
+
+/* The three slowest kinds of call, by their longest; the watchdog's margin shows here. */
+static void slowest_calls(void)
+{
+	bool shown[NCALLS] = { false };
+	int rank, id, top;
+
+	printf("ioctl_fuzz: seed %" PRIu64 ": slowest calls (watchdog %u s):", opt.seed,
+	       TIME_S(WATCHDOG_S));
+	for (rank = 0; rank < 3; rank++) {
+		top = -1;
+		for (id = C_QUERY; id < NCALLS; id++)
+			if (!shown[id] && (top < 0 || S->slowest_us[id] > S->slowest_us[top]))
+				top = id;
+		if (top < 0 || !S->slowest_us[top])
+			break;
+		shown[top] = true;
+		printf(" %s %" PRIu64 " ms", calls[top].name, S->slowest_us[top] / 1000);
+	}
+	printf("\n");
 }
 
 static void summary(double secs)
@@ -2802,6 +2857,7 @@ static void summary(double secs)
 		}
 	}
 	printf("\n");
+	slowest_calls();
 }
 
 static double now_s(void)

@@ -5,6 +5,7 @@
 # forks and kill -9 in the middle; every call must return success or an errno that
 # docs/abi.md's Errors table gives for it, and no CEP may be left. Fixed seeds, so that a
 # failure replays (ioctl_fuzz --seed N ...); CEPM_FUZZ_SEEDS and CEPM_FUZZ_CALLS override.
+# Its time bounds (a call's watchdog, 5 s) catch hangs and scale with CEPM_LIMIT_SCALE.
 # The kernel log is judged by dmesg_clean.sh at the end of the run.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -16,7 +17,8 @@ ktap_set_plan ${#seeds[@]}
 out=$CEPM_ROOT/out/ioctl_fuzz.$$
 trap 'rm -f "$out"' EXIT
 for seed in "${seeds[@]}"; do
-	"$CEPM_ROOT/out/selftests/ioctl_fuzz" --seed "$seed" --calls "$calls" --procs 4 --files 3 >"$out" 2>&1
+	"$CEPM_ROOT/out/selftests/ioctl_fuzz" --seed "$seed" --calls "$calls" --procs 4 --files 3 \
+		--time-scale "${CEPM_LIMIT_SCALE:-1}" >"$out" 2>&1
 	rc=$?
 	# The failures first (each names its seed and call), then the summary.
 	{ grep -m 20 'FAIL' "$out"; tail -n 3 "$out"; } | sed 's/^/# /'
