@@ -50,11 +50,11 @@ ktap_check "stock ucmatose -> ucmatose over cepm: status 0 on both ends ($crc, $
 rxe_lost_ack_mark rxe0 rxe1
 pair rdma-to 7505 to-stock rdma_server -p 7505 -- rdma_client -s $STOCK -p 7505
 check_unless_lost_ack "rdma_client over cepm -> stock rdma_server: both end 0 ($crc, $src)" \
-	rdma-to '^rdma_server: end 0' ends_ok rdma-to
+	rdma-to '^rdma_client: end 0' '^rdma_server: end 0' ends_ok rdma-to
 rxe_lost_ack_mark rxe1 rxe0
 pair rdma-from 7506 from-stock rdma_server -p 7506 -- rdma_client -s $OURS -p 7506
 check_unless_lost_ack "stock rdma_client -> rdma_server over cepm: both end 0 ($crc, $src)" \
-	rdma-from '^rdma_server: end 0' ends_ok rdma-from
+	rdma-from '^rdma_client: end 0' '^rdma_server: end 0' ends_ok rdma-from
 
 # udaddy: UD through SIDR on rdma_cm's UDP port 7174, 10 datagrams each way.
 ps=$UDP pair udaddy-to 7174 to-stock udaddy -b $STOCK -C 10 -- udaddy -s $STOCK -C 10
@@ -85,21 +85,21 @@ srq_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdm
 rxe_lost_ack_mark rxe0 rxe1
 pair srq-to 7511 to-stock "$progs/rdma_srq_server" $STOCK 7511 -- rdma_client -s $STOCK -p 7511
 check_unless_lost_ack "rdma_client over cepm -> stock rdma_srq_server: one exchange, through the SRQ ($crc, $src)" \
-	srq-to '^rdma_srq_server: end 0' srq_ok srq-to
+	srq-to '^rdma_client: end 0' '^rdma_srq_server: end 0' srq_ok srq-to
 rxe_lost_ack_mark rxe1 rxe0
 pair srq-from 7512 from-stock "$progs/rdma_srq_server" $OURS 7512 -- rdma_client -s $OURS -p 7512
 check_unless_lost_ack "stock rdma_client -> rdma_srq_server over cepm: one exchange, through the SRQ ($crc, $src)" \
-	srq-from '^rdma_srq_server: end 0' srq_ok srq-from
+	srq-from '^rdma_client: end 0' '^rdma_srq_server: end 0' srq_ok srq-from
 
 # perftest over rdma_cm (-R): 200 sends, then 200 RDMA writes, of 4 KiB, each way. Each names
 # its device: the stock end rxe1, ours rxe0.
 perftest_pair() {
 	local tool=$1 port=$2 direction=$3 name=$1-${3%-stock}
 	if [ "$direction" = to-stock ]; then
-		pair "$name" "$port" to-stock "$tool" -R -d rxe1 -p "$port" -n 200 -s 4096 -- \
+		once_more_if_uncalibrated "$name" pair "$name" "$port" to-stock "$tool" -R -d rxe1 -p "$port" -n 200 -s 4096 -- \
 			"$tool" -R -d rxe0 -p "$port" -n 200 -s 4096 $STOCK
 	else
-		pair "$name" "$port" from-stock "$tool" -R -d rxe0 -p "$port" -n 200 -s 4096 -- \
+		once_more_if_uncalibrated "$name" pair "$name" "$port" from-stock "$tool" -R -d rxe0 -p "$port" -n 200 -s 4096 -- \
 			"$tool" -R -d rxe1 -p "$port" -n 200 -s 4096 $OURS
 	fi
 }
