@@ -184,12 +184,13 @@ rxe_counter() {
 	rdma statistic show link "$1/1" |
 		awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) v = $(i + 1) } END { print v }'
 }
-# rxe (7.3) can lose the ACK of a SEND: rxe_requester marks the WQE pending only after
-# rxe_xmit_packet has sent it, and the completer's get_wqe drops an ACK that finds it still
-# posted. A retransmission makes up for it, unless the other end's QP is gone by then, as it is
-# when a tool leaves as soon as its own exchange is done (rdma_server, rdma_client); and at
-# retry count 7 rxe_completer retransmits for ever. The stock tools on the stock CM hang the
-# same way (docs/interop.md). Either end's last SEND can be the one.
+# rxe (7.3) can lose the ACK of a SEND, two ways (docs/interop.md): the receiver's do_complete
+# posts the CQE and then sends no ACK if the QP has meanwhile gone to ERR, which is what the
+# application does on that CQE when it disconnects at once (rdma_client, rdma_server); and
+# rxe_requester marks a WQE pending only after rxe_xmit_packet, so the completer's get_wqe can
+# drop an ACK that comes back first. A retransmission makes up for it only while the other
+# end's QP is alive, and at retry count 7 rxe_completer retransmits for ever: the sender hangs.
+# The stock tools on the stock CM hang the same way. Either end's last SEND can be the one.
 # rxe_lost_ack_mark CLIENT_DEV SERVER_DEV before a tool_pair; after it,
 # check_unless_lost_ack DESC NAME CLIENT_END SERVER_END CMD... is ktap_check DESC CMD...,
 # except that this failure, and no other, is an expected one: one end hung until its timeout
