@@ -146,7 +146,8 @@ ipv6_down() { ip addr del $ADDR6_LOCAL/64 dev veth0 2>/dev/null || true; }
 # with its prefixes (namespace, library, timeout). SERVER runs in the background; once READY
 # (a command line split on blanks, e.g. "cepm_listens 7174") succeeds, within 30 s, CLIENT
 # runs; then the server is waited for, or stopped first if $stop_server is 1 (cmtime's never
-# exits). Exit codes in $crc and $src; output in $out.NAME-c and $out.NAME-s, the last
+# exits), or, if $linger is set, each end gets that long after the other has exited
+# (wait_pair). Exit codes in $crc and $src; output in $out.NAME-c and $out.NAME-s, the last
 # $show_lines (3) lines of each shown, or all of a side that failed: the tools' errors go to
 # stderr, ahead of their buffered stdout, so the last lines would not hold them.
 tool_pair() {
@@ -159,14 +160,46 @@ tool_pair() {
 	"${server[@]}" >"$out.$name-s" 2>&1 &
 	spid=$!
 	wait_until 30 $ready
-	"$@" >"$out.$name-c" 2>&1
-	crc=$?
-	[ "${stop_server:-0}" = 0 ] || kill $spid 2>/dev/null
-	wait $spid 2>/dev/null
-	src=$?
+	if [ -n "${linger:-}" ]; then
+		"$@" >"$out.$name-c" 2>&1 &
+		wait_pair $!
+	else
+		"$@" >"$out.$name-c" 2>&1
+		crc=$?
+		[ "${stop_server:-0}" = 0 ] || kill $spid 2>/dev/null
+		wait $spid 2>/dev/null
+		src=$?
+	fi
 	# A server stopped on purpose has not failed.
 	show_side "$name server" "$out.$name-s" "$([ "${stop_server:-0}" = 1 ] && echo 0 || echo "$src")"
 	show_side "$name client" "$out.$name-c" "$crc"
+}
+# wait_pair CLIENT_PID: waits for the client and the server ($spid) of tool_pair; once one
+# has exited, the other has $linger seconds (times CEPM_LIMIT_SCALE) more, and is then killed
+# and counted as timed out (124), as its own timeout would have, sooner. For pairs whose ends
+# exit together, so that a hung end costs seconds rather than its whole timeout.
+wait_pair() {
+	local cpid=$1 deadline= killed=
+	while ! exited "$cpid" || ! exited "$spid"; do
+		if [ -z "$deadline" ] && { exited "$cpid" || exited "$spid"; }; then
+			deadline=$((SECONDS + linger * ${CEPM_LIMIT_SCALE:-1}))
+		elif [ -n "$deadline" ] && [ "$SECONDS" -ge "$deadline" ]; then
+			exited "$cpid" || killed=client
+			exited "$spid" || killed=server
+			echo "# $name: the $killed was still running $linger s after the other end had exited: stopped"
+			kill "$cpid" "$spid" 2>/dev/null
+			break
+		fi
+		sleep 0.1
+	done
+	wait "$cpid" 2>/dev/null
+	crc=$?
+	wait "$spid" 2>/dev/null
+	src=$?
+	case $killed in
+	client) crc=124 ;;
+	server) src=124 ;;
+	esac
 }
 # show_side LABEL FILE RC: FILE's last $show_lines (3) lines if RC is 0, else all of it.
 show_side() {
@@ -194,6 +227,7 @@ rxe_counter() {
 # rxe_lost_ack_mark CLIENT_DEV SERVER_DEV before a tool_pair; after it,
 # check_unless_lost_ack DESC NAME CLIENT_END SERVER_END CMD... is ktap_check DESC CMD...,
 # except that this failure, and no other, is an expected one: one end hung until its timeout
+# (or until tool_pair stopped it, $linger after the other)
 # while the other printed its END line and exited 0, the hung end's rxe retransmitted, and no
 # retransmission met a live QP (the other end's rxe saw no duplicate request).
 rxe_lost_ack_mark() {

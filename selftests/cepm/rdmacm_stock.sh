@@ -46,13 +46,14 @@ pair ucma-from 7504 from-stock ucmatose -b $OURS -p 7504 -c 2 -C 10 -- ucmatose 
 ktap_check "stock ucmatose -> ucmatose over cepm: status 0 on both ends ($crc, $src)" status_ok ucma-from
 
 # rdma_server and rdma_client: synchronous endpoints, a message each way.
-# rxe can lose the client's ACK here (lib.sh, rxe_lost_ack_mark).
+# rxe can lose an ACK here (lib.sh, rxe_lost_ack_mark): the end left hanging is stopped 20 s
+# after the other.
 rxe_lost_ack_mark rxe0 rxe1
-pair rdma-to 7505 to-stock rdma_server -p 7505 -- rdma_client -s $STOCK -p 7505
+linger=20 pair rdma-to 7505 to-stock rdma_server -p 7505 -- rdma_client -s $STOCK -p 7505
 check_unless_lost_ack "rdma_client over cepm -> stock rdma_server: both end 0 ($crc, $src)" \
 	rdma-to '^rdma_client: end 0' '^rdma_server: end 0' ends_ok rdma-to
 rxe_lost_ack_mark rxe1 rxe0
-pair rdma-from 7506 from-stock rdma_server -p 7506 -- rdma_client -s $OURS -p 7506
+linger=20 pair rdma-from 7506 from-stock rdma_server -p 7506 -- rdma_client -s $OURS -p 7506
 check_unless_lost_ack "stock rdma_client -> rdma_server over cepm: both end 0 ($crc, $src)" \
 	rdma-from '^rdma_client: end 0' '^rdma_server: end 0' ends_ok rdma-from
 
@@ -83,11 +84,11 @@ ktap_check "a stock client rejected by a server over cepm: reason 28 and its pri
 srq_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdma_srq_server: end 0' "$out.$1-s"; }
 # It tears its QP down as rdma_server does, so rxe can lose the client's ACK here too.
 rxe_lost_ack_mark rxe0 rxe1
-pair srq-to 7511 to-stock "$progs/rdma_srq_server" $STOCK 7511 -- rdma_client -s $STOCK -p 7511
+linger=20 pair srq-to 7511 to-stock "$progs/rdma_srq_server" $STOCK 7511 -- rdma_client -s $STOCK -p 7511
 check_unless_lost_ack "rdma_client over cepm -> stock rdma_srq_server: one exchange, through the SRQ ($crc, $src)" \
 	srq-to '^rdma_client: end 0' '^rdma_srq_server: end 0' srq_ok srq-to
 rxe_lost_ack_mark rxe1 rxe0
-pair srq-from 7512 from-stock "$progs/rdma_srq_server" $OURS 7512 -- rdma_client -s $OURS -p 7512
+linger=20 pair srq-from 7512 from-stock "$progs/rdma_srq_server" $OURS 7512 -- rdma_client -s $OURS -p 7512
 check_unless_lost_ack "stock rdma_client -> rdma_srq_server over cepm: one exchange, through the SRQ ($crc, $src)" \
 	srq-from '^rdma_client: end 0' '^rdma_srq_server: end 0' srq_ok srq-from
 

@@ -67,10 +67,10 @@ cmtime_ok() { [ "$crc" = 0 ] && awk '$1 == "connect" && $NF + 0 > 0 { ok = 1 } E
 ktap_check "cmtime -c 100: the client exits 0 and times its connections ($crc)" cmtime_ok
 
 # rdma_server and rdma_client: synchronous endpoints, one message each way, then both
-# disconnect at once (crossing DREQs: each must still see its DISCONNECTED). rxe can lose the
-# client's ACK here (lib.sh, rxe_lost_ack_mark).
+# disconnect at once (crossing DREQs: each must still see its DISCONNECTED). rxe can lose an
+# ACK here (lib.sh, rxe_lost_ack_mark): the end left hanging is stopped 20 s after the other.
 rxe_lost_ack_mark "$RXE_DEV" "$SERVER_DEV"
-tool_pair rdma "cepm_listens 7178" -- \
+linger=20 tool_pair rdma "cepm_listens 7178" -- \
 	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rdma_server -p 7178 -- \
 	"${OVER_CEPM[@]}" timeout 120 rdma_client -s $ADDR -p 7178
 check_unless_lost_ack "rdma_client -> rdma_server: both end 0 ($crc, $src)" \
@@ -123,7 +123,7 @@ ktap_check "IPv6: ucmatose -c 1 -C 10: client and server complete with status 0 
 # An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
 # It tears its QP down as rdma_server does, so rxe can lose the client's ACK here too.
 rxe_lost_ack_mark "$RXE_DEV" "$SERVER_DEV"
-tool_pair srq "cepm_listens 7186" -- \
+linger=20 tool_pair srq "cepm_listens 7186" -- \
 	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$CEPM_ROOT/out/selftests/rdma_srq_server" $ADDR 7186 -- \
 	"${OVER_CEPM[@]}" timeout 120 rdma_client -s $ADDR -p 7186
 srq_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && grep -q '^rdma_srq_server: end 0' "$out.srq-s" && grep -q '^rdma_client: end 0' "$out.srq-c"; }
