@@ -179,7 +179,7 @@ tool_pair() {
 # and counted as timed out (124), as its own timeout would have, sooner. For pairs whose ends
 # exit together, so that a hung end costs seconds rather than its whole timeout.
 wait_pair() {
-	local cpid=$1 deadline= killed=
+	local cpid=$1 deadline='' killed=''
 	while ! exited "$cpid" || ! exited "$spid"; do
 		if [ -z "$deadline" ] && { exited "$cpid" || exited "$spid"; }; then
 			deadline=$((SECONDS + linger * ${CEPM_LIMIT_SCALE:-1}))
