@@ -305,8 +305,9 @@ static struct {
 	uint64_t seed, calls;
 	int procs, files;
 	unsigned int time_scale;
+	bool late_reads;	/* a blocking read starts after its timer's first expiry */
 	bool verbose;
-} opt = { 0, DEFAULT_CALLS, DEFAULT_PROCS, DEFAULT_FILES, 1, false };
+} opt = { 0, DEFAULT_CALLS, DEFAULT_PROCS, DEFAULT_FILES, 1, false, false };
 
 /* Memory the calls point into: guard pages behind buffers, a read-only page, a hole. */
 static struct {
@@ -590,6 +591,18 @@ static void call_begin(enum call_id id, bool may_block)
 	else
 		t.it_value.tv_sec = TIME_S(WATCHDOG_S);
 	setitimer(ITIMER_REAL, &t, NULL);
+}
+
+/*
+ * --late-reads: what a slow kernel does to a process now and then, deterministically: it is
+ * not scheduled between arming its timer and entering the call, so the first expiry comes
+ * before the call blocks.  (The sleep ends at that expiry.)
+ */
+static void late_start(void)
+{
+	struct timespec ts = { 0, 2 * BLOCK_READ_US * 1000 };
+
+	nanosleep(&ts, NULL);
 }
 
 static void call_end(void)
@@ -2114,6 +2127,8 @@ static void do_read(struct file *f, size_t len, bool must_have)
 	if (ours)
 		memset(M.rbuf, PATTERN, len + 64 < READ_ROOM ? len + 64 : READ_ROOM);
 	call_begin(C_READ, !f->nonblock && !must_have);
+	if (opt.late_reads && !f->nonblock && !must_have)
+		late_start();
 	n = read(f->fd, buf, len);
 	err = n < 0 ? errno : 0;
 	call_end();
@@ -2643,7 +2658,7 @@ static void setup_signals(void)
 static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr, "usage: ioctl_fuzz [--seed N] [--calls N] [--procs N] [--files N] "
-		"[--time-scale N] [--verbose]\n");
+		"[--time-scale N] [--late-reads] [--verbose]\n");
 	exit(2);
 }
 
@@ -2679,6 +2694,8 @@ static void parse_args(int argc, char **argv)
 			opt.files = number(argv[++i], 1, MAX_FILES);
 		} else if (!strcmp(argv[i], "--time-scale")) {
 			opt.time_scale = number(argv[++i], 1, 1000);
+		} else if (!strcmp(argv[i], "--late-reads")) {
+			opt.late_reads = true;
 		} else if (!strcmp(argv[i], "--verbose")) {
 			opt.verbose = true;
 		} else {
