@@ -82,7 +82,7 @@ ktap_check "a stock client rejected by a server over cepm: reason 28 and its pri
 
 # An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
 srq_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdma_srq_server: end 0' "$out.$1-s"; }
-# It tears its QP down as rdma_server does, so rxe can lose the client's ACK here too.
+# It tears its QP down as rdma_server does, so rxe can lose an ACK here too.
 rxe_lost_ack_mark rxe0 rxe1
 linger=20 pair srq-to 7511 to-stock "$progs/rdma_srq_server" $STOCK 7511 -- rdma_client -s $STOCK -p 7511
 check_unless_lost_ack "rdma_client over cepm -> stock rdma_srq_server: one exchange, through the SRQ ($crc, $src)" \

@@ -121,7 +121,7 @@ ktap_check "IPv6: ucmatose -c 1 -C 10: client and server complete with status 0 
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma6-c' && grep -q 'return status 0' '$out.ucma6-s'"
 
 # An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
-# It tears its QP down as rdma_server does, so rxe can lose the client's ACK here too.
+# It tears its QP down as rdma_server does, so rxe can lose an ACK here too.
 rxe_lost_ack_mark "$RXE_DEV" "$SERVER_DEV"
 linger=20 tool_pair srq "cepm_listens 7186" -- \
 	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$CEPM_ROOT/out/selftests/rdma_srq_server" $ADDR 7186 -- \
