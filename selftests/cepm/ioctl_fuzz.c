@@ -19,7 +19,8 @@
  * accepted only when the call was given what provokes them, and a call given something the
  * ABI forbids must fail.  No call may take longer than WATCHDOG_S.  At the end no CEP may be
  * left in the module.  These time bounds catch hangs; --time-scale N multiplies them all for a
- * slower kernel, as CEPM_LIMIT_SCALE does for the selftests' (KASAN's lane uses 25).  A failure prints
+ * slower kernel, as CEPM_LIMIT_SCALE does for the selftests' (KASAN's lane uses 25).  A
+ * failure prints
  *   ioctl_fuzz: FAIL seed S proc P call K: <call> returned errno E (<strerror>)
  * with the argument bytes, and the process exits 1; so does the whole run.
  *
@@ -75,7 +76,6 @@
 #define MAIN_STUCK_S	(STUCK_S + 2 * KILL_REAP_S + 10)	/* after the workers' own verdict */
 #define TIME_S(bound)	((bound) * opt.time_scale)
 #define EXIT_STUCK	3	/* exit code of a process whose watchdog fired */
-
 
 #define MUT_PCT		12	/* calls with a mutated field */
 #define PATTERN		0xa5	/* fills memory the kernel must not write */
@@ -565,11 +565,12 @@ static void on_alarm(int sig)
 	static const char msg[] = "ioctl_fuzz: FAIL: a QUERY of the main process did not return "
 				  "within the watchdog's time\n";
 
+	uint64_t took = monotonic_us() - S->slot[P.slot].began_us;
+
 	(void)sig;
-	if (wd_may_block &&
-	    monotonic_us() - S->slot[P.slot].began_us < (uint64_t)TIME_S(WATCHDOG_S) * 1000000)
+	if (wd_may_block && took < (uint64_t)TIME_S(WATCHDOG_S) * 1000000)
 		return;
-	S->slot[P.slot].stuck_us = monotonic_us() - S->slot[P.slot].began_us;
+	S->slot[P.slot].stuck_us = took;
 	if (wd_is_main && write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
 		_exit(1);
 	_exit(wd_is_main ? 1 : EXIT_STUCK);
@@ -2877,10 +2878,7 @@ static void summary(double secs)
 
 static double now_s(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
+	return monotonic_us() / 1e6;
 }
 
 int main(int argc, char **argv)

@@ -16,21 +16,24 @@ ktap_set_plan $((${#seeds[@]} + 1))
 
 out=$CEPM_ROOT/out/ioctl_fuzz.$$
 trap 'rm -f "$out"' EXIT
-for seed in "${seeds[@]}"; do
-	"$CEPM_ROOT/out/selftests/ioctl_fuzz" --seed "$seed" --calls "$calls" --procs 4 --files 3 \
-		--time-scale "${CEPM_LIMIT_SCALE:-1}" >"$out" 2>&1
+# fuzz DESCRIPTION ARGS...: one run of the fuzzer, its time bounds scaled; its failures first
+# (each names its seed and call), then its summary; a KTAP result from its exit status.
+fuzz() {
+	local description=$1 rc
+	shift
+	"$CEPM_ROOT/out/selftests/ioctl_fuzz" "$@" --time-scale "${CEPM_LIMIT_SCALE:-1}" >"$out" 2>&1
 	rc=$?
-	# The failures first (each names its seed and call), then the summary.
 	{ grep -m 20 'FAIL' "$out"; tail -n 3 "$out"; } | sed 's/^/# /'
-	ktap_check "seed $seed, $calls calls: documented errnos only, no CEP left" test $rc = 0
+	ktap_check "$description" test $rc = 0
+}
+for seed in "${seeds[@]}"; do
+	fuzz "seed $seed, $calls calls: documented errnos only, no CEP left" \
+		--seed "$seed" --calls "$calls" --procs 4 --files 3
 done
 
 # A blocking read whose timer fires before the read has begun (the process was not scheduled
 # in between: seed 1 under KASAN, stop 20) must still be ended by the timer, not wait for the
 # watchdog. --late-reads makes every blocking read start that late.
-"$CEPM_ROOT/out/selftests/ioctl_fuzz" --seed 1 --calls 2000 --procs 2 --files 2 --late-reads \
-	--time-scale "${CEPM_LIMIT_SCALE:-1}" >"$out" 2>&1
-rc=$?
-{ grep -m 20 'FAIL' "$out"; tail -n 2 "$out"; } | sed 's/^/# /'
-ktap_check "blocking reads that begin after their timer fired still end (--late-reads)" test $rc = 0
+fuzz "blocking reads that begin after their timer fired still end (--late-reads)" \
+	--seed 1 --calls 2000 --procs 2 --files 2 --late-reads
 ktap_finished

@@ -179,14 +179,14 @@ tool_pair() {
 # and counted as timed out (124), as its own timeout would have, sooner. For pairs whose ends
 # exit together, so that a hung end costs seconds rather than its whole timeout.
 wait_pair() {
-	local cpid=$1 deadline='' killed=''
+	local cpid=$1 grace=$((linger * ${CEPM_LIMIT_SCALE:-1})) deadline='' killed=''
 	while ! exited "$cpid" || ! exited "$spid"; do
 		if [ -z "$deadline" ] && { exited "$cpid" || exited "$spid"; }; then
-			deadline=$((SECONDS + linger * ${CEPM_LIMIT_SCALE:-1}))
+			deadline=$((SECONDS + grace))
 		elif [ -n "$deadline" ] && [ "$SECONDS" -ge "$deadline" ]; then
 			exited "$cpid" || killed=client
 			exited "$spid" || killed=server
-			echo "# $name: the $killed was still running $linger s after the other end had exited: stopped"
+			echo "# $name: the $killed was still running $grace s after the other end had exited: stopped"
 			kill "$cpid" "$spid" 2>/dev/null
 			break
 		fi
@@ -227,9 +227,9 @@ rxe_counter() {
 # rxe_lost_ack_mark CLIENT_DEV SERVER_DEV before a tool_pair; after it,
 # check_unless_lost_ack DESC NAME CLIENT_END SERVER_END CMD... is ktap_check DESC CMD...,
 # except that this failure, and no other, is an expected one: one end hung until its timeout
-# (or until tool_pair stopped it, $linger after the other)
-# while the other printed its END line and exited 0, the hung end's rxe retransmitted, and no
-# retransmission met a live QP (the other end's rxe saw no duplicate request).
+# (or until tool_pair stopped it, $linger after the other) while the other printed its END
+# line and exited 0, the hung end's rxe retransmitted, and no retransmission met a live QP
+# (the other end's rxe saw no duplicate request).
 rxe_lost_ack_mark() {
 	lost_ack_devs=("$1" "$2")
 	lost_ack_retries=("$(rxe_counter "$1" completer_retry_err)" "$(rxe_counter "$2" completer_retry_err)")
