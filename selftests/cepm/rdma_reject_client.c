@@ -8,7 +8,8 @@
  * rdma_reject_server sends.  None of rdma-core's example tools prints a
  * reject's private data.
  *
- * Usage: rdma_reject_client ADDRESS PORT TEXT
+ * Usage: rdma_reject_client ADDRESS PORT TEXT [RETRY_COUNT RNR_RETRY_COUNT]
+ * (the REQ's retry counts, 7 and 7 by default)
  * Prints the event, its status and its private data; exits 0 if they match.
  */
 #include <stdlib.h>
@@ -36,12 +37,17 @@ int main(int argc, char **argv)
 	struct rdma_cm_event *event;
 	struct rdma_cm_id *id;
 	struct addrinfo *addr;
+	unsigned int retry, rnr;
 	size_t want;
 	int ok, ret;
 
 	ret = open_tcp_id(argc, argv, &addr, &channel, &id);
 	if (ret)
 		return ret;
+	if (retry_counts(argc, argv, &retry, &rnr)) {
+		param.retry_count = (uint8_t)retry;
+		param.rnr_retry_count = (uint8_t)rnr;
+	}
 	if (rdma_resolve_addr(id, NULL, addr->ai_addr, 2000))
 		return fail("rdma_resolve_addr");
 	freeaddrinfo(addr);

@@ -9,6 +9,7 @@
 
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <rdma/rdma_cma.h>
 
 static inline int fail(const char *what)
@@ -18,15 +19,17 @@ static inline int fail(const char *what)
 }
 
 /*
- * Checks for "ADDRESS PORT TEXT", resolves ADDRESS and PORT into *addr (freed
- * by the caller), and makes an event channel with one TCP port space ID on it.
- * 0, or the exit status for main: 2 for a wrong command line, 1 otherwise.
+ * Checks for "ADDRESS PORT TEXT [RETRY_COUNT RNR_RETRY_COUNT]", resolves ADDRESS
+ * and PORT into *addr (freed by the caller), and makes an event channel with one
+ * TCP port space ID on it.  0, or the exit status for main: 2 for a wrong
+ * command line, 1 otherwise.  retry_counts() reads the optional pair.
  */
 static inline int open_tcp_id(int argc, char **argv, struct addrinfo **addr,
 			      struct rdma_event_channel **channel, struct rdma_cm_id **id)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s ADDRESS PORT TEXT\n", argv[0]);
+	if (argc != 4 && argc != 6) {
+		fprintf(stderr, "usage: %s ADDRESS PORT TEXT [RETRY_COUNT RNR_RETRY_COUNT]\n",
+			argv[0]);
 		return 2;
 	}
 	if (getaddrinfo(argv[1], argv[2], NULL, addr))
@@ -37,6 +40,19 @@ static inline int open_tcp_id(int argc, char **argv, struct addrinfo **addr,
 	if (rdma_create_id(*channel, id, NULL, RDMA_PS_TCP))
 		return fail("rdma_create_id");
 	return 0;
+}
+
+/*
+ * The REQ's retry counts of the command line (0 to 7 each), into *retry and
+ * *rnr: 1 if given, 0 if not (the two are left alone then).
+ */
+static inline int retry_counts(int argc, char **argv, unsigned int *retry, unsigned int *rnr)
+{
+	if (argc != 6)
+		return 0;
+	*retry = (unsigned int)atoi(argv[4]) & 7;
+	*rnr = (unsigned int)atoi(argv[5]) & 7;
+	return 1;
 }
 
 #endif

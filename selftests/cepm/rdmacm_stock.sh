@@ -73,12 +73,12 @@ ktap_check "stock cmtime -c 20 -> cmtime over cepm: the client exits 0 and times
 # A consumer reject: REJ reason 28, and the server's private data reaches the client.
 rejected_ok() { both_ok && grep -q 'status 28, 148 bytes of private data: not today' "$out.$1-c"; }
 progs=$CEPM_ROOT/out/selftests
-pair reject-to 7509 to-stock "$progs/rdma_reject_server" $STOCK 7509 "not today" -- \
-	"$progs/rdma_reject_client" $STOCK 7509 "not today"
-ktap_check "a client over cepm rejected by a stock server: reason 28 and its private data ($crc, $src)" rejected_ok reject-to
-pair reject-from 7510 from-stock "$progs/rdma_reject_server" $OURS 7510 "not today" -- \
-	"$progs/rdma_reject_client" $OURS 7510 "not today"
-ktap_check "a stock client rejected by a server over cepm: reason 28 and its private data ($crc, $src)" rejected_ok reject-from
+pair reject-to 7509 to-stock "$progs/rdma_reject_server" $STOCK 7509 "not today" 5 6 -- \
+	"$progs/rdma_reject_client" $STOCK 7509 "not today" 5 6
+ktap_check "a client over cepm rejected by a stock server: reason 28 and its private data; retry counts 5, 6 in the REQ ($crc, $src)" rejected_ok reject-to
+pair reject-from 7510 from-stock "$progs/rdma_reject_server" $OURS 7510 "not today" 5 6 -- \
+	"$progs/rdma_reject_client" $OURS 7510 "not today" 5 6
+ktap_check "a stock client rejected by a server over cepm: reason 28 and its private data; retry counts 5, 6 in the CONNECT_REQUEST ($crc, $src)" rejected_ok reject-from
 
 # An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
 srq_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdma_srq_server: end 0' "$out.$1-s"; }
