@@ -24,6 +24,10 @@ pub struct ReqInfo {
     pub initiator_depth: u8,
     /// Path MTU (IB enum).
     pub path_mtu: u8,
+    /// Transport retries the active side asks for (0..7).
+    pub retry_count: u8,
+    /// RNR retries the active side asks for (0..7; 7: for ever).
+    pub rnr_retry_count: u8,
     /// Whether this is a SIDR_REQ (then `remote_comm_id` is its request ID).
     pub sidr: u8,
     /// Device and port the REQ arrived on.
@@ -45,6 +49,8 @@ impl ReqInfo {
             responder_resources: r.responder_resources,
             initiator_depth: r.initiator_depth,
             path_mtu: r.path_mtu,
+            retry_count: r.retry_count,
+            rnr_retry_count: r.rnr_retry_count,
             sidr: r.sidr,
             device: crate::device_name::decode(&r.dev_name),
             port: r.port_num,

@@ -309,9 +309,8 @@ fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
     conn.responder_resources = info.initiator_depth;
     conn.initiator_depth = info.responder_resources;
     conn.qp_num = info.remote_qpn;
-    // The REQ's retry counts do not reach us through cepm: librdmacm's defaults.
-    conn.retry_count = 7;
-    conn.rnr_retry_count = 7;
+    conn.retry_count = info.retry_count;
+    conn.rnr_retry_count = info.rnr_retry_count;
     Some(event)
 }
 
