@@ -648,20 +648,38 @@ impl Cep {
     /// Ends the CEP as its state requires; afterwards no event for it is queued anywhere and
     /// none can arrive. Pending REQs of a listener are rejected.
     pub(crate) fn destroy(self: &Arc<Self>) {
-        self.destroy_with(false);
+        // Without an owner to check, it cannot fail.
+        let _ = self.destroy_with(false, None);
+    }
+
+    /// [`Cep::destroy`] for `file`, which names it `handle`: `EINVAL`, and the CEP stays, if it
+    /// has moved to another owner meanwhile (`CEPM_IOC_MIGRATE`). Destroying it again is not
+    /// an error.
+    pub(crate) fn destroy_by(self: &Arc<Self>, file: &CepmFile, handle: u32) -> Result {
+        self.destroy_with(false, Some((file, handle)))
     }
 
     /// Destroys a CEP spawned for a REQ that cannot be taken now, without answering: the
     /// peer retries the REQ.
     pub(crate) fn destroy_silently(self: &Arc<Self>) {
-        self.destroy_with(true);
+        let _ = self.destroy_with(true, None);
     }
 
     /// Destroy; `retry_later` drops a pending REQ silently so that the peer retries it (Linux's
-    /// `-ENOMEM` semantics in `cm_destroy_id`, drivers/infiniband/core/cm.c).
-    fn destroy_with(self: &Arc<Self>, retry_later: bool) {
+    /// `-ENOMEM` semantics in `cm_destroy_id`, drivers/infiniband/core/cm.c). With `owned_by`,
+    /// only if that file's handle still names the CEP (or nothing does: destroyed already).
+    fn destroy_with(
+        self: &Arc<Self>,
+        retry_later: bool,
+        owned_by: Option<(&CepmFile, u32)>,
+    ) -> Result {
         let (remote_key, kind) = {
             let mut inner = self.inner.lock();
+            if let (Some((file, handle)), Some(owner)) = (owned_by, &inner.owner) {
+                if !owner.is(file, handle) {
+                    return Err(EINVAL);
+                }
+            }
             let _ = self.apply(&mut inner, Event::Destroy { retry_later }, None);
             inner.owner = None;
             inner.parked.events.clear();
@@ -698,6 +716,7 @@ impl Cep {
             }
             Kind::Idle | Kind::Connection(_) | Kind::Sidr(_) => {}
         }
+        Ok(())
     }
 }
 

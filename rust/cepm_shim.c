@@ -573,6 +573,26 @@ static const struct file_operations cepm_fops = {
 	.poll = cepm_fop_poll,
 };
 
+void *cepm_shim_get_file_ctx(int fd, struct file **filp)
+{
+	struct file *file = fget(fd);
+
+	if (!file)
+		return ERR_PTR(-EBADF);
+	/* Only our own files have a context of ours in private_data. */
+	if (file->f_op != &cepm_fops) {
+		fput(file);
+		return ERR_PTR(-EINVAL);
+	}
+	*filp = file;
+	return file->private_data;
+}
+
+void cepm_shim_put_file(struct file *filp)
+{
+	fput(filp);
+}
+
 static struct cepm_chardev cepm_chardev = {
 	.misc = {
 		.minor = MISC_DYNAMIC_MINOR,

@@ -119,6 +119,13 @@ void cepm_shim_destroy_workqueue(struct workqueue_struct *wq);
  */
 int cepm_shim_chardev_register(void *ctx);
 void cepm_shim_chardev_unregister(void);
+/*
+ * The context cepm_rust_open() gave another open /dev/cepm, the file fd
+ * names, which stays open until cepm_shim_put_file(*filp): ERR_PTR(-EBADF)
+ * if fd is not open, ERR_PTR(-EINVAL) if it is not a /dev/cepm file.
+ */
+void *cepm_shim_get_file_ctx(int fd, struct file **filp);
+void cepm_shim_put_file(struct file *filp);
 /* A random 32-bit value (comm ID obfuscation, as Linux's cm.random_id_operand). */
 u32 cepm_shim_random_u32(void);
 

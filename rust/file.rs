@@ -35,6 +35,7 @@ use kernel::{
 
 mod event_queue;
 mod ioctl_arg;
+mod migrate;
 pub(crate) mod ring;
 
 use event_queue::EventQueue;
@@ -46,7 +47,7 @@ use ring::Ring;
 
 /// Every ioctl, as the header numbers it for its struct's size today (see [`ioctl_arg`]).
 /// A struct that grows keeps its entry, with the size of its first version.
-const KNOWN_IOCTLS: [KnownIoctl; 21] = [
+const KNOWN_IOCTLS: [KnownIoctl; 23] = [
     KnownIoctl::new(uapi::CEPM_IOCTL_QUERY),
     KnownIoctl::new(uapi::CEPM_IOCTL_CREATE),
     KnownIoctl::new(uapi::CEPM_IOCTL_DESTROY),
@@ -68,6 +69,8 @@ const KNOWN_IOCTLS: [KnownIoctl; 21] = [
     KnownIoctl::new(uapi::CEPM_IOCTL_LIST_CEPS),
     KnownIoctl::new(uapi::CEPM_IOCTL_ESTABLISH),
     KnownIoctl::new(uapi::CEPM_IOCTL_MONITOR),
+    KnownIoctl::new(uapi::CEPM_IOCTL_MIGRATE),
+    KnownIoctl::new(uapi::CEPM_IOCTL_POST_EVENT),
 ];
 
 use crate::{
@@ -133,6 +136,36 @@ struct FileInner {
     closed: bool,
     /// Set by `CEPM_IOC_MONITOR`: the file reads trace records, and owns no CEP.
     monitor: Option<MonitorQueue>,
+}
+
+impl FileInner {
+    /// Files `cep` under the reserved handle, with its listen's charge if it listens: `EBADF`
+    /// once the file is closed, `EBUSY` if it monitors (it may have become a monitor since the
+    /// handle was reserved). Never allocates.
+    fn add_handle(
+        &mut self,
+        reserved: ReservedHandle,
+        cep: Arc<Cep>,
+        listen: Option<Charge>,
+    ) -> Result {
+        if self.closed {
+            return Err(EBADF);
+        }
+        if self.monitor.is_some() {
+            return Err(EBUSY);
+        }
+        let ReservedHandle { id, node, counted } = reserved;
+        self.handles.insert(node.into_node(
+            id,
+            Handle {
+                cep,
+                events_reported: 0,
+                _counted: counted,
+                listen,
+            },
+        ));
+        Ok(())
+    }
 }
 
 /// A monitoring file's records.
@@ -205,27 +238,45 @@ impl CepmFile {
         if monitoring {
             self.cm.monitors.remove(&self);
         }
-        for handle in handles.values() {
-            handle.cep.destroy();
+        for (&id, handle) in handles.iter() {
+            // Only this file names them now: MIGRATE holds the file it moves a CEP from open,
+            // so none moves during the last close.
+            let _ = handle.cep.destroy_by(&self, id);
         }
     }
 
     /// Queues `event`; called by CEPs under their lock. Never allocates: a full queue
     /// counts the event as lost, which the next `read` reports.
     pub(crate) fn push_event(&self, event: uapi::cepm_event) {
+        let _ = self.queue_event(event, true);
+    }
+
+    /// Queues `event` made in userspace (`CEPM_IOC_POST_EVENT`), under its CEP's lock as
+    /// [`CepmFile::push_event`]: `ENOSPC` instead of a loss if there is no room for it.
+    pub(crate) fn try_push_event(&self, event: uapi::cepm_event) -> Result {
+        self.queue_event(event, false)
+    }
+
+    /// Queues `event` if its handle is still this file's (`EINVAL`); `ENOSPC` if the queue or
+    /// the user's share of events is full, a loss the next `read` reports if `count_loss`.
+    fn queue_event(&self, event: uapi::cepm_event, count_loss: bool) -> Result {
         let mut inner = self.inner.lock();
         if inner.closed || inner.handles.get(&event.handle).is_none() {
-            return;
+            return Err(EINVAL);
         }
-        if inner
+        let queued = inner
             .events
             .push(event, shim::params().max_events_per_user)
-            .is_err()
-        {
+            .map_err(|()| ENOSPC);
+        if queued.is_err() {
+            if !count_loss {
+                return queued;
+            }
             inner.events_lost = inner.events_lost.saturating_add(1);
         }
         drop(inner);
         self.readable.notify_all();
+        queued
     }
 
     /// `lost` events for `handle` were lost before they reached this file (a parked CEP's
@@ -427,6 +478,8 @@ impl CepmFile {
             }
             uapi::CEPM_IOCTL_ESTABLISH => self.establish(arg),
             uapi::CEPM_IOCTL_MONITOR => self.start_monitor(arg),
+            uapi::CEPM_IOCTL_MIGRATE => self.migrate(arg),
+            uapi::CEPM_IOCTL_POST_EVENT => self.post_event(arg),
             _ => Err(ENOTTY),
         }
     }
@@ -458,9 +511,7 @@ impl CepmFile {
         self.fill_handle(reserved, cep.clone())?;
         req.handle = handle;
         if let Err(e) = arg.write(&req) {
-            // Destroy first, as `destroy` does: no event can then follow the purge.
-            cep.destroy();
-            self.remove_handle(handle);
+            self.forget(&cep, handle);
             return Err(e);
         }
         Ok(())
@@ -470,13 +521,19 @@ impl CepmFile {
     /// the limits; `fill_handle` attaches the CEP. The file's event queue gets its room with
     /// the first handle. May sleep.
     fn reserve_handle(&self) -> Result<ReservedHandle> {
+        self.reserve_handle_over(0)
+    }
+
+    /// [`CepmFile::reserve_handle`], letting the user go `user_slack` CEPs over its limit (a
+    /// move between two of its files holds two charges for a while).
+    fn reserve_handle_over(&self, user_slack: u32) -> Result<ReservedHandle> {
         let params = shim::params();
         let counted = Charge::take(
             &self.usage,
             &self.opener,
             Resource::Ceps,
             params.max_ceps_per_file,
-            params.max_ceps_per_user,
+            params.max_ceps_per_user.saturating_add(user_slack),
         )?;
         let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         let mut room = None;
@@ -506,26 +563,7 @@ impl CepmFile {
 
     /// Attaches `cep` to the reserved handle; on failure the CEP is destroyed.
     fn fill_handle(&self, reserved: ReservedHandle, cep: Arc<Cep>) -> Result {
-        let ReservedHandle { id, node, counted } = reserved;
-        let mut inner = self.inner.lock();
-        let added = if inner.closed {
-            Err(EBADF)
-        } else if inner.monitor.is_some() {
-            // It became a monitor since the handle was reserved.
-            Err(EBUSY)
-        } else {
-            inner.handles.insert(node.into_node(
-                id,
-                Handle {
-                    cep: cep.clone(),
-                    events_reported: 0,
-                    _counted: counted,
-                    listen: None,
-                },
-            ));
-            Ok(())
-        };
-        drop(inner);
+        let added = self.inner.lock().add_handle(reserved, cep.clone(), None);
         if added.is_err() {
             cep.destroy();
         }
@@ -544,15 +582,37 @@ impl CepmFile {
         Some((removed.cep.clone(), removed.events_reported))
     }
 
+    /// Destroys `cep`, which this file names `handle`, and forgets the handle: for a CEP made
+    /// in a call that then failed, so that it does not outlive the call.
+    fn forget(&self, cep: &Arc<Cep>, handle: u32) {
+        // Destroy first, as `destroy` does: no event can then follow the purge. If the CEP
+        // has moved to another file meanwhile, it stays there, and the handle is gone already.
+        if cep.destroy_by(self, handle).is_ok() {
+            self.remove_handle(handle);
+        }
+    }
+
     fn destroy(&self, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_destroy = arg.read()?;
         let cep = self.cep(req.handle)?;
         // Destroy first: afterwards the CEP raises no event, so none can slip in after the
-        // handle's queue is purged.
-        cep.destroy();
+        // handle's queue is purged. A CEP that has moved to another file is not ours to end.
+        cep.destroy_by(self, req.handle)?;
         let (_, reported) = self.remove_handle(req.handle).ok_or(EINVAL)?;
         req.events_reported = reported;
         arg.write(&req)
+    }
+
+    /// `CEPM_IOC_POST_EVENT`: an event made in userspace, queued behind the CEP's own.
+    fn post_event(&self, arg: IoctlArg) -> Result {
+        let req: uapi::cepm_post_event = arg.read()?;
+        if req.reserved != 0
+            || !(uapi::CEPM_EVENT_USER_FIRST..=uapi::CEPM_EVENT_USER_LAST).contains(&req.event)
+        {
+            return Err(EINVAL);
+        }
+        self.cep(req.handle)?
+            .post_user_event(self, req.handle, req.event, req.status)
     }
 
     fn listen(&self, arg: IoctlArg) -> Result {
@@ -580,15 +640,13 @@ impl CepmFile {
             params.max_listens_per_file,
             params.max_listens_per_user,
         )?;
-        cep.listen(range, &self.opener)?;
-        // The handle may have gone meanwhile (a racing DESTROY): then so did the listen, and
-        // the charge goes back as it drops.
-        if let Some(handle) = self.inner.lock().handles.get_mut(&req.handle) {
-            if Arc::ptr_eq(&handle.cep, &cep) {
+        // The charge joins the handle under the CEP's lock: the CEP is this file's then, and
+        // cannot move before it is counted here.
+        cep.listen(range, &self.opener, (self, req.handle), || {
+            if let Some(handle) = self.inner.lock().handles.get_mut(&req.handle) {
                 handle.listen = Some(counted);
             }
-        }
-        Ok(())
+        })
     }
 
     fn get_request(self: &Arc<Self>, arg: IoctlArg) -> Result {
@@ -602,7 +660,7 @@ impl CepmFile {
             // and a handle number that goes unused costs nothing.
             let reserved = self.reserve_handle()?;
             let handle = reserved.id;
-            let child = listener.take_pending()?;
+            let child = listener.take_pending((self, req.listen_handle))?;
             let owner = Owner {
                 file: self.clone(),
                 handle,
@@ -616,16 +674,12 @@ impl CepmFile {
                     let written = arg.write(&req);
                     // The caller cannot learn the handle: the CEP must not outlive the call.
                     if written.is_err() {
-                        child.destroy();
-                        self.remove_handle(handle);
+                        self.forget(&child, handle);
                     }
                     return written;
                 }
                 // The peer gave up while the REQ waited: forget it and try the next.
-                Err(_) => {
-                    child.destroy();
-                    self.remove_handle(handle);
-                }
+                Err(_) => self.forget(&child, handle),
             }
         }
     }

@@ -197,6 +197,50 @@ impl Drop for Workqueue {
     }
 }
 
+/// Another open `/dev/cepm`, found by a descriptor the caller passed (`CEPM_IOC_MIGRATE`),
+/// kept open while this value lives.
+///
+/// # Invariants
+///
+/// `file` is a counted reference to a `/dev/cepm` file, dropped only by the drop, and `ctx`
+/// that file's context: an `Arc<CepmFile>` from `cepm_rust_open`, which the file's release
+/// takes back only after its last reference has gone.
+pub(crate) struct CepmFd {
+    file: NonNull<shim::file>,
+    ctx: *mut c_void,
+}
+
+impl CepmFd {
+    /// The `/dev/cepm` file `fd` names: `EBADF` if it is not open, `EINVAL` if it is another
+    /// kind of file.
+    pub(crate) fn get(fd: i32) -> Result<Self> {
+        let mut file = core::ptr::null_mut();
+        // SAFETY: `file` is a valid place for the shim to write to; any `fd` is checked there.
+        let ctx = unsafe { shim::cepm_shim_get_file_ctx(fd, &mut file) };
+        let ctx = kernel::error::from_err_ptr(ctx)?;
+        // INVARIANT: on success the shim took a reference to `file`, a /dev/cepm file whose
+        // context is `ctx`.
+        Ok(Self {
+            file: NonNull::new(file).ok_or(EINVAL)?,
+            ctx,
+        })
+    }
+
+    /// The file's state.
+    pub(crate) fn cepm_file(&self) -> kernel::sync::ArcBorrow<'_, crate::file::CepmFile> {
+        // SAFETY: By the type invariant `ctx` is a live `Arc<CepmFile>` from `into_foreign`,
+        // and it stays live while we hold the file's reference, which outlives this borrow.
+        unsafe { <Arc<crate::file::CepmFile> as ForeignOwnable>::borrow(self.ctx) }
+    }
+}
+
+impl Drop for CepmFd {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold a reference to `file`, given back only here.
+        unsafe { shim::cepm_shim_put_file(self.file.as_ptr()) };
+    }
+}
+
 /// `/sys/kernel/debug/cepm`: fault injection for tests (drop the next N received MADs of an
 /// attribute, as a lossy wire would). Best effort: without debugfs there is none.
 pub(crate) struct FaultInjection(());

@@ -55,6 +55,8 @@ const _: () = assert!(core::mem::size_of::<cepm_trace>() == 40);
 const _: () = assert!(core::mem::size_of::<cepm_prepare_mra>() == 8);
 const _: () = assert!(core::mem::size_of::<cepm_send_pdata>() == 232);
 const _: () = assert!(core::mem::size_of::<cepm_qp_attr>() == 76);
+const _: () = assert!(core::mem::size_of::<cepm_migrate>() == 24);
+const _: () = assert!(core::mem::size_of::<cepm_post_event>() == 16);
 
 /// Declares ABI structs plain old data for `UserSlice` reads and writes.
 macro_rules! plain_old_data {
@@ -91,4 +93,6 @@ plain_old_data!(
     cepm_list,
     cepm_send_pdata,
     cepm_qp_attr,
+    cepm_migrate,
+    cepm_post_event,
 );

@@ -208,6 +208,30 @@ impl Cepm {
         Ok(d.events_reported)
     }
 
+    /// Moves the CEP that `from` names `handle` to this file, with its unread events (ABI 5):
+    /// its handle here, and how many of its events were read so far.
+    pub fn migrate(&self, from: &Cepm, handle: u32) -> io::Result<(u32, u32)> {
+        let mut m = sys::cepm_migrate {
+            fd: from.as_raw_fd(),
+            handle,
+            ..Default::default()
+        };
+        self.ioctl(sys::CEPM_IOCTL_MIGRATE, &mut m)?;
+        Ok((m.new_handle, m.events_reported))
+    }
+
+    /// Queues an event made in userspace for `handle` (ABI 5): `kind` within
+    /// `CEPM_EVENT_USER_FIRST..=CEPM_EVENT_USER_LAST`. `ENOSPC` if the queue is full.
+    pub fn post_event(&self, handle: u32, kind: u32, status: u32) -> io::Result<()> {
+        let mut p = sys::cepm_post_event {
+            handle,
+            event: kind,
+            status,
+            ..Default::default()
+        };
+        self.ioctl(sys::CEPM_IOCTL_POST_EVENT, &mut p)
+    }
+
     /// Listens on `service_id` under `mask` (`u64::MAX`: exact).
     pub fn listen(&self, handle: u32, service_id: u64, mask: u64) -> io::Result<()> {
         let mut l = sys::cepm_listen {

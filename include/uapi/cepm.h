@@ -15,8 +15,12 @@
 #include <linux/types.h>
 #include <linux/ioctl.h>
 
-/* Bumped on any incompatible change to this file. */
-#define CEPM_ABI_VERSION 4
+/*
+ * Bumped on any incompatible change to this file, and when calls are added,
+ * so that userspace can tell what the module offers: 5 added
+ * CEPM_IOC_MIGRATE and CEPM_IOC_POST_EVENT.
+ */
+#define CEPM_ABI_VERSION 5
 
 #define CEPM_IOC_MAGIC 0xCE
 
@@ -468,6 +472,49 @@ struct cepm_qp_attr {
 	struct cepm_path_rec ah;
 };
 
+/*
+ * CEPM_IOC_MIGRATE (ABI 5): move a CEP from another open /dev/cepm, fd, to
+ * this file, as rdma_migrate_id() moves an ID to another event channel.  The
+ * CEP's events queued there and not read yet move with it, in their order,
+ * in one step: every later event comes here, none is lost, duplicated or
+ * left behind.  Out: its new handle here, and events_reported, the events
+ * read for it so far (the count DESTROY reports, which goes on counting).
+ * The CEP is counted against this file and its user from now on (EMFILE,
+ * EDQUOT); an event that finds this file's queue full is lost as any event
+ * is (read() says EOVERFLOW).  Errors: EBADF, fd is not open; EINVAL, fd is
+ * not a /dev/cepm file, or owns no CEP by that handle, or reserved is not 0;
+ * EBUSY, this file is a monitor.  When fd is this file, nothing moves and
+ * new_handle is handle.
+ */
+struct cepm_migrate {
+	__s32 fd;               /* in: the file the CEP is in */
+	__u32 handle;           /* in: its handle there */
+	__u32 new_handle;       /* out: its handle in this file */
+	__u32 events_reported;  /* out */
+	__u32 reserved[2];      /* in: 0 */
+};
+
+/*
+ * CEPM_IOC_POST_EVENT (ABI 5): queue an event made in userspace for one of
+ * this file's CEPs, behind the CEP's own events, so that a library that
+ * resolves addresses itself makes its events readable, and poll()able, where
+ * the module's are.  It is read as a struct cepm_event with this event code
+ * and status, the handle and the CEP's user_context; it moves with the CEP
+ * (MIGRATE) and goes with it (DESTROY).  Errors: EINVAL, no such handle, an
+ * event code outside CEPM_EVENT_USER_FIRST..CEPM_EVENT_USER_LAST (the module
+ * never uses those), or reserved not 0; ENOSPC, the file's queue is full or
+ * its user has max_events_per_user queued.
+ */
+#define CEPM_EVENT_USER_FIRST 0x10000
+#define CEPM_EVENT_USER_LAST 0x1ffff
+
+struct cepm_post_event {
+	__u32 handle;
+	__u32 event;    /* CEPM_EVENT_USER_FIRST..CEPM_EVENT_USER_LAST */
+	__u32 status;
+	__u32 reserved;
+};
+
 #define CEPM_IOC_CREATE _IOWR(CEPM_IOC_MAGIC, 0x81, struct cepm_create)
 #define CEPM_IOC_DESTROY _IOWR(CEPM_IOC_MAGIC, 0x82, struct cepm_destroy)
 #define CEPM_IOC_LISTEN _IOW(CEPM_IOC_MAGIC, 0x83, struct cepm_listen)
@@ -488,6 +535,8 @@ struct cepm_qp_attr {
 #define CEPM_IOC_LIST_CEPS _IOWR(CEPM_IOC_MAGIC, 0x92, struct cepm_list)
 #define CEPM_IOC_ESTABLISH _IOW(CEPM_IOC_MAGIC, 0x93, struct cepm_establish)
 #define CEPM_IOC_MONITOR _IOW(CEPM_IOC_MAGIC, 0x94, struct cepm_monitor)
+#define CEPM_IOC_MIGRATE _IOWR(CEPM_IOC_MAGIC, 0x95, struct cepm_migrate)
+#define CEPM_IOC_POST_EVENT _IOW(CEPM_IOC_MAGIC, 0x96, struct cepm_post_event)
 
 /* struct cepm_event.event */
 enum cepm_event_type {

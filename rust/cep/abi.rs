@@ -13,11 +13,18 @@ use crate::{
     uapi, //
 };
 
+use kernel::{
+    prelude::*,
+    sync::Arc, //
+};
+
 use super::{
     Cep, //
     CepInner,
     Kind,
+    Owner,
 };
+use crate::file::CepmFile;
 
 impl Cep {
     /// Queues `event` for the owner (or parks it until the CEP is claimed).
@@ -99,6 +106,70 @@ impl Cep {
         out.attr_id = inner.pdata.attr;
         out.len = inner.pdata.len;
         out.data = inner.pdata.data;
+    }
+}
+
+impl Cep {
+    /// `CEPM_IOC_POST_EVENT`: queues an event made in userspace for the CEP's owner, which must
+    /// be `file`'s `handle`, behind the CEP's own events (its lock orders them). Monitors get
+    /// no copy: the module did not make it. `ENOSPC` if the owner's queue has no room for it.
+    pub(crate) fn post_user_event(
+        &self,
+        file: &CepmFile,
+        handle: u32,
+        event: u32,
+        status: u32,
+    ) -> Result {
+        let inner = self.inner.lock();
+        let owner = inner
+            .owner
+            .as_ref()
+            .filter(|o| o.is(file, handle))
+            .ok_or(EINVAL)?;
+        owner.file.try_push_event(uapi::cepm_event {
+            event,
+            handle,
+            user_context: owner.context,
+            status,
+            reserved: 0,
+        })
+    }
+
+    /// Gives the CEP, which `from` names `handle`, a new owner, under its lock, so that it
+    /// raises no event meanwhile (`CEPM_IOC_MIGRATE`). `mv`, told whether the CEP listens, moves
+    /// what the files hold and names the new owner's file and handle, or leaves the CEP where
+    /// it is (`None`); its result comes back either way. The context stays. `EINVAL` if `from`
+    /// does not own the CEP by that handle (it was destroyed, or has moved).
+    pub(crate) fn change_owner<T>(
+        &self,
+        from: &CepmFile,
+        handle: u32,
+        mv: impl FnOnce(bool) -> (Option<(Arc<CepmFile>, u32)>, T),
+    ) -> Result<T> {
+        let mut inner = self.inner.lock();
+        let listening = inner.kind.listener().is_some();
+        let owner = inner
+            .owner
+            .as_mut()
+            .filter(|o| o.is(from, handle))
+            .ok_or(EINVAL)?;
+        let (to, result) = mv(listening);
+        let old_file = to.map(|(file, handle)| {
+            owner.handle = handle;
+            core::mem::replace(&mut owner.file, file)
+        });
+        drop(inner);
+        // Not the last reference (the caller holds the file open), but no file goes under a
+        // CEP's lock.
+        drop(old_file);
+        Ok(result)
+    }
+}
+
+impl Owner {
+    /// Whether this is `file`'s `handle`.
+    pub(super) fn is(&self, file: &CepmFile, handle: u32) -> bool {
+        core::ptr::eq(&*self.file, file) && self.handle == handle
     }
 }
 

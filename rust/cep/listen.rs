@@ -9,6 +9,7 @@ use kernel::{
 };
 
 use crate::{
+    file::CepmFile,
     proto::service_id::ServiceRange,
     proto::state::{
         Action,
@@ -29,14 +30,31 @@ use super::{
 };
 
 impl Cep {
-    /// Starts listening on `range`, for `owner`'s user.
-    pub(crate) fn listen(self: &Arc<Self>, range: ServiceRange, owner: &Opener) -> Result {
+    /// Whether the CEP listens now.
+    pub(crate) fn is_listener(&self) -> bool {
+        self.inner.lock().kind.listener().is_some()
+    }
+
+    /// Starts listening on `range`, for `opener`'s user, if `file` names the CEP `handle`
+    /// (`EINVAL` if it has moved meanwhile); then `listening` runs under the CEP's lock, so
+    /// that the listen is counted where the CEP is before it can move (`CEPM_IOC_MIGRATE`).
+    pub(crate) fn listen(
+        self: &Arc<Self>,
+        range: ServiceRange,
+        opener: &Opener,
+        (file, handle): (&CepmFile, u32),
+        listening: impl FnOnce(),
+    ) -> Result {
         let mut inner = self.inner.lock();
+        if !inner.owner.as_ref().is_some_and(|o| o.is(file, handle)) {
+            return Err(EINVAL);
+        }
         let checked = inner.check(Event::Listen)?;
-        self.cm.tables.add_listener(range, owner, self.clone())?;
+        self.cm.tables.add_listener(range, opener, self.clone())?;
         inner.service_id = range.id;
         inner.kind = Kind::Listener(Listener::new(range.mask));
         self.commit(&mut inner, checked, None);
+        listening();
         Ok(())
     }
 
@@ -75,8 +93,12 @@ impl Cep {
     }
 
     /// Takes the oldest pending REQ off this listener.
-    pub(crate) fn take_pending(&self) -> Result<Arc<Cep>> {
+    pub(crate) fn take_pending(&self, (file, handle): (&CepmFile, u32)) -> Result<Arc<Cep>> {
         let mut inner = self.inner.lock();
+        // Only for the file that names it (it may have moved since the caller found it).
+        if !inner.owner.as_ref().is_some_and(|o| o.is(file, handle)) {
+            return Err(EINVAL);
+        }
         if inner.sm.state != State::Listen {
             return Err(EINVAL);
         }

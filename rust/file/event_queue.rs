@@ -53,6 +53,11 @@ impl EventQueue {
         None
     }
 
+    /// The most events it can hold.
+    pub(super) fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
     pub(super) fn len(&self) -> usize {
         self.ring.len()
     }
@@ -98,6 +103,19 @@ impl EventQueue {
         let found = self.ring.remove_first(matches);
         self.give_back_since(before);
         found
+    }
+
+    /// Moves the events `matches` accepts to `out`, oldest first, as far as `out` has room;
+    /// the others stay, in their order. Never allocates.
+    pub(super) fn move_out(
+        &mut self,
+        matches: impl Fn(&cepm_event) -> bool,
+        out: &mut Ring<cepm_event>,
+    ) {
+        let before = self.ring.len();
+        self.ring
+            .retain(|ev| !matches(ev) || out.push(*ev).is_err());
+        self.give_back_since(before);
     }
 
     /// Drops every event; the room stays.

@@ -46,6 +46,11 @@ impl<T: Copy> Ring<T> {
         self.slots.capacity() > 0
     }
 
+    /// How many records it can hold.
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.capacity()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.len
     }

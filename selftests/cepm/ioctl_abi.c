@@ -641,4 +641,218 @@ TEST_F_TIMEOUT(cepm, claimed_requests_leave_no_stale_events, 120)
 	}
 }
 
+/* POST_EVENT on fd for handle: 0, or the errno. */
+static int post_event(int fd, int handle, __u32 event, __u32 status)
+{
+	struct cepm_post_event p = { .handle = handle, .event = event, .status = status };
+
+	return ioctl(fd, CEPM_IOC_POST_EVENT, &p) ? errno : 0;
+}
+
+/* MIGRATE of from's handle to to: the new handle, or -errno. */
+static int migrate(int to, int from, int handle, __u32 *events_reported)
+{
+	struct cepm_migrate m = { .fd = from, .handle = handle };
+
+	if (ioctl(to, CEPM_IOC_MIGRATE, &m))
+		return -errno;
+	if (events_reported)
+		*events_reported = m.events_reported;
+	return m.new_handle;
+}
+
+/* A userspace event is read like the module's, with the CEP's handle and context. */
+TEST_F(cepm, post_event_is_read_and_polled)
+{
+	struct pollfd pfd = { .fd = self->fd, .events = POLLIN };
+	struct cepm_destroy d = { 0 };
+	struct cepm_event ev;
+	int h = create_cep(self->fd, 0xc0ffee);
+
+	ASSERT_GT(h, 0);
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK));
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_EQ(0, post_event(self->fd, h, CEPM_EVENT_USER_FIRST + 3, 113));
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLIN, pfd.revents & POLLIN);
+	ASSERT_EQ(sizeof(ev), read(self->fd, &ev, sizeof(ev)));
+	EXPECT_EQ(CEPM_EVENT_USER_FIRST + 3, ev.event);
+	EXPECT_EQ(h, ev.handle);
+	EXPECT_EQ(0xc0ffee, ev.user_context);
+	EXPECT_EQ(113, ev.status);
+	EXPECT_EQ(0, ev.reserved);
+	/* A posted event goes with its CEP, and counts as reported once read. */
+	ASSERT_EQ(0, post_event(self->fd, h, CEPM_EVENT_USER_LAST, 0));
+	d.handle = h;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	EXPECT_EQ(1, d.events_reported);
+	EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev)));
+	EXPECT_EQ(EAGAIN, errno);
+}
+
+TEST_F(cepm, post_event_arguments)
+{
+	struct cepm_post_event p = { .event = CEPM_EVENT_USER_FIRST };
+	int other = open("/dev/cepm", O_RDWR);
+	int h = create_cep(self->fd, 0);
+
+	ASSERT_GE(other, 0);
+	ASSERT_GT(h, 0);
+	/* The module's own codes, and codes past the range, are not the caller's to post. */
+	EXPECT_EQ(EINVAL, post_event(self->fd, h, CEPM_EVENT_REQ_RECEIVED, 0));
+	EXPECT_EQ(EINVAL, post_event(self->fd, h, CEPM_EVENT_USER_FIRST - 1, 0));
+	EXPECT_EQ(EINVAL, post_event(self->fd, h, CEPM_EVENT_USER_LAST + 1, 0));
+	EXPECT_EQ(EINVAL, post_event(self->fd, h, 0, 0));
+	/* Only for a CEP of this file. */
+	EXPECT_EQ(EINVAL, post_event(self->fd, h + 1000, CEPM_EVENT_USER_FIRST, 0));
+	EXPECT_EQ(EINVAL, post_event(other, h, CEPM_EVENT_USER_FIRST, 0));
+	p.handle = h;
+	p.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_POST_EVENT, &p));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_POST_EVENT, NULL));
+	EXPECT_EQ(EFAULT, errno);
+	close(other);
+}
+
+/*
+ * A full queue refuses a posted event with ENOSPC: nothing is lost, and read() reports no
+ * overflow.  Event_queue.sh runs this with event_queue_max=16; at the default, 4096 posts.
+ */
+TEST_F(cepm, post_event_full_queue_is_enospc)
+{
+	const int max = event_queue_max();
+	struct cepm_event ev;
+	int h = create_cep(self->fd, 0), posted = 0, read_ok = 0;
+
+	ASSERT_GT(h, 0);
+	while (posted <= max && post_event(self->fd, h, CEPM_EVENT_USER_FIRST, posted) == 0)
+		posted++;
+	/* The file's bound: the user's share (max_events_per_user, 262144) is far larger. */
+	EXPECT_EQ(max, posted);
+	EXPECT_EQ(ENOSPC, post_event(self->fd, h, CEPM_EVENT_USER_FIRST, 0));
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK));
+	while (read(self->fd, &ev, sizeof(ev)) == sizeof(ev)) {
+		EXPECT_EQ(read_ok, ev.status);
+		read_ok++;
+	}
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(posted, read_ok);
+	EXPECT_EQ(0, post_event(self->fd, h, CEPM_EVENT_USER_FIRST, 0));
+}
+
+TEST_F(cepm, migrate_arguments)
+{
+	struct cepm_migrate m = { 0 };
+	struct cepm_monitor mon = { 0 };
+	struct cepm_cep_info info = { 0 };
+	int other = open("/dev/cepm", O_RDWR), monitor = open("/dev/cepm", O_RDWR);
+	int devnull = open("/dev/null", O_RDWR);
+	int h = create_cep(self->fd, 0);
+	__u32 reported = 7;
+
+	ASSERT_GE(other, 0);
+	ASSERT_GE(monitor, 0);
+	ASSERT_GE(devnull, 0);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(-EBADF, migrate(other, -1, h, NULL));
+	EXPECT_EQ(-EBADF, migrate(other, 1000, h, NULL));
+	EXPECT_EQ(-EINVAL, migrate(other, devnull, h, NULL));
+	EXPECT_EQ(-EINVAL, migrate(other, self->fd, h + 1000, NULL));
+	/* A handle names a CEP in its own file only. */
+	EXPECT_EQ(-EINVAL, migrate(self->fd, other, h, NULL));
+	m.fd = self->fd;
+	m.handle = h;
+	m.reserved[1] = 1;
+	EXPECT_EQ(-1, ioctl(other, CEPM_IOC_MIGRATE, &m));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, ioctl(monitor, CEPM_IOC_MONITOR, &mon));
+	EXPECT_EQ(-EBUSY, migrate(monitor, self->fd, h, NULL));
+	EXPECT_EQ(-EINVAL, migrate(other, monitor, 1, NULL));
+	/* To its own file: nothing moves. */
+	EXPECT_EQ(h, migrate(self->fd, self->fd, h, &reported));
+	EXPECT_EQ(0, reported);
+	/* Every failure above left it where it was. */
+	info.handle = h;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_QUERY_CEP, &info));
+	close(devnull);
+	close(monitor);
+	close(other);
+}
+
+/*
+ * A listener moves with its unread events, in order, and what follows goes to the new file:
+ * two REQs (cepmctl send-mad) and a posted event wait on the old file, one REQ_RECEIVED is
+ * read there; after MIGRATE the old file has nothing and knows the handle no more, the new
+ * one reads the rest under the new handle and context, claims both REQs, hears of a third
+ * REQ, and DESTROY counts every event read in either file.
+ */
+TEST_F_TIMEOUT(cepm, migrate_moves_a_listener_and_its_events, 120)
+{
+	struct cepm_listen l = { .service_id = 0x1064e7f };
+	struct cepm_get_request old_claim = { 0 };
+	struct cepm_destroy d = { 0 };
+	struct cepm_event ev;
+	int to = open("/dev/cepm", O_RDWR | O_NONBLOCK), h;
+	__u32 reported = 0;
+
+	ASSERT_GE(to, 0);
+	ASSERT_NE(NULL, getenv("CEPM_ROOT"));
+	l.handle = create_cep(self->fd, 0x11);
+	ASSERT_GT(l.handle, 0);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK));
+	send_req("0x0000000001064e7f", 0xc1a200a0);
+	send_req("0x0000000001064e7f", 0xc1a200a1);
+	for (int i = 0; i < 200 && pending_requests(self->fd, l.handle) < 2; i++)
+		usleep(50000);
+	ASSERT_EQ(2, pending_requests(self->fd, l.handle));
+	ASSERT_EQ(0, post_event(self->fd, l.handle, CEPM_EVENT_USER_FIRST, 5));
+	ASSERT_EQ(sizeof(ev), read(self->fd, &ev, sizeof(ev)));
+	EXPECT_EQ(CEPM_EVENT_REQ_RECEIVED, ev.event);
+
+	h = migrate(to, self->fd, l.handle, &reported);
+	ASSERT_GT(h, 0) TH_LOG("MIGRATE: %s", strerror(-h));
+	EXPECT_EQ(1, reported);
+	EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev)));
+	EXPECT_EQ(EAGAIN, errno);
+	old_claim.listen_handle = l.handle;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &old_claim));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(sizeof(ev), read(to, &ev, sizeof(ev)));
+	EXPECT_EQ(CEPM_EVENT_REQ_RECEIVED, ev.event);
+	EXPECT_EQ(h, ev.handle);
+	EXPECT_EQ(0x11, ev.user_context);
+	ASSERT_EQ(sizeof(ev), read(to, &ev, sizeof(ev)));
+	EXPECT_EQ(CEPM_EVENT_USER_FIRST, ev.event);
+	EXPECT_EQ(5, ev.status);
+	EXPECT_EQ(-1, read(to, &ev, sizeof(ev)));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(2, pending_requests(to, h));
+	for (int i = 0; i < 2; i++) {
+		struct cepm_get_request g = { .listen_handle = h };
+		struct cepm_reject r = { .reason = 28 };
+
+		ASSERT_EQ(0, ioctl(to, CEPM_IOC_GET_REQUEST, &g)) TH_LOG("%s", strerror(errno));
+		r.handle = g.handle;
+		EXPECT_EQ(0, ioctl(to, CEPM_IOC_REJECT, &r));
+	}
+	send_req("0x0000000001064e7f", 0xc1a200a2);
+	for (int i = 0; i < 200 && pending_requests(to, h) < 1; i++)
+		usleep(50000);
+	ASSERT_EQ(sizeof(ev), read(to, &ev, sizeof(ev)));
+	EXPECT_EQ(CEPM_EVENT_REQ_RECEIVED, ev.event);
+	EXPECT_EQ(h, ev.handle);
+	EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev)));
+	EXPECT_EQ(EAGAIN, errno);
+	/* The old handle destroys nothing now. */
+	d.handle = l.handle;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	EXPECT_EQ(EINVAL, errno);
+	d.handle = h;
+	ASSERT_EQ(0, ioctl(to, CEPM_IOC_DESTROY, &d));
+	EXPECT_EQ(4, d.events_reported);
+	close(to);
+}
+
 TEST_HARNESS_MAIN

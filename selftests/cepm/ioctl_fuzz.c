@@ -120,6 +120,8 @@ enum call_id {
 	C_LIST_CEPS,
 	C_ESTABLISH,
 	C_MONITOR,
+	C_MIGRATE,
+	C_POST_EVENT,
 	C_BAD_CMD,	/* a command that is none of cepm's */
 	C_READ,
 	C_POLL,
@@ -149,6 +151,9 @@ enum call_id {
  *   GET_REQUEST  EAGAIN     no request pending
  *                EBUSY      the file is a monitor
  *   MONITOR      EBUSY      owns CEPs, or monitors
+ *   MIGRATE      EBUSY      the file is a monitor
+ *                EBADF      [prov] fd is not open
+ *   POST_EVENT   ENOSPC     the file's queue is full
  *   REJECT, CONNECT, PREPARE_REP, SEND_RTU, SEND_DREQ, SEND_DREP, SIDR_REQ, SIDR_REP
  *                E2BIG      [prov] a length over its limit (ari_len, info_len: EINVAL or
  *                           E2BIG)
@@ -195,6 +200,8 @@ static const struct call_desc calls[NCALLS] = {
 	[C_LIST_CEPS]		= { "LIST_CEPS", CEPM_IOC_LIST_CEPS, { EINVAL } },
 	[C_ESTABLISH]		= { "ESTABLISH", CEPM_IOC_ESTABLISH, { EINVAL } },
 	[C_MONITOR]		= { "MONITOR", CEPM_IOC_MONITOR, { EINVAL, EBUSY } },
+	[C_MIGRATE]		= { "MIGRATE", CEPM_IOC_MIGRATE, { EINVAL, EBUSY } },
+	[C_POST_EVENT]		= { "POST_EVENT", CEPM_IOC_POST_EVENT, { EINVAL, ENOSPC } },
 	[C_BAD_CMD]		= { "unknown-ioctl", 0, { 0 } },
 	[C_READ]		= { "read", 0, { 0 } },
 	[C_POLL]		= { "poll", 0, { 0 } },
@@ -211,6 +218,7 @@ static const struct call_desc calls[NCALLS] = {
 #define PROV_EINVAL	(1u << 5)
 #define PROV_EINTR	(1u << 6)
 #define PROV_ENODEV	(1u << 7)
+#define PROV_EBADF	(1u << 8)
 
 static const struct {
 	unsigned int bit;
@@ -218,7 +226,7 @@ static const struct {
 } provoked[] = {
 	{ PROV_EFAULT, EFAULT }, { PROV_ENOTTY, ENOTTY }, { PROV_E2BIG, E2BIG },
 	{ PROV_EAGAIN, EAGAIN }, { PROV_EOVERFLOW, EOVERFLOW }, { PROV_EINVAL, EINVAL },
-	{ PROV_EINTR, EINTR }, { PROV_ENODEV, ENODEV },
+	{ PROV_EINTR, EINTR }, { PROV_ENODEV, ENODEV }, { PROV_EBADF, EBADF },
 };
 
 /* What a CEP of ours is doing, as far as this process knows. */
@@ -370,6 +378,8 @@ struct icall {
 		struct cepm_list list;
 		struct cepm_establish establish;
 		struct cepm_monitor monitor;
+		struct cepm_migrate migrate;
+		struct cepm_post_event post_event;
 	} u;
 };
 
@@ -645,7 +655,7 @@ static bool errno_allowed(enum call_id id, unsigned int prov, int err)
 		if (*e == err)
 			return true;
 	/* Documented for every ioctl (and open): the kernel may run out of memory. */
-	if (err == ENOMEM && ((id >= C_QUERY && id <= C_MONITOR) || id == C_OPEN))
+	if (err == ENOMEM && ((id >= C_QUERY && id <= C_POST_EVENT) || id == C_OPEN))
 		return true;
 	for (i = 0; i < sizeof(provoked) / sizeof(provoked[0]); i++)
 		if ((prov & provoked[i].bit) && provoked[i].err == err)
@@ -1899,18 +1909,125 @@ static void op_monitor(struct file *f)
 	f->monitor = true;
 }
 
+/*
+ * MIGRATE to f of a CEP of another of our files (or of f's own: nothing moves), with
+ * mutations: an fd that is not open or not /dev/cepm, reserved bits.  The model moves the CEP
+ * with its context, role, what it waits for and its count of events read; events for its old
+ * handle on an exact file then fail the run, as events for a destroyed CEP do.
+ */
+static void op_migrate(struct file *f, struct cep *t)
+{
+	struct icall *c = icall_new(C_MIGRATE, f);
+	struct cepm_migrate *m = &c->u.migrate;
+	struct file *from = t ? f : random_file();
+	uint32_t h = choose_handle(from, t, R_ANY);
+	struct cep *mine = find_cep(from, h), moved;
+	struct cepm_migrate out;
+	int other_fd = -1, err;
+
+	if (f->nceps == MAX_CEPS) {	/* no room to track another */
+		op_destroy(f, NULL);
+		return;
+	}
+	m->fd = from->fd;
+	m->handle = h;
+	c->must_succeed = mine && !from->shared && !f->shared && !f->monitor;
+	if (f->monitor && !f->shared)
+		definite(c, 0, "a CEP moving to a monitor");
+	if (chance(MUT_PCT)) {
+		switch (rnd(4)) {
+		case 0:
+			m->reserved[rnd(2)] = nonzero32();
+			definite(c, 0, "reserved != 0");
+			break;
+		case 1:
+			m->fd = chance(50) ? -1 : 1000 + rnd(1000);
+			definite(c, PROV_EBADF, "fd is not open");
+			break;
+		case 2:
+			other_fd = open("/dev/null", O_RDONLY);
+			m->fd = other_fd;
+			definite(c, other_fd < 0 ? PROV_EBADF : 0, "fd is not /dev/cepm");
+			break;
+		default:
+			m->new_handle = nonzero32();	/* output fields */
+			m->events_reported = nonzero32();
+			maybe(c, 0, "garbage in the output fields");
+		}
+	}
+	err = run(c);
+	if (other_fd >= 0)
+		close(other_fd);
+	if (err == EFAULT && c->kind == ARG_RO && from != f) {
+		drop_cep(from, h, true);	/* perhaps moved, then destroyed unnamed */
+		return;
+	}
+	if (err)
+		return;
+	result(c, &out, sizeof(out));
+	if (from == f) {
+		if (out.new_handle != h)
+			fail_call(c, "moved handle %u within its own file to %u", h, out.new_handle);
+		return;
+	}
+	new_handle_checks(c, out.new_handle);
+	if (!mine) {
+		/* Not one we know (another process's, or doubtful): its events are not ours to judge. */
+		push_list(f->doubt, &f->ndoubt, MAX_DOUBT, out.new_handle);
+		return;
+	}
+	if (!from->shared && !from->lost_reads && out.events_reported != mine->events)
+		fail_call(c, "reported %u events read for handle %u; this process read %u",
+			  out.events_reported, h, mine->events);
+	moved = *mine;
+	drop_cep(from, h, false);
+	mine = add_cep(f, out.new_handle, moved.ctx, moved.role);
+	if (!mine)
+		return;
+	*mine = moved;
+	mine->handle = out.new_handle;
+	mine->events = out.events_reported;
+}
+
+/* POST_EVENT: a code of the user range, with mutations (the module's codes, past the range). */
+static void op_post_event(struct file *f, struct cep *t)
+{
+	struct icall *c = icall_new(C_POST_EVENT, f);
+	struct cepm_post_event *p = &c->u.post_event;
+
+	p->handle = choose_handle(f, t, R_ANY);
+	p->event = CEPM_EVENT_USER_FIRST + rnd(CEPM_EVENT_USER_LAST - CEPM_EVENT_USER_FIRST + 1);
+	p->status = nonzero32();
+	if (chance(MUT_PCT)) {
+		switch (rnd(3)) {
+		case 0:
+			p->reserved = nonzero32();
+			definite(c, 0, "reserved != 0");
+			break;
+		case 1:
+			p->event = rnd(CEPM_EVENT_USER_FIRST);
+			definite(c, 0, "an event code below the user range");
+			break;
+		default:
+			p->event = CEPM_EVENT_USER_LAST + 1 + rnd(UINT32_MAX - CEPM_EVENT_USER_LAST);
+			definite(c, 0, "an event code above the user range");
+		}
+	}
+	run(c);
+}
+
 /* A command that is none of cepm's: only ENOTTY, and the argument is left alone. */
 static void op_bad_cmd(struct file *f)
 {
 	struct icall *c = icall_new(C_BAD_CMD, f);
-	unsigned long known = calls[C_QUERY + rnd(C_MONITOR - C_QUERY + 1)].cmd;
+	unsigned long known = calls[C_QUERY + rnd(C_POST_EVENT - C_QUERY + 1)].cmd;
 	unsigned int dir = _IOC_DIR(known), nr = _IOC_NR(known), size = _IOC_SIZE(known);
 	unsigned int type = CEPM_IOC_MAGIC;
 
 	switch (rnd(4)) {
 	case 0:	/* a number cepm does not have */
 		nr = chance(50) ? rnd(_IOC_NR(CEPM_IOC_QUERY)) :
-			_IOC_NR(CEPM_IOC_MONITOR) + 1 + rnd(0xff - _IOC_NR(CEPM_IOC_MONITOR));
+			_IOC_NR(CEPM_IOC_POST_EVENT) + 1 + rnd(0xff - _IOC_NR(CEPM_IOC_POST_EVENT));
 		dir = rnd(4);
 		size = rnd(ARG_ROOM);
 		break;
@@ -1989,7 +2106,8 @@ static void check_event(struct file *f, const uint8_t *rec)
 	struct cep *c;
 
 	memcpy(&ev, rec, sizeof(ev));
-	if (ev.event < CEPM_EVENT_REQ_RECEIVED || ev.event > CEPM_EVENT_SIDR_REQ_ERROR)
+	if ((ev.event < CEPM_EVENT_REQ_RECEIVED || ev.event > CEPM_EVENT_SIDR_REQ_ERROR) &&
+	    (ev.event < CEPM_EVENT_USER_FIRST || ev.event > CEPM_EVENT_USER_LAST))
 		fail_record(rec, sizeof(ev), "an event of unknown type %u", ev.event);
 	if (ev.reserved || !ev.handle)
 		fail_record(rec, sizeof(ev), "an event with reserved %u, handle %u", ev.reserved,
@@ -2472,6 +2590,8 @@ static void do_op(enum call_id id, struct file *f, struct cep *t)
 	case C_LIST_CEPS: op_list_ceps(f); break;
 	case C_ESTABLISH: op_handle_only(C_ESTABLISH, f, t); break;
 	case C_MONITOR: op_monitor(f); break;
+	case C_MIGRATE: op_migrate(f, t); break;
+	case C_POST_EVENT: op_post_event(f, t); break;
 	case C_BAD_CMD: op_bad_cmd(f); break;
 	case C_READ: op_read(f); break;
 	case C_POLL: op_poll(); break;
@@ -2513,7 +2633,8 @@ static const struct {
 	{ C_GET_PRIVATE_DATA, 25 }, { C_CONNECT, 70 }, { C_PREPARE_REP, 25 },
 	{ C_SEND_REP, 25 }, { C_SEND_RTU, 25 }, { C_INIT_QP_ATTR, 30 }, { C_SEND_DREQ, 25 },
 	{ C_SEND_DREP, 20 }, { C_PREPARE_MRA, 25 }, { C_SIDR_REQ, 40 }, { C_SIDR_REP, 20 },
-	{ C_LIST_CEPS, 25 }, { C_ESTABLISH, 15 }, { C_MONITOR, 6 }, { C_BAD_CMD, 15 },
+	{ C_LIST_CEPS, 25 }, { C_ESTABLISH, 15 }, { C_MONITOR, 6 }, { C_MIGRATE, 20 },
+	{ C_POST_EVENT, 20 }, { C_BAD_CMD, 15 },
 	{ C_READ, 130 }, { C_POLL, 60 }, { C_CLOSE, 10 }, { C_NONE, 4 },
 };
 

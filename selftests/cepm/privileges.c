@@ -15,6 +15,12 @@
  *   privileges listens N --expect E [--files F] [--base SERVICE_ID]
  *       in F files in turn, CREATE and LISTEN exactly on BASE + i for i < N
  *       (default BASE 0x0000000001062000: TCP port 0x2000).
+ *   privileges migrate N --expect E [--listening] [--others M] [--drop-to UID]
+ *       file 2 CREATEs N CEPs (with --listening, each LISTENs on BASE + i), file 1 CREATEs
+ *       M more and then one (which LISTENs on BASE + N), and MIGRATEs that one to file 2;
+ *       the CEP must be in exactly one of the files afterwards: file 2 if it moved, file 1
+ *       if not.  --drop-to: run as root; file 2 is opened as root, then the process becomes
+ *       UID (setresuid) and opens file 1, so that the move goes to another user's file.
  *   privileges list [--expect-own N] [--expect-other N] [--min-other N] [--want-service ID]
  *       LIST_CEPS: entries with a handle are this file's own, those without are others'.
  *       N may be "any".  Always fails if another file's CEP shows a user_context.
@@ -29,7 +35,7 @@
  *
  * E is "ok" or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...), and
  * applies to the call the command is about: LISTEN, the first CREATE that fails, the first
- * CREATE or LISTEN that fails, CONNECT.  Exit status: 0 when the outcome is the expected one,
+ * CREATE or LISTEN that fails, CONNECT, MIGRATE.  Exit status: 0 when the outcome is the expected one,
  * 1 when not, 2 when the run did not get that far (usage, opening /dev/cepm, a call that only
  * sets up): a setup failure never passes for an expected errno.
  *
@@ -46,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -91,6 +98,7 @@ struct opts {
 	bool have_expect;
 	int expect;
 	bool hold;
+	bool listening;
 	bool wait_go;
 	__u64 context;
 	unsigned long files;
@@ -105,6 +113,8 @@ struct opts {
 	const char *device;
 	long wait_event_ms;
 	const char *send;
+	unsigned long others;
+	long drop_to;
 };
 
 static void usage(void)
@@ -201,6 +211,10 @@ static void parse_option(struct opts *o, const char *name, const char *value)
 		o->timeout_ms = parse_u64(name, value);
 	} else if (!strcmp(name, "--device")) {
 		o->device = value;
+	} else if (!strcmp(name, "--others")) {
+		o->others = parse_u64(name, value);
+	} else if (!strcmp(name, "--drop-to")) {
+		o->drop_to = (long)parse_u64(name, value);
 	} else if (!strcmp(name, "--wait-event")) {
 		o->wait_event_ms = parse_u64(name, value);
 	} else if (!strcmp(name, "--send")) {
@@ -460,6 +474,60 @@ static int cmd_listens(const struct opts *o)
 	return verdict(what, err, o->expect);
 }
 
+static int cmd_migrate(const struct opts *o)
+{
+	unsigned long n = parse_u64("N", o->pos[0]), k;
+	struct cepm_migrate m = { 0 };
+	struct cepm_cep_info in_from = { 0 }, in_to = { 0 };
+	int fds[2], err, rc, from_has, to_has;
+	__u32 handle;
+	char what[96];
+
+	if (n > MAX_CREATES)
+		usage();
+	fds[1] = open_cepm(O_RDWR);
+	if (o->drop_to >= 0 && (setgroups(0, NULL) || setresgid(o->drop_to, o->drop_to, o->drop_to) ||
+				setresuid(o->drop_to, o->drop_to, o->drop_to)))
+		setup_failed("becoming uid %ld: %s", o->drop_to, strerror(errno));
+	fds[0] = open_cepm(O_RDWR);
+	for (k = 0; k < o->others; k++)
+		if ((err = create_cep(fds[0], n + 1 + k, &handle)))
+			setup_failed("extra CEP %lu of file 1: %s", k + 1, errno_name(err));
+	for (k = 0; k < n; k++) {
+		err = create_cep(fds[1], k, &handle);
+		if (!err && o->listening)
+			err = listen_on(fds[1], handle, o->base + k, 0);
+		if (err)
+			setup_failed("CEP %lu of file 2: %s", k + 1, errno_name(err));
+	}
+	err = create_cep(fds[0], n, &handle);
+	if (!err && o->listening)
+		err = listen_on(fds[0], handle, o->base + n, 0);
+	if (err)
+		setup_failed("the CEP of file 1: %s", errno_name(err));
+	m.fd = fds[0];
+	m.handle = handle;
+	err = call(fds[1], CEPM_IOC_MIGRATE, &m);
+	snprintf(what, sizeof(what), "MIGRATE of a %s CEP to a file with %lu", o->listening ?
+		 "listening" : "new", n);
+	rc = verdict(what, err, o->expect);
+	in_from.handle = handle;
+	in_to.handle = m.new_handle;
+	from_has = call(fds[0], CEPM_IOC_QUERY_CEP, &in_from) == 0;
+	to_has = !err && call(fds[1], CEPM_IOC_QUERY_CEP, &in_to) == 0;
+	printf("# the CEP is in file 1: %s, in file 2: %s\n", from_has ? "yes" : "no",
+	       to_has ? "yes" : "no");
+	if (from_has != (err != 0) || to_has != (err == 0)) {
+		printf("# ... not where it should be\n");
+		rc = 1;
+	}
+	if (rc == 0 && o->listening && (err ? in_from.state : in_to.state) != CEPM_STATE_LISTEN) {
+		printf("# ... and no longer listens\n");
+		rc = 1;
+	}
+	return rc;
+}
+
 static bool count_matches(const char *what, unsigned long got, long want)
 {
 	if (want == ANY || got == (unsigned long)want)
@@ -654,6 +722,7 @@ int main(int argc, char **argv)
 		{ "list", cmd_list, 0, false },
 		{ "monitor", cmd_monitor, 0, false },
 		{ "connect-sgid", cmd_connect_sgid, 1, true },
+		{ "migrate", cmd_migrate, 1, true },
 	};
 	struct opts o;
 	size_t c;
@@ -675,11 +744,14 @@ int main(int argc, char **argv)
 	o.min_other = ANY;
 	o.timeout_ms = -1;
 	o.wait_event_ms = -1;
+	o.drop_to = -1;
 	if (argc < 2)
 		usage();
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--hold"))
 			o.hold = true;
+		else if (!strcmp(argv[i], "--listening"))
+			o.listening = true;
 		else if (!strcmp(argv[i], "--wait-go"))
 			o.wait_go = true;
 		else if (!strncmp(argv[i], "--", 2) && i + 1 < argc) {

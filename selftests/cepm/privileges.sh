@@ -22,7 +22,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 44
+ktap_set_plan 51
 
 USER_A=65534
 USER_B=65533
@@ -396,6 +396,17 @@ ktap_check "a file's 5th CEP: EMFILE" as a create 5 --expect EMFILE
 ktap_check "a user's 7th CEP, across two files: EDQUOT" as a create 7 --files 2 --expect EDQUOT
 ktap_check "a file's 3rd listen: EMFILE" as a listens 3 --expect EMFILE
 ktap_check "a user's 4th listen, across two files: EDQUOT" as a listens 4 --files 2 --expect EDQUOT
+ktap_check "MIGRATE to a file with 4 CEPs: EMFILE, and the CEP stays" as a migrate 4 --expect EMFILE
+ktap_check "MIGRATE to a file with 3 CEPs: it moves" as a migrate 3 --expect ok
+ktap_check "MIGRATE of a listener to a file with 2 listens: EMFILE, and it stays, listening" \
+	as a migrate 2 --listening --expect EMFILE
+ktap_check "MIGRATE of a listener to a file with 1 listen: it moves, listening" \
+	as a migrate 1 --listening --expect ok
+ktap_check "MIGRATE between two files of a user at its limit (3 + 3 CEPs): it moves" \
+	as a migrate 3 --others 2 --expect ok
+ktap_check "MIGRATE of user A's listener to root's file: EPERM, and it stays, listening" \
+	as root migrate 1 --listening --drop-to "$USER_A" --expect EPERM
+ktap_check "MIGRATE of user A's CEP to root's file: it moves" as root migrate 1 --drop-to "$USER_A" --expect ok
 ktap_check "user A holds 4 CEPs in two files" hold a_ceps a create 4 --files 2 --expect ok --hold
 ktap_check "user A's 7th CEP, in another process: EDQUOT" as a create 3 --expect EDQUOT
 ktap_check "user B creates 4 CEPs in two files meanwhile: the limits are per user" \
