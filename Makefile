@@ -91,6 +91,7 @@ selftest-progs: need-kdir
 	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_server selftests/cepm/rdma_reject_server.c -lrdmacm
 	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_client selftests/cepm/rdma_reject_client.c -lrdmacm
 	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_srq_server selftests/cepm/rdma_srq_server.c -lrdmacm -libverbs
+	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_channel_events selftests/cepm/rdma_channel_events.c -lrdmacm
 
 selftest: module user selftest-progs
 	scripts/vm -- selftests/run.sh

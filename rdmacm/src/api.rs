@@ -6,7 +6,7 @@ pub mod channel;
 pub mod connection;
 pub mod endpoints;
 pub mod ids;
-pub mod pending;
+pub mod migrate;
 pub mod qp;
 pub mod query;
 pub mod srq;

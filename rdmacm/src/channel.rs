@@ -110,6 +110,40 @@ impl Channel {
             .copied()
     }
 
+    /// Queues an event the library made (address and route resolution) for `id`, whose CEP is
+    /// `handle`, in the channel's file behind the CEP's own (`CEPM_IOC_POST_EVENT`), so that
+    /// an application polling the channel's `fd` sees it. If the file has no room for it, it
+    /// waits in the library instead, where `rdma_get_cm_event` still finds it.
+    pub(crate) fn post_made(
+        &self,
+        id: *mut Id,
+        handle: u32,
+        kind: sys::rdma_cm_event_type,
+        status: i32,
+    ) {
+        let code = cepm::sys::CEPM_EVENT_USER_FIRST + kind;
+        // The status (0 or a negative errno) travels as its bits.
+        if self.cepm.post_event(handle, code, status as u32).is_err() {
+            self.post(Event::new(id, kind, status));
+        }
+    }
+
+    /// Moves `id`, whose CEP is `handle` in `from`'s file, to this channel
+    /// (`CEPM_IOC_MIGRATE`): the CEP's unread events go with it in the kernel, and the events
+    /// `from` read for it and has not handed out yet go here. Returns the CEP's handle here.
+    /// This channel's map stays locked until the ID is in it under that handle, so that a
+    /// thread reading this file meanwhile finds the ID for the events that moved.
+    pub(crate) fn adopt(&self, from: &Channel, id: *mut Id, handle: u32) -> io::Result<u32> {
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        let (new_handle, _) = self.cepm.migrate(&from.cepm, handle)?;
+        ids.insert(new_handle, IdPtr(id));
+        drop(ids);
+        for event in from.waiting.take(|e| e.owner == id) {
+            self.post(event);
+        }
+        Ok(new_handle)
+    }
+
     /// Leaves an event for its owner, and wakes the threads waiting for one (the one reading
     /// the file too).
     pub(crate) fn post(&self, event: Box<Event>) {

@@ -23,6 +23,11 @@ pub(crate) fn last_or(fallback: c_int) -> c_int {
     }
 }
 
+/// The errno of a failed I/O call (`EIO` if it carries none).
+pub(crate) fn of_io(e: std::io::Error) -> c_int {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
 /// Fails the way librdmacm's calls fail: `errno` set, -1 returned.
 pub(crate) fn fail(errno: c_int) -> c_int {
     set(errno);

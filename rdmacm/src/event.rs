@@ -107,10 +107,7 @@ pub(crate) fn next(channel: &Channel, for_id: Option<*mut Id>) -> Result<Box<Eve
             if !channel.wait_readable()? {
                 return Ok(None); // woken for a posted event
             }
-            let raw = channel
-                .cepm
-                .read_event()
-                .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+            let raw = channel.cepm.read_event().map_err(crate::errno::of_io)?;
             let Some(IdPtr(id)) = channel.find(raw.handle) else {
                 return Ok(None); // its ID is gone
             };
@@ -193,6 +190,12 @@ fn translate(channel: &Channel, id: &mut Id, raw: CepmEvent) -> Option<Box<Event
             };
             Some(Event::new(idp, sys::RDMA_CM_EVENT_DISCONNECTED, status))
         }
+        // Made by the library (`Channel::post_made`): the code is rdma_cm's event.
+        cepm_sys::CEPM_EVENT_USER_FIRST..=cepm_sys::CEPM_EVENT_USER_LAST => Some(Event::new(
+            idp,
+            kind - cepm_sys::CEPM_EVENT_USER_FIRST,
+            status,
+        )),
         cepm_sys::CEPM_EVENT_TIMEWAIT_EXIT => {
             Some(Event::new(idp, sys::RDMA_CM_EVENT_TIMEWAIT_EXIT, 0))
         }
@@ -264,7 +267,9 @@ fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
         listener.public.context,
         listener.public.ps,
         listener.public.qp_type,
-        listener.sync,
+        // A synchronous listener's `rdma_get_request` makes it synchronous, on a channel of
+        // its own.
+        false,
     ));
     // SAFETY: Just made, ours alone until it is in the map.
     let new_ref = unsafe { &mut *new };
@@ -345,7 +350,7 @@ fn connect_response(channel: &Channel, id: &mut Id) -> Box<Event> {
         channel
             .cepm
             .send_rtu(id.handle, &[])
-            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+            .map_err(crate::errno::of_io)
     });
     if moved.is_err() {
         let _ = qp::to_error(qp);

@@ -28,10 +28,6 @@ pub(crate) const SIDR_REQ_USER_PDATA: usize =
 /// The private data of a SIDR_REP.
 pub(crate) const SIDR_REP_PDATA: usize = cepm_sys::CEPM_SIDR_REP_PDATA_MAX as usize;
 
-fn io_errno(e: std::io::Error) -> c_int {
-    e.raw_os_error().unwrap_or(libc::EIO)
-}
-
 /// `rdma_connect` on a UD ID: the SIDR_REQ for the peer's port in `ps`.
 pub(crate) fn resolve(
     this: &mut Id,
@@ -52,7 +48,10 @@ pub(crate) fn resolve(
     };
     args.pdata[..CMA_HDR_SIZE].copy_from_slice(&route.cma_hdr());
     args.pdata[CMA_HDR_SIZE..][..pdata.len()].copy_from_slice(pdata);
-    this.channel().cepm.sidr_req(&args).map_err(io_errno)?;
+    this.channel()
+        .cepm
+        .sidr_req(&args)
+        .map_err(crate::errno::of_io)?;
     this.state().phase = Phase::Connecting;
     Ok(())
 }
@@ -95,7 +94,10 @@ fn answer(this: &Id, status: u8, qpn: u32, pdata: &[u8]) -> Result<(), c_int> {
         ..Default::default()
     };
     args.pdata[..pdata.len()].copy_from_slice(pdata);
-    this.channel().cepm.sidr_rep(&args).map_err(io_errno)
+    this.channel()
+        .cepm
+        .sidr_rep(&args)
+        .map_err(crate::errno::of_io)
 }
 
 /// What a SIDR_REP means for the requester, as the kernel's `cma_sidr_rep_handler` decides.

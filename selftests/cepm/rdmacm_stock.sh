@@ -4,14 +4,15 @@
 # (rdma-core's librdmacm, the kernel's rdma_cm and ib_cm) on the other, in both directions:
 # ucmatose, rdma_server/rdma_client, udaddy, cmtime, perftest's ib_send_bw and ib_write_bw,
 # rping and ucmatose over IPv6, a consumer reject with private data (rdma_reject_server and
-# rdma_reject_client, ours) and an SRQ (rdma_srq_server, ours). cepm manages rxe0 alone
+# rdma_reject_client, ours), an SRQ (rdma_srq_server, ours) and an event channel's fd
+# (rdma_channel_events, ours). cepm manages rxe0 alone
 # (10.77.0.1, this namespace); the stock CM owns rxe1 (10.77.0.2, namespace cepm_peer), as in
 # interop_stock.sh (rping, with a capture, is interop_rping.sh). Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 interop_begin ucmatose cmtime rdma_server rdma_client udaddy rping ib_send_bw ib_write_bw
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 23
+ktap_set_plan 25
 
 out=$CEPM_ROOT/out/rdmacm_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -39,11 +40,14 @@ both_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ]; }
 status_ok() { both_ok && grep -q 'return status 0' "$out.$1-c" && grep -q 'return status 0' "$out.$1-s"; }
 ends_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdma_server: end 0' "$out.$1-s"; }
 
-# ucmatose: two connections at once, 10 messages each way on each.
-pair ucma-to 7503 to-stock ucmatose -b $STOCK -p 7503 -c 2 -C 10 -- ucmatose -s $STOCK -p 7503 -c 2 -C 10
-ktap_check "ucmatose over cepm -> stock ucmatose: status 0 on both ends ($crc, $src)" status_ok ucma-to
-pair ucma-from 7504 from-stock ucmatose -b $OURS -p 7504 -c 2 -C 10 -- ucmatose -s $OURS -p 7504 -c 2 -C 10
-ktap_check "stock ucmatose -> ucmatose over cepm: status 0 on both ends ($crc, $src)" status_ok ucma-from
+# ucmatose: two connections at once, 10 messages each way on each; -m moves every ID (and the
+# listener) to a new event channel before the disconnect (rdma_migrate_id, cepm's MIGRATE).
+migrated() { status_ok "$1" && grep -q '^migrating to new event channel' "$out.$1-c" &&
+	grep -q '^migrating to new event channel' "$out.$1-s"; }
+pair ucma-to 7503 to-stock ucmatose -b $STOCK -p 7503 -c 2 -C 10 -m -- ucmatose -s $STOCK -p 7503 -c 2 -C 10 -m
+ktap_check "ucmatose -m over cepm -> stock ucmatose -m: status 0 on both ends, both migrated ($crc, $src)" migrated ucma-to
+pair ucma-from 7504 from-stock ucmatose -b $OURS -p 7504 -c 2 -C 10 -m -- ucmatose -s $OURS -p 7504 -c 2 -C 10 -m
+ktap_check "stock ucmatose -m -> ucmatose -m over cepm: status 0 on both ends, both migrated ($crc, $src)" migrated ucma-from
 
 # rdma_server and rdma_client: synchronous endpoints, a message each way.
 # rxe can lose an ACK here (lib.sh, rxe_lost_ack_mark): the end left hanging is stopped 20 s
@@ -79,6 +83,20 @@ ktap_check "a client over cepm rejected by a stock server: reason 28 and its pri
 pair reject-from 7510 from-stock "$progs/rdma_reject_server" $OURS 7510 "not today" 5 6 -- \
 	"$progs/rdma_reject_client" $OURS 7510 "not today" 5 6
 ktap_check "a stock client rejected by a server over cepm: reason 28 and its private data; retry counts 5, 6 in the CONNECT_REQUEST ($crc, $src)" rejected_ok reject-from
+
+# An event channel's fd: readable for ADDR_RESOLVED and ROUTE_RESOLVED, which cepm's library
+# makes in userspace (POST_EVENT), and after rdma_migrate_id on the new channel only. The
+# stock stack answers the same program first, as the oracle.
+channel_ok() { [ "$1" = 0 ] && grep -q '^rdma_channel_events: end 0' "$out.$2"; }
+"${PEER[@]}" timeout 60 "$progs/rdma_channel_events" $STOCK 7512 x >"$out.chan-stock" 2>&1
+rc=$?
+sed 's/^/# stock: /' "$out.chan-stock"
+ktap_check "stock librdmacm: ADDR/ROUTE_RESOLVED make the fd readable, and follow rdma_migrate_id ($rc)" \
+	channel_ok $rc chan-stock
+"${OVER_CEPM[@]}" timeout 60 "$progs/rdma_channel_events" $OURS 7512 x >"$out.chan-cepm" 2>&1
+rc=$?
+sed 's/^/# cepm: /' "$out.chan-cepm"
+ktap_check "cepm's librdmacm: the same ($rc)" channel_ok $rc chan-cepm
 
 # An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
 srq_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdma_srq_server: end 0' "$out.$1-s"; }

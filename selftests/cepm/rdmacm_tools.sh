@@ -51,12 +51,13 @@ show_lines=4 tool_pair ucma "cepm_listens 7175" -- \
 ktap_check "ucmatose -c 1 -C 10: client and server complete with status 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma-c' && grep -q 'return status 0' '$out.ucma-s'"
 
-# ucmatose: 100 connections, 10 messages each way on each.
+# ucmatose: 100 connections, 10 messages each way on each; -m moves the 100 IDs (and the
+# listener) to a new event channel before the disconnect (rdma_migrate_id, cepm's MIGRATE).
 show_lines=2 tool_pair ucma100 "cepm_listens 7183" -- \
-	"${ON_SERVER_OVER_CEPM[@]}" timeout 300 ucmatose -p 7183 -c 100 -C 10 -- \
-	"${OVER_CEPM[@]}" timeout 300 ucmatose -s $ADDR -p 7183 -c 100 -C 10
-ktap_check "ucmatose -c 100 -C 10: client and server complete with status 0 ($crc, $src)" \
-	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma100-c' && grep -q 'return status 0' '$out.ucma100-s'"
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 300 ucmatose -p 7183 -c 100 -C 10 -m -- \
+	"${OVER_CEPM[@]}" timeout 300 ucmatose -s $ADDR -p 7183 -c 100 -C 10 -m
+ktap_check "ucmatose -c 100 -C 10 -m: client and server complete with status 0, both migrated ($crc, $src)" \
+	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma100-c' && grep -q 'return status 0' '$out.ucma100-s' && grep -q '^migrating to new event channel' '$out.ucma100-c' && grep -q '^migrating to new event channel' '$out.ucma100-s'"
 
 # cmtime: 100 connections set up and torn down at once. Its server never exits: stopped after.
 stop_server=1 show_lines=9 tool_pair cmtime "cepm_listens 7176" -- \

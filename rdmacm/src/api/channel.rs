@@ -12,7 +12,7 @@ pub extern "C" fn rdma_create_event_channel() -> *mut sys::rdma_event_channel {
     match Channel::open(false) {
         Ok(channel) => Box::into_raw(channel).cast(),
         Err(e) => {
-            errno::set(e.raw_os_error().unwrap_or(libc::EIO));
+            errno::set(errno::of_io(e));
             core::ptr::null_mut()
         }
     }

@@ -35,10 +35,6 @@ pub(crate) fn max_cm_retries() -> u8 {
     })
 }
 
-fn io_errno(e: std::io::Error) -> c_int {
-    e.raw_os_error().unwrap_or(libc::EIO)
-}
-
 /// The private data of `param` (none for a NULL `param`), `EINVAL` if longer than `max`.
 ///
 /// # Safety
@@ -141,7 +137,7 @@ fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_
         handle: this.handle,
         port_num: u32::from(resolved.port),
         local_qpn: qpn,
-        starting_psn: cepm::connect::random_psn().map_err(io_errno)?,
+        starting_psn: cepm::connect::random_psn().map_err(errno::of_io)?,
         responder_resources,
         initiator_depth,
         remote_cm_response_timeout: CM_RESPONSE_TIMEOUT,
@@ -158,7 +154,7 @@ fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_
     args.path = route.path();
     args.pdata[..CMA_HDR_SIZE].copy_from_slice(&header);
     args.pdata[CMA_HDR_SIZE..CMA_HDR_SIZE + pdata.len()].copy_from_slice(pdata);
-    this.channel().cepm.connect(&args).map_err(io_errno)?;
+    this.channel().cepm.connect(&args).map_err(errno::of_io)?;
     this.state().phase = Phase::Connecting;
     Ok(())
 }
@@ -228,7 +224,7 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
     let mut args = cepm_sys::cepm_accept {
         handle: this.handle,
         local_qpn: qpn,
-        starting_psn: cepm::connect::random_psn().map_err(io_errno)?,
+        starting_psn: cepm::connect::random_psn().map_err(errno::of_io)?,
         responder_resources,
         initiator_depth,
         rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),
@@ -239,7 +235,7 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
     args.pdata[..pdata.len()].copy_from_slice(pdata);
     let port = this.public.port_num;
     let cepm = &this.channel().cepm;
-    cepm.prepare_rep(&args).map_err(io_errno)?;
+    cepm.prepare_rep(&args).map_err(errno::of_io)?;
     if !qp.is_null() {
         let depths = Depths {
             max_dest_rd_atomic: Some(responder_resources),
@@ -250,7 +246,7 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
     }
     if let Err(e) = cepm.send_rep(this.handle) {
         let _ = qp::to_error(qp);
-        return Err(io_errno(e));
+        return Err(errno::of_io(e));
     }
     this.state().phase = Phase::Connected;
     Ok(())
@@ -293,7 +289,7 @@ pub unsafe extern "C" fn rdma_reject(
             this.state().phase = Phase::Done;
             0
         }
-        Err(e) => errno::fail(io_errno(e)),
+        Err(e) => errno::fail(errno::of_io(e)),
     }
 }
 
@@ -326,7 +322,7 @@ pub unsafe extern "C" fn rdma_disconnect(id: *mut sys::rdma_cm_id) -> c_int {
             .or_else(|e| cepm.send_drep(this.handle, &[]).map_err(|_| e))
     };
     if let Err(e) = sent {
-        return errno::fail(io_errno(e));
+        return errno::fail(errno::of_io(e));
     }
     errno::status(sync::complete(this))
 }
@@ -351,7 +347,7 @@ pub unsafe extern "C" fn rdma_establish(id: *mut sys::rdma_cm_id) -> c_int {
             this.state().phase = Phase::Connected;
             0
         }
-        Err(e) => errno::fail(io_errno(e)),
+        Err(e) => errno::fail(errno::of_io(e)),
     }
 }
 
@@ -379,7 +375,7 @@ pub unsafe extern "C" fn rdma_notify(
     }
     match this.channel().cepm.establish(this.handle) {
         Ok(()) => 0,
-        Err(e) => errno::fail(io_errno(e)),
+        Err(e) => errno::fail(errno::of_io(e)),
     }
 }
 
@@ -444,7 +440,7 @@ pub unsafe extern "C" fn rdma_init_qp_attr(
                 }
                 (out, mask)
             }
-            Err(e) => return errno::fail(io_errno(e)),
+            Err(e) => return errno::fail(errno::of_io(e)),
         }
     };
     *attr = out;

@@ -178,6 +178,16 @@ fn get_request(listener: &mut Id) -> Result<*mut Id, c_int> {
             return Err(e);
         }
     }
+    // As librdmacm's: synchronous, like its listener, on a channel of its own.
+    // SAFETY: The new ID is alive and ours alone; no thread takes events for it yet.
+    if let Err(e) = unsafe { super::migrate::migrate(new_ref, core::ptr::null_mut()) } {
+        // SAFETY: As above, for the error of create_qp.
+        unsafe {
+            rdma_ack_cm_event(Box::into_raw(event).cast());
+            rdma_destroy_id(new.cast());
+        }
+        return Err(e);
+    }
     // The new ID keeps the event now: its acknowledgement counts for it, not the listener.
     take_over(&mut event, listener, new_ref);
     new_ref.public.event = Box::into_raw(event).cast();

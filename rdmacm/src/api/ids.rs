@@ -37,10 +37,6 @@ pub(crate) unsafe fn id_of<'a>(id: *mut sys::rdma_cm_id) -> Result<&'a mut Id, c
     Ok(unsafe { &mut *id.cast::<Id>() })
 }
 
-fn io_errno(e: std::io::Error) -> c_int {
-    e.raw_os_error().unwrap_or(libc::EIO)
-}
-
 /// `int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void
 /// *context, enum rdma_port_space ps)`. A NULL channel makes a synchronous ID, on a channel of
 /// its own.
@@ -90,7 +86,7 @@ pub(crate) unsafe fn create_id(
     }
     let sync = channel.is_null();
     let channel = if sync {
-        Box::into_raw(Channel::open(true).map_err(io_errno)?).cast()
+        Box::into_raw(Channel::open(true).map_err(errno::of_io)?).cast()
     } else {
         channel
     };
@@ -103,7 +99,7 @@ pub(crate) unsafe fn create_id(
                 // SAFETY: Made above, known to no one else.
                 drop(unsafe { Box::from_raw(channel.cast::<Channel>()) });
             }
-            return Err(io_errno(e));
+            return Err(errno::of_io(e));
         }
     };
     let new = Box::into_raw(Id::new(channel, handle, context, ps, qp_type, sync));
@@ -130,7 +126,7 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
     // SAFETY: The ID's channel is alive (the ID's invariant) at least until the ID leaves it.
     let channel = unsafe { Channel::from_public(channel_ptr) };
     if let Err(e) = channel.cepm.destroy(this.handle) {
-        return errno::fail(io_errno(e));
+        return errno::fail(errno::of_io(e));
     }
     sync::ack_kept(this);
     for event in channel.take_events_of(idp) {
@@ -243,7 +239,7 @@ pub unsafe extern "C" fn rdma_resolve_addr(
     let timeout = Duration::from_millis(u64::try_from(timeout_ms.max(1)).unwrap_or(1));
     let source = src.map(|s| s.ip()).filter(|ip| !ip.is_unspecified());
     let outcome = address::resolve(dst.ip(), source, timeout)
-        .map_err(io_errno)
+        .map_err(errno::of_io)
         .and_then(|r| {
             let dev = device::by_name(&r.device)?;
             Ok((r, dev))
@@ -268,7 +264,7 @@ pub unsafe extern "C" fn rdma_resolve_addr(
         }
         Err(e) => (sys::RDMA_CM_EVENT_ADDR_ERROR, -e),
     };
-    this.channel().post(Event::new(idp, kind, status));
+    this.channel().post_made(idp, this.handle, kind, status);
     errno::status(sync::complete(this))
 }
 
@@ -316,7 +312,7 @@ pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_m
     this.public.route.path_rec = raw;
     this.public.route.num_paths = 1;
     this.channel()
-        .post(Event::new(idp, sys::RDMA_CM_EVENT_ROUTE_RESOLVED, 0));
+        .post_made(idp, this.handle, sys::RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
     errno::status(sync::complete(this))
 }
 

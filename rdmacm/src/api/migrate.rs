@@ -1,0 +1,83 @@
+//! `rdma_migrate_id`: an ID moves to another event channel, its CEP to that channel's
+//! `/dev/cepm` (`CEPM_IOC_MIGRATE`), as librdmacm moves it with the kernel's `rdma_cm`
+//! (`rdma_migrate_id` in rdma-core's `librdmacm/cma.c`).
+
+use core::ffi::c_int;
+
+use crate::{api::ids::id_of, channel::Channel, errno, id::Id, sync, sys};
+
+/// `int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)`: the ID's
+/// events, the unread ones included, come through `channel` from now on. A NULL `channel`
+/// makes the ID synchronous, on a channel of its own (`EINVAL` if it is synchronous
+/// already). As librdmacm's, it returns once every event of the ID handed out has been
+/// acknowledged; a synchronous ID's kept event is acknowledged first, and its old channel
+/// goes with its last ID.
+///
+/// # Safety
+///
+/// `id` is a live ID; `channel` NULL or a live channel. No other thread uses the ID, or takes
+/// events from its old channel, during the call.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_migrate_id(
+    id: *mut sys::rdma_cm_id,
+    channel: *mut sys::rdma_event_channel,
+) -> c_int {
+    // SAFETY: The caller passes a live ID.
+    let Ok(this) = (unsafe { id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    // SAFETY: As the caller vouches.
+    errno::status(unsafe { migrate(this, channel) })
+}
+
+/// See [`rdma_migrate_id`].
+///
+/// # Safety
+///
+/// As for [`rdma_migrate_id`].
+pub(crate) unsafe fn migrate(
+    this: &mut Id,
+    channel: *mut sys::rdma_event_channel,
+) -> Result<(), c_int> {
+    let to_private = channel.is_null();
+    if to_private && this.sync {
+        return Err(libc::EINVAL);
+    }
+    let old_ptr = this.public.channel;
+    if channel == old_ptr {
+        return Ok(());
+    }
+    let new_ptr: *mut sys::rdma_event_channel = if to_private {
+        Box::into_raw(Channel::open(true).map_err(errno::of_io)?).cast()
+    } else {
+        channel
+    };
+    // SAFETY: Both channels are alive: the ID's (its invariant) and the caller's, or the one
+    // just made.
+    let (old, new) = unsafe { (Channel::from_public(old_ptr), Channel::from_public(new_ptr)) };
+    let idp: *mut Id = this;
+    let handle = match new.adopt(old, idp, this.handle) {
+        Ok(handle) => handle,
+        Err(e) => {
+            if to_private {
+                // SAFETY: Made above, known to no one else.
+                drop(unsafe { Box::from_raw(new_ptr.cast::<Channel>()) });
+            }
+            return Err(errno::of_io(e));
+        }
+    };
+    if this.sync {
+        sync::ack_kept(this);
+    }
+    let last = old.remove(this.handle);
+    // INVARIANT: the new channel's file holds the CEP under `handle`, and its map has the ID.
+    this.handle = handle;
+    this.public.channel = new_ptr;
+    this.sync = to_private;
+    if last && old.private {
+        // SAFETY: A private channel belongs to its IDs, and this was the last.
+        drop(unsafe { Box::from_raw(old_ptr.cast::<Channel>()) });
+    }
+    this.wait_for_acks();
+    Ok(())
+}
