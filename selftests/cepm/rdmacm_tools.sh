@@ -3,7 +3,8 @@
 # rdma-core's own tools, unmodified, with cepm's librdmacm (out/rdmacm/librdmacm.so.1, issue 12)
 # in place of rdma-core's on both ends, so that cepm is their connection manager: rping pings
 # with RDMA reads and writes and verifies the data, ucmatose connects and exchanges messages
-# (on one connection, then on 100), cmtime connects and disconnects 100 at once, perftest's
+# (on one connection, then on 100, whose IDs move to a new event channel with -m:
+# rdma_migrate_id), cmtime connects and disconnects 100 at once, perftest's
 # ib_send_bw and ib_write_bw measure over rdma_cm (-R), rdma_server and rdma_client use the synchronous
 # endpoint calls (rdma_create_ep, rdma_get_request), udaddy exchanges datagrams after SIDR; a
 # connection to a port nobody listens on is REJECTED with status 8 (invalid service ID).
