@@ -483,8 +483,11 @@ struct cepm_qp_attr {
  * EDQUOT); an event that finds this file's queue full is lost as any event
  * is (read() says EOVERFLOW).  Errors: EBADF, fd is not open; EINVAL, fd is
  * not a /dev/cepm file, or owns no CEP by that handle, or reserved is not 0;
- * EBUSY, this file is a monitor.  When fd is this file, nothing moves and
- * new_handle is handle.
+ * EBUSY, this file is a monitor; EPERM, a listener to another user's file
+ * (listens are per user); EAGAIN, the CEP kept needing more room than was
+ * prepared (bounded, and not seen).  A move between two files of one user
+ * may take the user one over its limits while it lasts.  When fd is this
+ * file, nothing moves and new_handle is handle.
  */
 struct cepm_migrate {
 	__s32 fd;               /* in: the file the CEP is in */
