@@ -117,6 +117,10 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 CARGO_TARGET_DIR=$fuzz_target run cargo --quiet build --release --bins --target "$host" \
 	--manifest-path "$proto/fuzz/Cargo.toml"
 unset RUSTFLAGS
+# A run leaves nothing in the repository: a stamp to find what it wrote in $root afterwards.
+mkdir -p "$fuzz_target/run"
+stamp=$fuzz_target/run/.started
+touch "$stamp"
 for t in decode state; do
 	work=$fuzz_target/run/$t
 	rm -rf "$work"
@@ -129,5 +133,8 @@ for t in decode state; do
 	grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|Done)' "$work/log" "$work"/fuzz-*.log 2>/dev/null | sed "s|^|$t: |" || true
 	[ -z "$(ls -A "$work/artifacts")" ] || fail "fuzz target $t left artifacts in $work/artifacts"
 done
+left=$(find "$root" -maxdepth 1 -name 'fuzz-*.log' -newer "$stamp")
+[ -z "$left" ] || fail "the fuzz run left its workers' logs in the repository: $left"
+
 
 step "proto: all checks passed"
