@@ -125,10 +125,12 @@ for t in decode state; do
 	work=$fuzz_target/run/$t
 	rm -rf "$work"
 	mkdir -p "$work/corpus" "$work/artifacts"
-	# New inputs go to the scratch corpus (first dir); the committed corpus is read only.
-	run "$fuzz_target/$host/release/$t" -max_total_time="$fuzz_seconds" -jobs="$fuzz_jobs" \
-		-workers="$fuzz_jobs" -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
-		"$work/corpus" "$proto/fuzz/corpus/$t" >"$work/log" 2>&1 ||
+	# New inputs go to the scratch corpus (first dir); the committed corpus is read only. In
+	# $work, where -jobs makes libFuzzer write each worker's fuzz-N.log.
+	(cd "$work" && run "$fuzz_target/$host/release/$t" -max_total_time="$fuzz_seconds" \
+		-jobs="$fuzz_jobs" -workers="$fuzz_jobs" -print_final_stats=1 \
+		-artifact_prefix="$work/artifacts/" "$work/corpus" "$proto/fuzz/corpus/$t" \
+		>"$work/log" 2>&1) ||
 		{ tail -40 "$work/log"; fail "fuzz target $t crashed: see $work/artifacts"; }
 	grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|Done)' "$work/log" "$work"/fuzz-*.log 2>/dev/null | sed "s|^|$t: |" || true
 	[ -z "$(ls -A "$work/artifacts")" ] || fail "fuzz target $t left artifacts in $work/artifacts"
