@@ -121,11 +121,7 @@ impl Cep {
         status: u32,
     ) -> Result {
         let inner = self.inner.lock();
-        let owner = inner
-            .owner
-            .as_ref()
-            .filter(|o| o.is(file, handle))
-            .ok_or(EINVAL)?;
+        let owner = inner.owner_named(file, handle).ok_or(EINVAL)?;
         owner.file.try_push_event(uapi::cepm_event {
             event,
             handle,
@@ -174,6 +170,11 @@ impl Owner {
 }
 
 impl CepInner {
+    /// The owner, if it is `file`'s `handle` (not once the CEP is destroyed or has moved).
+    pub(super) fn owner_named(&self, file: &CepmFile, handle: u32) -> Option<&Owner> {
+        self.owner.as_ref().filter(|o| o.is(file, handle))
+    }
+
     /// Delivers `ev` of `cep` (whose inner state this is) to its owner, or parks it until the
     /// CEP is claimed, with a copy to the monitors.
     pub(super) fn deliver_raw(&mut self, cep: &Cep, mut ev: uapi::cepm_event) {

@@ -46,9 +46,7 @@ impl Cep {
         listening: impl FnOnce(),
     ) -> Result {
         let mut inner = self.inner.lock();
-        if !inner.owner.as_ref().is_some_and(|o| o.is(file, handle)) {
-            return Err(EINVAL);
-        }
+        inner.owner_named(file, handle).ok_or(EINVAL)?;
         let checked = inner.check(Event::Listen)?;
         self.cm.tables.add_listener(range, opener, self.clone())?;
         inner.service_id = range.id;
@@ -96,9 +94,7 @@ impl Cep {
     pub(crate) fn take_pending(&self, (file, handle): (&CepmFile, u32)) -> Result<Arc<Cep>> {
         let mut inner = self.inner.lock();
         // Only for the file that names it (it may have moved since the caller found it).
-        if !inner.owner.as_ref().is_some_and(|o| o.is(file, handle)) {
-            return Err(EINVAL);
-        }
+        inner.owner_named(file, handle).ok_or(EINVAL)?;
         if inner.sm.state != State::Listen {
             return Err(EINVAL);
         }

@@ -210,21 +210,15 @@ impl CepmFile {
             let reported = old_handle.as_ref().map_or(0, |h| h.events_reported);
             (old_handle, reported)
         };
-        // 3. Queued here, in order; one that finds no room is lost as any event would be.
-        {
-            let limit = shim::params().max_events_per_user;
-            let mut inner = self.inner.lock();
-            if let Some(handle) = inner.handles.get_mut(&id) {
-                handle.events_reported = events_reported;
-            }
-            while let Some(mut ev) = prepared.transit.pop() {
-                ev.handle = id;
-                if inner.events.push(ev, limit).is_err() {
-                    inner.events_lost = inner.events_lost.saturating_add(1);
-                }
-            }
+        // 3. Queued here, in order, as any event is (one that finds no room is lost, and the
+        // next read says so).
+        if let Some(handle) = self.inner.lock().handles.get_mut(&id) {
+            handle.events_reported = events_reported;
         }
-        self.readable.notify_all();
+        while let Some(mut ev) = prepared.transit.pop() {
+            ev.handle = id;
+            self.push_event(ev);
+        }
         (
             Some((self.clone(), id)),
             Step::Moved {
