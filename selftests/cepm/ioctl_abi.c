@@ -607,6 +607,14 @@ static int pending_requests(int fd, int listener)
 	return ioctl(fd, CEPM_IOC_QUERY_CEP, &info) ? -1 : (int)info.pending_requests;
 }
 
+/* The listener's pending requests once at least @n wait, or after 10 s. */
+static int wait_pending(int fd, int listener, int n)
+{
+	for (int i = 0; i < 200 && pending_requests(fd, listener) < n; i++)
+		usleep(50000);
+	return pending_requests(fd, listener);
+}
+
 TEST_F_TIMEOUT(cepm, claimed_requests_leave_no_stale_events, 120)
 {
 	struct cepm_listen l = { .service_id = 0x1064e7e };
@@ -620,9 +628,7 @@ TEST_F_TIMEOUT(cepm, claimed_requests_leave_no_stale_events, 120)
 	for (int read_first = 1; read_first >= 0; read_first--) {
 		send_req("0x0000000001064e7e", 0xc1a10000 + 2 * read_first);
 		send_req("0x0000000001064e7e", 0xc1a10001 + 2 * read_first);
-		for (int i = 0; i < 200 && pending_requests(self->fd, l.handle) < 2; i++)
-			usleep(50000);
-		ASSERT_EQ(2, pending_requests(self->fd, l.handle));
+		ASSERT_EQ(2, wait_pending(self->fd, l.handle, 2));
 		if (read_first) {
 			ASSERT_EQ(sizeof(ev), read(self->fd, &ev, sizeof(ev)));
 			EXPECT_EQ(CEPM_EVENT_REQ_RECEIVED, ev.event);
@@ -804,9 +810,7 @@ TEST_F_TIMEOUT(cepm, migrate_moves_a_listener_and_its_events, 120)
 	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK));
 	send_req("0x0000000001064e7f", 0xc1a200a0);
 	send_req("0x0000000001064e7f", 0xc1a200a1);
-	for (int i = 0; i < 200 && pending_requests(self->fd, l.handle) < 2; i++)
-		usleep(50000);
-	ASSERT_EQ(2, pending_requests(self->fd, l.handle));
+	ASSERT_EQ(2, wait_pending(self->fd, l.handle, 2));
 	ASSERT_EQ(0, post_event(self->fd, l.handle, CEPM_EVENT_USER_FIRST, 5));
 	ASSERT_EQ(sizeof(ev), read(self->fd, &ev, sizeof(ev)));
 	EXPECT_EQ(CEPM_EVENT_REQ_RECEIVED, ev.event);
@@ -838,8 +842,7 @@ TEST_F_TIMEOUT(cepm, migrate_moves_a_listener_and_its_events, 120)
 		EXPECT_EQ(0, ioctl(to, CEPM_IOC_REJECT, &r));
 	}
 	send_req("0x0000000001064e7f", 0xc1a200a2);
-	for (int i = 0; i < 200 && pending_requests(to, h) < 1; i++)
-		usleep(50000);
+	wait_pending(to, h, 1);
 	ASSERT_EQ(sizeof(ev), read(to, &ev, sizeof(ev)));
 	EXPECT_EQ(CEPM_EVENT_REQ_RECEIVED, ev.event);
 	EXPECT_EQ(h, ev.handle);
