@@ -43,11 +43,7 @@ SAME(CEPM_VERBS_WC_SEND, IBV_WC_SEND);
 SAME(CEPM_VERBS_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE);
 SAME(CEPM_VERBS_WC_RDMA_READ, IBV_WC_RDMA_READ);
 SAME(CEPM_VERBS_WC_RECV, IBV_WC_RECV);
-SAME(CEPM_VERBS_WC_GRH, IBV_WC_GRH);
-SAME(CEPM_VERBS_WC_WITH_IMM, IBV_WC_WITH_IMM);
-SAME(CEPM_VERBS_GRH_LEN, sizeof(struct ibv_grh));
 SAME(sizeof(((struct cepm_verbs_ah *)0)->dgid), sizeof(union ibv_gid));
-SAME(sizeof(((struct cepm_verbs_wc *)0)->imm_data), sizeof(((struct ibv_wc *)0)->imm_data));
 
 /*
  * libibverbs reports errors three ways: a positive errno (modify_qp, post_*, dealloc_pd, ...),
@@ -178,15 +174,7 @@ int cepm_verbs_poll_cq(struct ibv_cq *cq, int n, struct cepm_verbs_wc *wc)
 		wc[i].opcode = raw[i].opcode;
 		wc[i].vendor_err = raw[i].vendor_err;
 		wc[i].byte_len = raw[i].byte_len;
-		/* Bit for bit: stays in network byte order (see the header). */
-		wc[i].imm_data = raw[i].imm_data;
 		wc[i].qp_num = raw[i].qp_num;
-		wc[i].src_qp = raw[i].src_qp;
-		wc[i].wc_flags = raw[i].wc_flags;
-		wc[i].pkey_index = raw[i].pkey_index;
-		wc[i].slid = raw[i].slid;
-		wc[i].sl = raw[i].sl;
-		wc[i].dlid_path_bits = raw[i].dlid_path_bits;
 	}
 	return got;
 }
@@ -216,8 +204,7 @@ int cepm_verbs_dereg_mr(struct ibv_mr *mr)
 	return to_errno(ibv_dereg_mr(mr));
 }
 
-static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type,
-				struct cepm_verbs_qp_caps *caps)
+struct ibv_qp *cepm_verbs_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct cepm_verbs_qp_caps *caps)
 {
 	struct ibv_qp_init_attr init;
 	struct ibv_qp *qp;
@@ -225,7 +212,7 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_q
 	memset(&init, 0, sizeof(init));
 	init.send_cq = cq;
 	init.recv_cq = cq;
-	init.qp_type = type;
+	init.qp_type = IBV_QPT_RC;
 	init.sq_sig_all = 0;
 	init.cap.max_send_wr = caps->max_send_wr;
 	init.cap.max_recv_wr = caps->max_recv_wr;
@@ -242,16 +229,6 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_q
 	caps->max_recv_sge = init.cap.max_recv_sge;
 	caps->max_inline_data = init.cap.max_inline_data;
 	return qp;
-}
-
-struct ibv_qp *cepm_verbs_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct cepm_verbs_qp_caps *caps)
-{
-	return create_qp(pd, cq, IBV_QPT_RC, caps);
-}
-
-struct ibv_qp *cepm_verbs_create_ud_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct cepm_verbs_qp_caps *caps)
-{
-	return create_qp(pd, cq, IBV_QPT_UD, caps);
 }
 
 uint32_t cepm_verbs_qp_num(const struct ibv_qp *qp)
@@ -390,90 +367,5 @@ int cepm_verbs_post_rdma(struct ibv_qp *qp, uint64_t wr_id, int write, void *add
 	wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 	wr.wr.rdma.remote_addr = remote_addr;
 	wr.wr.rdma.rkey = rkey;
-	return to_errno(ibv_post_send(qp, &wr, &bad));
-}
-
-int cepm_verbs_modify_ud_qp_init(struct ibv_qp *qp, uint8_t port, uint16_t pkey_index, uint32_t qkey)
-{
-	struct ibv_qp_attr attr;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_INIT;
-	attr.port_num = port;
-	attr.pkey_index = pkey_index;
-	attr.qkey = qkey;
-	return to_errno(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY));
-}
-
-int cepm_verbs_modify_ud_qp_rtr(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr attr;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	return to_errno(ibv_modify_qp(qp, &attr, IBV_QP_STATE));
-}
-
-int cepm_verbs_modify_ud_qp_rts(struct ibv_qp *qp, uint32_t sq_psn)
-{
-	struct ibv_qp_attr attr;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = sq_psn;
-	return to_errno(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN));
-}
-
-struct ibv_ah *cepm_verbs_create_ah(struct ibv_pd *pd, const struct cepm_verbs_ah *attr)
-{
-	struct ibv_ah_attr ah_attr;
-
-	memset(&ah_attr, 0, sizeof(ah_attr));
-	to_ah_attr(attr, &ah_attr);
-	return ibv_create_ah(pd, &ah_attr);
-}
-
-struct ibv_ah *cepm_verbs_create_ah_from_wc(struct ibv_pd *pd, uint8_t port, const struct cepm_verbs_wc *wc,
-					    const void *grh)
-{
-	struct ibv_wc raw;
-
-	memset(&raw, 0, sizeof(raw));
-	raw.wr_id = wc->wr_id;
-	raw.status = (enum ibv_wc_status)wc->status;
-	raw.opcode = (enum ibv_wc_opcode)wc->opcode;
-	raw.vendor_err = wc->vendor_err;
-	raw.byte_len = wc->byte_len;
-	raw.imm_data = wc->imm_data;
-	raw.qp_num = wc->qp_num;
-	raw.src_qp = wc->src_qp;
-	raw.wc_flags = wc->wc_flags;
-	raw.pkey_index = wc->pkey_index;
-	raw.slid = wc->slid;
-	raw.sl = wc->sl;
-	raw.dlid_path_bits = wc->dlid_path_bits;
-	/* ibv_create_ah_from_wc only reads the GRH (ibv_init_ah_from_wc); its prototype is not const. */
-	return ibv_create_ah_from_wc(pd, &raw, (struct ibv_grh *)(uintptr_t)grh, port);
-}
-
-int cepm_verbs_destroy_ah(struct ibv_ah *ah)
-{
-	return to_errno(ibv_destroy_ah(ah));
-}
-
-int cepm_verbs_post_send_ud(struct ibv_qp *qp, uint64_t wr_id, const void *addr, uint32_t length,
-			    uint32_t lkey, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey,
-			    int with_imm, uint32_t imm_data, int signaled)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = length, .lkey = lkey };
-	struct ibv_send_wr wr, *bad;
-
-	init_send_wr(&wr, &sge, wr_id, signaled);
-	wr.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-	/* Bit for bit: the caller passes network byte order (see the header). */
-	wr.imm_data = imm_data;
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = remote_qpn;
-	wr.wr.ud.remote_qkey = remote_qkey;
 	return to_errno(ibv_post_send(qp, &wr, &bad));
 }

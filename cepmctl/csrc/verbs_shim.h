@@ -71,13 +71,6 @@ struct ibv_ah;
 #define CEPM_VERBS_WC_RDMA_READ 2
 #define CEPM_VERBS_WC_RECV 128
 
-/* enum ibv_wc_flags (the subset cepm uses) */
-#define CEPM_VERBS_WC_GRH 0x1          /* a GRH arrived: the first 40 bytes of a UD receive hold it */
-#define CEPM_VERBS_WC_WITH_IMM 0x2     /* imm_data is valid */
-
-/* sizeof(struct ibv_grh): the head of every UD receive buffer, GRH present or not */
-#define CEPM_VERBS_GRH_LEN 40
-
 /* What ibv_query_port reports, the fields cepm uses. */
 struct cepm_verbs_port_attr {
 	uint32_t state;        /* CEPM_VERBS_PORT_* */
@@ -136,26 +129,15 @@ struct cepm_verbs_rts {
 	uint8_t max_rd_atomic;
 };
 
-/*
- * struct ibv_wc, every field: cepm_verbs_create_ah_from_wc rebuilds the original from it.
- * imm_data is copied bit for bit, so it is in network byte order like ibv_wc's (`__be32`):
- * the value the sender's application chose is be32toh(imm_data).
- */
+/* The fields of struct ibv_wc that an RC QP's completions use. */
 struct cepm_verbs_wc {
 	uint64_t wr_id;
 	uint32_t status;       /* CEPM_VERBS_WC_SUCCESS or another enum ibv_wc_status value */
 	uint32_t opcode;       /* CEPM_VERBS_WC_SEND, CEPM_VERBS_WC_RECV, CEPM_VERBS_WC_RDMA_*, ... */
 	uint32_t vendor_err;
 	uint32_t byte_len;
-	uint32_t imm_data;     /* network byte order; valid with CEPM_VERBS_WC_WITH_IMM */
 	uint32_t qp_num;
-	uint32_t src_qp;       /* UD receives: the sender's QPN */
-	uint32_t wc_flags;     /* CEPM_VERBS_WC_GRH, CEPM_VERBS_WC_WITH_IMM, ... */
-	uint16_t pkey_index;
-	uint16_t slid;
-	uint8_t sl;
-	uint8_t dlid_path_bits;
-	uint8_t reserved[2];
+	uint32_t reserved;
 };
 
 /* Devices: the one named `name` (ENODEV if there is none). */
@@ -207,31 +189,5 @@ int cepm_verbs_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t
  */
 int cepm_verbs_post_rdma(struct ibv_qp *qp, uint64_t wr_id, int write, void *addr, uint32_t length,
 			 uint32_t lkey, uint64_t remote_addr, uint32_t rkey, int signaled);
-
-/*
- * UD queue pairs: one CQ for both directions, `caps` updated as for RC.  The three
- * transitions are those of ucma_init_ud_qp(): RESET -> INIT (port, P_Key index, Q_Key),
- * INIT -> RTR (state only), RTR -> RTS (SQ PSN).
- */
-struct ibv_qp *cepm_verbs_create_ud_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct cepm_verbs_qp_caps *caps);
-int cepm_verbs_modify_ud_qp_init(struct ibv_qp *qp, uint8_t port, uint16_t pkey_index, uint32_t qkey);
-int cepm_verbs_modify_ud_qp_rtr(struct ibv_qp *qp);
-int cepm_verbs_modify_ud_qp_rts(struct ibv_qp *qp, uint32_t sq_psn);
-
-/* Address handles: from an address vector, or from a receive completion and its buffer's GRH. */
-struct ibv_ah *cepm_verbs_create_ah(struct ibv_pd *pd, const struct cepm_verbs_ah *attr);
-/* `grh` points at the CEPM_VERBS_GRH_LEN bytes at the head of the receive buffer of `wc`. */
-struct ibv_ah *cepm_verbs_create_ah_from_wc(struct ibv_pd *pd, uint8_t port, const struct cepm_verbs_wc *wc,
-					    const void *grh);
-int cepm_verbs_destroy_ah(struct ibv_ah *ah);
-
-/*
- * A one-SGE UD SEND (`with_imm` 0) or SEND_WITH_IMM (`with_imm` 1, carrying `imm_data`, copied
- * bit for bit into ibv_send_wr.imm_data and therefore in network byte order) to QP `remote_qpn`
- * with Q_Key `remote_qkey` through `ah`, signaled or not.
- */
-int cepm_verbs_post_send_ud(struct ibv_qp *qp, uint64_t wr_id, const void *addr, uint32_t length,
-			    uint32_t lkey, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey,
-			    int with_imm, uint32_t imm_data, int signaled);
 
 #endif /* CEPM_VERBS_SHIM_H */

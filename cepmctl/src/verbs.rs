@@ -1,8 +1,7 @@
 //! RDMA verbs through libibverbs: reliable-connected (RC) queue pairs driven through
-//! INIT → RTR → RTS by explicit attributes, and a ping-pong that moves and verifies real data;
-//! unreliable-datagram (UD) queue pairs ([`UdQp`]) with their [`AddressHandle`]s, for SIDR
-//! services. (cepmctl no longer imitates rdma-core's tools over them: the tools themselves run
-//! over cepm's librdmacm; this layer moves to a maintained binding next, issue 12.)
+//! INIT → RTR → RTS by explicit attributes, and a ping-pong that moves and verifies real data.
+//! That is all `cepmctl connect`/`accept` need; rdma-core's own tools cover the rest over cepm's
+//! librdmacm. Why this is not the `sideway` crate: `docs/verbs.md`.
 //!
 //! The attributes ([`RtrAttr`], [`RtsAttr`], [`AhAttr`]) are plain values so that they can come
 //! from anywhere: from the connection manager (the scalars map one to one onto what cepm's
@@ -12,9 +11,9 @@
 //! # Ownership
 //!
 //! ```text
-//! Device ◀── ProtectionDomain ◀── MemoryRegion, AddressHandle
+//! Device ◀── ProtectionDomain ◀── MemoryRegion
 //!    ▲               ▲
-//!    └─ CompletionQueue ◀── RcQp, UdQp ──▶ (their ProtectionDomain)
+//!    └─ CompletionQueue ◀── RcQp ──▶ (its ProtectionDomain)
 //! ```
 //!
 //! Each arrow is an `Arc`: an object keeps what it was created from alive, so the verbs
@@ -43,7 +42,7 @@ use std::{
     ptr::NonNull,
     str::FromStr,
     sync::{
-        atomic::{AtomicU32, AtomicU8, Ordering},
+        atomic::{AtomicU8, Ordering},
         Arc,
     },
     time::{Duration, Instant},
@@ -65,26 +64,6 @@ mod ffi {
 pub const MAX_PSN: u32 = 0x00ff_ffff;
 /// The largest QP number.
 pub const MAX_QPN: u32 = 0x00ff_ffff;
-/// Bytes at the head of every UD receive buffer reserved for the Global Route Header
-/// (`sizeof(struct ibv_grh)`), whether a GRH arrived or not; a UD receive's `byte_len` counts
-/// them. On RoCE v2 over IPv4 the last 20 of them hold the packet's IPv4 header.
-pub const GRH_LEN: usize = ffi::CEPM_VERBS_GRH_LEN as usize;
-
-/// The immediate data of a work request as the application means it (what `udaddy` passes to
-/// `htobe32` when it sends and gets back from `be32toh` when it receives), converted to the bits
-/// libibverbs stores in `ibv_send_wr.imm_data` (`__be32`, network byte order): `htobe32(value)`.
-///
-/// On the wire the immediate is the four bytes `value.to_be_bytes()`.
-pub const fn imm_to_ibv(value: u32) -> u32 {
-    value.to_be()
-}
-
-/// The inverse of [`imm_to_ibv`]: the application's value of the bits of `ibv_wc.imm_data`
-/// (network byte order), `be32toh(raw)`.
-pub const fn imm_from_ibv(raw: u32) -> u32 {
-    u32::from_be(raw)
-}
-
 /// An error number from the shim (0 means success) as an `io::Result`.
 fn errno_result(rc: i32, what: &str) -> io::Result<()> {
     if rc == 0 {
@@ -735,22 +714,6 @@ pub struct WorkCompletion {
     pub qp_num: u32,
     /// Provider-specific error detail.
     pub vendor_err: u32,
-    /// The immediate data of a receive (`IBV_WC_WITH_IMM` set), as the sender's application
-    /// meant it: `be32toh(ibv_wc.imm_data)`, e.g. the sender's QPN for `udaddy` (which sends
-    /// `htobe32(qp_num)` and reads `be32toh(wc->imm_data)`). `None` without immediate data.
-    pub imm_data: Option<u32>,
-    /// UD receives: the sender's QP number.
-    pub src_qp: u32,
-    /// `ibv_wc.wc_flags` (`IBV_WC_GRH` = 1, `IBV_WC_WITH_IMM` = 2, ...).
-    pub wc_flags: u32,
-    /// UD/GSI receives: the P_Key index the packet arrived with.
-    pub pkey_index: u16,
-    /// UD receives: the sender's LID (InfiniBand only).
-    pub slid: u16,
-    /// UD receives: the service level of the packet.
-    pub sl: u8,
-    /// UD receives: the destination LID path bits (InfiniBand only).
-    pub dlid_path_bits: u8,
 }
 
 /// The kind of a completed work request (`enum ibv_wc_opcode`).
@@ -783,55 +746,7 @@ impl WorkCompletion {
             byte_len: raw.byte_len,
             qp_num: raw.qp_num,
             vendor_err: raw.vendor_err,
-            imm_data: (raw.wc_flags & ffi::CEPM_VERBS_WC_WITH_IMM != 0)
-                .then(|| imm_from_ibv(raw.imm_data)),
-            src_qp: raw.src_qp,
-            wc_flags: raw.wc_flags,
-            pkey_index: raw.pkey_index,
-            slid: raw.slid,
-            sl: raw.sl,
-            dlid_path_bits: raw.dlid_path_bits,
         }
-    }
-
-    /// The `struct ibv_wc` this was decoded from (for `ibv_create_ah_from_wc`).
-    fn to_raw(self) -> ffi::cepm_verbs_wc {
-        let (opcode, imm_data) = (
-            match self.opcode {
-                WcOpcode::Send => ffi::CEPM_VERBS_WC_SEND,
-                WcOpcode::Recv => ffi::CEPM_VERBS_WC_RECV,
-                WcOpcode::RdmaRead => ffi::CEPM_VERBS_WC_RDMA_READ,
-                WcOpcode::RdmaWrite => ffi::CEPM_VERBS_WC_RDMA_WRITE,
-                WcOpcode::Other(other) => other,
-            },
-            self.imm_data.map_or(0, imm_to_ibv),
-        );
-        let mut wc_flags = self.wc_flags & !ffi::CEPM_VERBS_WC_WITH_IMM;
-        if self.imm_data.is_some() {
-            wc_flags |= ffi::CEPM_VERBS_WC_WITH_IMM;
-        }
-        ffi::cepm_verbs_wc {
-            wr_id: self.wr_id,
-            status: self.status,
-            opcode,
-            vendor_err: self.vendor_err,
-            byte_len: self.byte_len,
-            imm_data,
-            qp_num: self.qp_num,
-            src_qp: self.src_qp,
-            wc_flags,
-            pkey_index: self.pkey_index,
-            slid: self.slid,
-            sl: self.sl,
-            dlid_path_bits: self.dlid_path_bits,
-            reserved: [0; 2],
-        }
-    }
-
-    /// Whether a GRH arrived with this receive (`IBV_WC_GRH`): the first [`GRH_LEN`] bytes of
-    /// a UD receive buffer then hold it.
-    pub fn has_grh(&self) -> bool {
-        self.wc_flags & ffi::CEPM_VERBS_WC_GRH != 0
     }
 
     /// Whether the request succeeded.
@@ -1191,9 +1106,12 @@ pub struct RemoteBuf {
     pub rkey: u32,
 }
 
-/// What RC and UD queue pairs share: the QP, its number and capacities, the port it is bound
-/// to, and the CQ and PD its work requests use. [`RcQp`] and [`UdQp`] dereference to it.
-pub struct QueuePair {
+/// A reliable-connected queue pair (`IBV_QPT_RC`) whose sends and receives complete on one CQ,
+/// with its number and capacities, the port it is bound to, and the CQ and PD it uses.
+///
+/// Created in RESET; [`RcQp::to_init`], [`RcQp::to_rtr`] and [`RcQp::to_rts`] connect it with
+/// attributes supplied by the caller (the connection manager, or [`loopback`]).
+pub struct RcQp {
     qp: NonNull<ffi::ibv_qp>,
     qpn: u32,
     caps: QpCaps,
@@ -1204,11 +1122,11 @@ pub struct QueuePair {
 }
 
 // SAFETY: See `Context`: verbs objects are thread-safe; `port` is atomic.
-unsafe impl Send for QueuePair {}
+unsafe impl Send for RcQp {}
 // SAFETY: See `Context`: every method is a thread-safe verb or touches only atomics.
-unsafe impl Sync for QueuePair {}
+unsafe impl Sync for RcQp {}
 
-impl Drop for QueuePair {
+impl Drop for RcQp {
     fn drop(&mut self) {
         // SAFETY: `qp` is destroyed only here, before `self.cq` and `self.pd` release the CQ and
         // PD it uses (fields drop after `drop` returns).
@@ -1216,15 +1134,10 @@ impl Drop for QueuePair {
     }
 }
 
-impl QueuePair {
-    /// Creates a QP (UD if `ud`, else RC) in `pd` whose send and receive completions go to
-    /// `cq`, with at least `caps`.
-    fn create(
-        pd: &ProtectionDomain,
-        cq: &CompletionQueue,
-        caps: QpCaps,
-        ud: bool,
-    ) -> io::Result<Self> {
+impl RcQp {
+    /// Creates an RC QP in `pd` whose send and receive completions go to `cq`, with at least
+    /// `caps` (see [`RcQp::caps`] for what the device granted).
+    pub fn create(pd: &ProtectionDomain, cq: &CompletionQueue, caps: QpCaps) -> io::Result<Self> {
         if !Arc::ptr_eq(&pd.inner.ctx, &cq.inner._ctx) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -1241,21 +1154,8 @@ impl QueuePair {
         let (pd_ptr, cq_ptr) = (pd.inner.ptr.as_ptr(), cq.inner.cq.as_ptr());
         // SAFETY: the PD and CQ are alive (we hold them) and on the same device; `raw` is
         // readable and writable for the call.
-        let qp = unsafe {
-            if ud {
-                ffi::cepm_verbs_create_ud_qp(pd_ptr, cq_ptr, &mut raw)
-            } else {
-                ffi::cepm_verbs_create_rc_qp(pd_ptr, cq_ptr, &mut raw)
-            }
-        };
-        let qp = non_null(
-            qp,
-            if ud {
-                "ibv_create_qp(UD)"
-            } else {
-                "ibv_create_qp(RC)"
-            },
-        )?;
+        let qp = unsafe { ffi::cepm_verbs_create_rc_qp(pd_ptr, cq_ptr, &mut raw) };
+        let qp = non_null(qp, "ibv_create_qp(RC)")?;
         // SAFETY: `qp` was just created.
         let qpn = unsafe { ffi::cepm_verbs_qp_num(qp.as_ptr()) };
         let caps = QpCaps {
@@ -1350,46 +1250,6 @@ impl QueuePair {
         check_mr(&self.pd, mr, len)
     }
 
-    /// Posts a receive of `len` bytes (all of `mr`, checked by the caller) with `wr_id`.
-    ///
-    /// # Safety
-    ///
-    /// As for [`RcQp::post_recv`].
-    unsafe fn post_recv_checked(&self, mr: &MemoryRegion, len: u32, wr_id: u64) -> io::Result<()> {
-        // SAFETY: the QP is alive, the buffer is a region registered in the QP's PD, and the
-        // caller leaves it alone until the completion.
-        let rc = unsafe {
-            ffi::cepm_verbs_post_recv(self.raw(), wr_id, mr.buf.as_ptr().cast(), len, mr.lkey)
-        };
-        errno_result(rc, &format!("ibv_post_recv on QP {}", self.qpn))
-    }
-}
-
-/// A reliable-connected queue pair (`IBV_QPT_RC`) whose sends and receives complete on one CQ.
-///
-/// Created in RESET; [`RcQp::to_init`], [`RcQp::to_rtr`] and [`RcQp::to_rts`] connect it with
-/// attributes supplied by the caller (the connection manager, or [`loopback`]).
-pub struct RcQp {
-    core: QueuePair,
-}
-
-impl core::ops::Deref for RcQp {
-    type Target = QueuePair;
-
-    fn deref(&self) -> &QueuePair {
-        &self.core
-    }
-}
-
-impl RcQp {
-    /// Creates an RC QP in `pd` whose send and receive completions go to `cq`, with at least
-    /// `caps` (see [`QueuePair::caps`] for what the device granted).
-    pub fn create(pd: &ProtectionDomain, cq: &CompletionQueue, caps: QpCaps) -> io::Result<Self> {
-        Ok(Self {
-            core: QueuePair::create(pd, cq, caps, false)?,
-        })
-    }
-
     /// RESET → INIT: binds the QP to `port` and P_Key `pkey_index`, granting peers `access`
     /// (remote read/write/atomic; SEND/RECV need none).
     pub fn to_init(&self, port: u8, pkey_index: u16, access: AccessFlags) -> io::Result<()> {
@@ -1470,8 +1330,12 @@ impl RcQp {
     /// which Rust cannot check because `mr` is only borrowed for the call.
     pub unsafe fn post_recv(&self, mr: &MemoryRegion, wr_id: u64) -> io::Result<()> {
         let len = self.check_mr(mr, mr.len())?;
-        // SAFETY: forwarded from the caller.
-        unsafe { self.post_recv_checked(mr, len, wr_id) }
+        // SAFETY: the QP is alive, the buffer is a region registered in the QP's PD, and the
+        // caller leaves it alone until the completion.
+        let rc = unsafe {
+            ffi::cepm_verbs_post_recv(self.raw(), wr_id, mr.buf.as_ptr().cast(), len, mr.lkey)
+        };
+        errno_result(rc, &format!("ibv_post_recv on QP {}", self.qpn))
     }
 
     /// Posts a one-sided RDMA READ (into) or WRITE (from) the first `len` bytes of `mr`, at
@@ -1540,249 +1404,6 @@ fn check_mr(pd: &ProtectionDomain, mr: &MemoryRegion, len: usize) -> io::Result<
     }
     u32::try_from(len)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "message longer than 4 GiB"))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Unreliable datagram: address handles and UD QPs.
-// ---------------------------------------------------------------------------------------------
-
-/// An address handle's state.
-struct AhInner {
-    ah: NonNull<ffi::ibv_ah>,
-    pd: ProtectionDomain,
-}
-
-// SAFETY: See `Context`: verbs objects are thread-safe.
-unsafe impl Send for AhInner {}
-// SAFETY: See `Context`: verbs objects are thread-safe.
-unsafe impl Sync for AhInner {}
-
-impl Drop for AhInner {
-    fn drop(&mut self) {
-        // SAFETY: `ah` came from the shim and is destroyed only here, before `self.pd` releases
-        // the PD it belongs to (fields drop after `drop` returns).
-        let _ = unsafe { ffi::cepm_verbs_destroy_ah(self.ah.as_ptr()) };
-    }
-}
-
-/// An address handle (`struct ibv_ah`): where a UD send goes (destination GID or LID, source
-/// GID index, port, GRH fields). Clones share the handle, which is destroyed with the last one.
-#[derive(Clone)]
-pub struct AddressHandle {
-    inner: Arc<AhInner>,
-}
-
-impl AddressHandle {
-    /// Creates an address handle in `pd` for the address vector `attr` (for RoCE, e.g.
-    /// [`AhAttr::roce`]: GRH with hop limit 64), checked against its port first.
-    pub fn new(pd: &ProtectionDomain, attr: &AhAttr) -> io::Result<Self> {
-        let device = Device {
-            ctx: Arc::clone(&pd.inner.ctx),
-        };
-        attr.validate_for_port(&device.query_port(attr.port)?)?;
-        let raw = attr.to_raw();
-        // SAFETY: the PD is alive (we hold it) and `raw` is readable for the call.
-        let ah = unsafe { ffi::cepm_verbs_create_ah(pd.inner.ptr.as_ptr(), &raw) };
-        let ah = non_null(ah, "ibv_create_ah")?;
-        Ok(Self {
-            inner: Arc::new(AhInner { ah, pd: pd.clone() }),
-        })
-    }
-
-    /// Creates an address handle in `pd` that answers the sender of the UD receive `wc`, which
-    /// arrived on `port` (`ibv_create_ah_from_wc`): from the GRH in `grh`, the first
-    /// [`GRH_LEN`] bytes of the receive's buffer (on RoCE the GRH is required), and the
-    /// completion's SLID, SL and path bits.
-    pub fn from_completion(
-        pd: &ProtectionDomain,
-        port: u8,
-        wc: &WorkCompletion,
-        grh: &[u8],
-    ) -> io::Result<Self> {
-        if port == 0 {
-            return Err(InvalidAttr::new("port", "port numbers start at 1").into());
-        }
-        if wc.opcode != WcOpcode::Recv || !wc.is_success() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("an address handle needs a successful receive completion, not {wc:?}"),
-            ));
-        }
-        if grh.len() < GRH_LEN {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{} bytes of GRH, {GRH_LEN} needed", grh.len()),
-            ));
-        }
-        let raw = wc.to_raw();
-        // SAFETY: the PD is alive (we hold it), `raw` is readable for the call and `grh` has the
-        // GRH_LEN bytes the shim (ibv_init_ah_from_wc) reads, and it only reads them.
-        let ah = unsafe {
-            ffi::cepm_verbs_create_ah_from_wc(
-                pd.inner.ptr.as_ptr(),
-                port,
-                &raw,
-                grh.as_ptr().cast(),
-            )
-        };
-        let ah = non_null(
-            ah,
-            &format!("ibv_create_ah_from_wc(QP {} port {port})", wc.src_qp),
-        )?;
-        Ok(Self {
-            inner: Arc::new(AhInner { ah, pd: pd.clone() }),
-        })
-    }
-
-    /// The handle's protection domain.
-    pub fn pd(&self) -> &ProtectionDomain {
-        &self.inner.pd
-    }
-}
-
-/// Where a UD SEND goes: the address handle, the remote QP and its Q_Key.
-#[derive(Clone)]
-pub struct UdDest {
-    /// The route to the remote port.
-    pub ah: AddressHandle,
-    /// The remote QP number (24 bits).
-    pub remote_qpn: u32,
-    /// The remote QP's Q_Key.
-    pub remote_qkey: u32,
-}
-
-/// An unreliable-datagram queue pair (`IBV_QPT_UD`) whose sends and receives complete on one
-/// CQ.
-///
-/// Created in RESET; [`UdQp::to_rts`] makes it usable the way librdmacm's `ucma_init_ud_qp()`
-/// does. Every receive buffer starts with [`GRH_LEN`] bytes for the GRH: a receive for
-/// `size`-byte datagrams needs `size + GRH_LEN` bytes.
-pub struct UdQp {
-    core: QueuePair,
-    /// The Q_Key given to `to_rts` (meaningful once the port is set).
-    qkey: AtomicU32,
-}
-
-impl core::ops::Deref for UdQp {
-    type Target = QueuePair;
-
-    fn deref(&self) -> &QueuePair {
-        &self.core
-    }
-}
-
-impl UdQp {
-    /// Creates a UD QP in `pd` whose send and receive completions go to `cq`, with at least
-    /// `caps` (see [`QueuePair::caps`] for what the device granted).
-    pub fn create(pd: &ProtectionDomain, cq: &CompletionQueue, caps: QpCaps) -> io::Result<Self> {
-        Ok(Self {
-            core: QueuePair::create(pd, cq, caps, true)?,
-            qkey: AtomicU32::new(0),
-        })
-    }
-
-    /// The Q_Key given to [`UdQp::to_rts`], if it was called: incoming datagrams must carry it.
-    pub fn qkey(&self) -> Option<u32> {
-        self.port().map(|_| self.qkey.load(Ordering::Relaxed))
-    }
-
-    /// RESET → INIT → RTR → RTS, as `ucma_init_ud_qp()` does: binds the QP to `port` and P_Key
-    /// `pkey_index`, accepts datagrams carrying `qkey` (rdma_cm's default is `RDMA_UDP_QKEY`,
-    /// 0x01234567), and starts the send queue at PSN 0.
-    pub fn to_rts(&self, port: u8, pkey_index: u16, qkey: u32) -> io::Result<()> {
-        self.check_port(port, pkey_index)?;
-        let qp = self.raw();
-        // SAFETY: the QP is alive; the shim only reads its scalar arguments.
-        let rc = unsafe { ffi::cepm_verbs_modify_ud_qp_init(qp, port, pkey_index, qkey) };
-        errno_result(rc, &format!("UD QP {} to INIT", self.qpn))?;
-        self.qkey.store(qkey, Ordering::Relaxed);
-        self.port.store(port, Ordering::Release);
-        // SAFETY: the QP is alive.
-        let rc = unsafe { ffi::cepm_verbs_modify_ud_qp_rtr(qp) };
-        errno_result(rc, &format!("UD QP {} to RTR", self.qpn))?;
-        // SAFETY: the QP is alive; the shim only reads its scalar arguments.
-        let rc = unsafe { ffi::cepm_verbs_modify_ud_qp_rts(qp, 0) };
-        errno_result(rc, &format!("UD QP {} to RTS", self.qpn))
-    }
-
-    /// Posts a receive into the whole of `mr`, with `wr_id`. The datagram lands at offset
-    /// [`GRH_LEN`], after the GRH (or the space for it), and the completion's `byte_len` counts
-    /// those [`GRH_LEN`] bytes too.
-    ///
-    /// # Safety
-    ///
-    /// The device writes the buffer asynchronously: until the request's completion has been
-    /// polled (or the QP is destroyed, or `mr` dropped), the caller must not read or write it,
-    /// which Rust cannot check because `mr` is only borrowed for the call.
-    pub unsafe fn post_recv(&self, mr: &MemoryRegion, wr_id: u64) -> io::Result<()> {
-        let len = check_mr(&self.pd, mr, mr.len())?;
-        if (len as usize) < GRH_LEN {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("a UD receive buffer needs at least {GRH_LEN} bytes for the GRH"),
-            ));
-        }
-        // SAFETY: forwarded from the caller.
-        unsafe { self.post_recv_checked(mr, len, wr_id) }
-    }
-
-    /// Posts a SEND of the first `len` bytes of `mr` to `dest` (its address handle, QP number
-    /// and Q_Key), with `wr_id`: a SEND_WITH_IMM carrying `imm` if it is `Some`, a plain SEND
-    /// otherwise; `signaled` asks for a completion on success (failures always complete).
-    ///
-    /// `imm` is the application's value, as [`WorkCompletion::imm_data`] reports it on the
-    /// receiving side: it is posted as [`imm_to_ibv`]`(imm)`, i.e. `htobe32(imm)`, exactly
-    /// what `udaddy` posts for its QPN.
-    ///
-    /// # Safety
-    ///
-    /// The device reads the bytes asynchronously: until the request's completion has been
-    /// polled (or the QP is destroyed), the caller must not modify them, and must keep
-    /// `dest.ah` alive (a clone suffices), which Rust cannot check because both are only
-    /// borrowed for the call.
-    pub unsafe fn post_send_ud(
-        &self,
-        mr: &MemoryRegion,
-        len: usize,
-        dest: &UdDest,
-        imm: Option<u32>,
-        wr_id: u64,
-        signaled: bool,
-    ) -> io::Result<()> {
-        let len = check_mr(&self.pd, mr, len)?;
-        if !Arc::ptr_eq(&dest.ah.inner.pd.inner, &self.pd.inner) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "address handle of another protection domain",
-            ));
-        }
-        at_most("remote_qpn", dest.remote_qpn, MAX_QPN)?;
-        // SAFETY: the QP and the AH (of the QP's PD) are alive, the buffer is `len` bytes of a
-        // region registered in the QP's PD, and the caller keeps the buffer unmodified and the
-        // AH alive until the completion.
-        let rc = unsafe {
-            ffi::cepm_verbs_post_send_ud(
-                self.raw(),
-                wr_id,
-                mr.buf.as_ptr().cast(),
-                len,
-                mr.lkey,
-                dest.ah.inner.ah.as_ptr(),
-                dest.remote_qpn,
-                dest.remote_qkey,
-                i32::from(imm.is_some()),
-                imm.map_or(0, imm_to_ibv),
-                i32::from(signaled),
-            )
-        };
-        errno_result(
-            rc,
-            &format!(
-                "ibv_post_send(UD) on QP {} to QP {}",
-                self.qpn, dest.remote_qpn
-            ),
-        )
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
