@@ -131,14 +131,14 @@ pub(crate) fn discard(channel: &Channel, event: Box<Event>) {
     // SAFETY: The new ID of a CONNECT_REQUEST not handed out is the application's only
     // through this event.
     let new = unsafe { Box::from_raw(new) };
-    let _ = channel.cepm.destroy(new.handle);
-    channel.remove(new.handle);
-    drop(channel.take_events_of(&*new as *const Id as *mut Id));
+    let _ = channel.cepm.destroy(new.handle());
+    channel.remove(new.handle());
+    drop(channel.take_events_of(new.as_ptr()));
 }
 
 /// The event the application sees for cepm's `raw` on `id`, if any.
-fn translate(channel: &Channel, id: &mut Id, raw: CepmEvent) -> Option<Box<Event>> {
-    let idp: *mut Id = id;
+fn translate(channel: &Channel, id: &Id, raw: CepmEvent) -> Option<Box<Event>> {
+    let idp = id.as_ptr();
     let kind = raw.kind;
     let status = raw.status as i32;
     match kind {
@@ -158,11 +158,11 @@ fn translate(channel: &Channel, id: &mut Id, raw: CepmEvent) -> Option<Box<Event
                 return None;
             }
             drop(state);
-            let _ = qp::to_error(id.public.qp.cast());
+            let _ = qp::to_error(id.public().qp.cast());
             let mut event = Event::new(idp, sys::RDMA_CM_EVENT_REJECTED, status);
             let pdata = channel
                 .cepm
-                .private_data(id.handle)
+                .private_data(id.handle())
                 .map(|(_, d)| d)
                 .unwrap_or_default();
             event.set_conn_pdata(&pdata, REJ_PDATA);
@@ -211,8 +211,8 @@ fn translate(channel: &Channel, id: &mut Id, raw: CepmEvent) -> Option<Box<Event
 
 /// A REQ arrived on listener `listener`: claims it, makes the new ID and its CONNECT_REQUEST.
 /// A REQ that is not rdma_cm's for this listener is rejected and dropped.
-fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
-    let (handle, info) = channel.cepm.get_request(listener.handle, 0).ok()?;
+fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
+    let (handle, info) = channel.cepm.get_request(listener.handle(), 0).ok()?;
     let sidr = info.sidr == 1;
     let refuse = |reason: u16| {
         crate::debug!(
@@ -234,7 +234,7 @@ fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
         None
     };
     // Each port space has its own service IDs, so a UD listener hears SIDR_REQs alone.
-    if sidr != (listener.public.qp_type == sys::IBV_QPT_UD) {
+    if sidr != (listener.public().qp_type == sys::IBV_QPT_UD) {
         return refuse(cepm_sys::CEPM_REJ_INVALID_SERVICE_ID as u16);
     }
     let Ok(hdr) = CmaHdr::decode(&info.private_data) else {
@@ -262,20 +262,22 @@ fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
         return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16);
     };
     let new = Box::into_raw(Id::new(
-        listener.public.channel,
+        listener.public().channel,
         handle,
-        listener.public.context,
-        listener.public.ps,
-        listener.public.qp_type,
+        listener.public().context,
+        listener.public().ps,
+        listener.public().qp_type,
         // A synchronous listener's `rdma_get_request` makes it synchronous, on a channel of
         // its own.
         false,
     ));
     // SAFETY: Just made, ours alone until it is in the map.
-    let new_ref = unsafe { &mut *new };
-    new_ref.public.verbs = dev.context;
-    new_ref.public.pd = dev.pd;
-    new_ref.public.port_num = info.port;
+    let new_ref = unsafe { &*new };
+    new_ref.update(|p| {
+        p.verbs = dev.context;
+        p.pd = dev.pd;
+        p.port_num = info.port;
+    });
     let local = SocketAddr::new(dst, port);
     let remote = SocketAddr::new(src, hdr.src_port);
     new_ref.set_address(true, local);
@@ -291,8 +293,8 @@ fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
     }
     channel.add(handle, new);
     let mut event = Event::new(new, sys::RDMA_CM_EVENT_CONNECT_REQUEST, 0);
-    event.owner = listener;
-    event.public.listen_id = &mut listener.public;
+    event.owner = listener.as_ptr();
+    event.public.listen_id = listener.as_public();
     if sidr {
         // Its private data is longer than GET_REQUEST's copy: the whole of it.
         let pdata = channel
@@ -322,18 +324,18 @@ fn connect_request(channel: &Channel, listener: &mut Id) -> Option<Box<Event>> {
 /// A REP arrived for `id`'s REQ. With a QP, librdmacm moves it to RTR and RTS and sends the
 /// RTU itself, and the application sees ESTABLISHED; without one, CONNECT_RESPONSE, and the
 /// application calls `rdma_establish`.
-fn connect_response(channel: &Channel, id: &mut Id) -> Box<Event> {
-    let idp: *mut Id = id;
+fn connect_response(channel: &Channel, id: &Id) -> Box<Event> {
+    let idp = id.as_ptr();
     let pdata = channel
         .cepm
-        .private_data(id.handle)
+        .private_data(id.handle())
         .map(|(_, d)| d)
         .unwrap_or_default();
     let remote_qpn = channel
         .cepm
-        .query_cep(id.handle)
+        .query_cep(id.handle())
         .map_or(0, |i| i.remote_qpn);
-    let qp: *mut sys::ibv_qp = id.public.qp;
+    let qp: *mut sys::ibv_qp = id.public().qp;
     if qp.is_null() {
         let mut event = Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
         event.set_conn_pdata(&pdata, REP_PDATA);
@@ -341,15 +343,15 @@ fn connect_response(channel: &Channel, id: &mut Id) -> Box<Event> {
         return event;
     }
     let ack_timeout = id.state().options.ack_timeout;
-    let port = id.public.port_num;
+    let port = id.public().port_num;
     let depths = Depths {
         ack_timeout,
         ..Depths::default()
     };
-    let moved = qp::to_rts(&channel.cepm, id.handle, qp, port, depths).and_then(|()| {
+    let moved = qp::to_rts(&channel.cepm, id.handle(), qp, port, depths).and_then(|()| {
         channel
             .cepm
-            .send_rtu(id.handle, &[])
+            .send_rtu(id.handle(), &[])
             .map_err(crate::errno::of_io)
     });
     if moved.is_err() {
@@ -368,15 +370,15 @@ fn connect_response(channel: &Channel, id: &mut Id) -> Box<Event> {
 
 /// A SIDR_REP answered `id`'s SIDR_REQ: `ESTABLISHED` with what an address handle to the
 /// peer needs, or why not (see [`ud::Reply`]).
-fn sidr_reply(channel: &Channel, id: &mut Id) -> Box<Event> {
-    let idp: *mut Id = id;
-    let info = channel.cepm.query_cep(id.handle).ok();
+fn sidr_reply(channel: &Channel, id: &Id) -> Box<Event> {
+    let idp = id.as_ptr();
+    let info = channel.cepm.query_cep(id.handle()).ok();
     let reply = info.map_or(ud::Reply::Refused(cepm_sys::CEPM_SIDR_REJECT as i32), |i| {
         ud::Reply::of(i.sidr_status, i.remote_qpn, i.remote_qkey)
     });
     let pdata = channel
         .cepm
-        .private_data(id.handle)
+        .private_data(id.handle())
         .map(|(_, d)| d)
         .unwrap_or_default();
     let mut state = id.state();
@@ -389,7 +391,7 @@ fn sidr_reply(channel: &Channel, id: &mut Id) -> Box<Event> {
             ud.qkey = qkey;
             if let Some(resolved) = &state.resolved {
                 let tos = state.options.tos.unwrap_or(0);
-                ud.ah_attr = ud::ah_attr(resolved, tos, id.public.port_num);
+                ud.ah_attr = ud::ah_attr(resolved, tos, id.public().port_num);
             }
             event
         }

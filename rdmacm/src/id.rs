@@ -7,10 +7,26 @@
 //! `public` is the first field, so that the application's `struct rdma_cm_id *` points to the
 //! whole [`Id`]. `public.channel` is the channel whose file holds CEP `handle` and whose map
 //! has this ID under it, for as long as the ID is alive.
+//!
+//! # Sharing with the application
+//!
+//! The application reads `public` through its pointer whenever it likes, and writes `context`.
+//! So the library never holds a Rust reference to an [`Id`] that would claim it alone: calls
+//! get an `&Id`, the library's own state is behind a lock, and `public` is in an `UnsafeCell`,
+//! copied out by [`Id::public`] and changed by [`Id::update`]. librdmacm's contract gives the
+//! rest: the application does not make two calls on one ID at once, nor read a field that a
+//! call on the ID is changing. The library changes `public` only in calls on the ID, or, in
+//! the thread reading events, on an ID the application does not have yet (a
+//! CONNECT_REQUEST's).
 
 use std::{
+    cell::UnsafeCell,
     net::{IpAddr, SocketAddr},
-    sync::{Condvar, Mutex, MutexGuard},
+    ptr,
+    sync::{
+        atomic::{AtomicBool, AtomicU32, Ordering},
+        Condvar, Mutex, MutexGuard,
+    },
 };
 
 use crate::{channel::Channel, resolve::address::Resolved, sys};
@@ -83,13 +99,13 @@ pub(crate) struct IdState {
 /// An ID.
 #[repr(C)]
 pub(crate) struct Id {
-    /// What the application sees.
-    pub(crate) public: sys::rdma_cm_id,
-    /// Its CEP, in `public.channel`'s file.
-    pub(crate) handle: u32,
+    /// What the application sees (see "Sharing with the application" above).
+    public: UnsafeCell<sys::rdma_cm_id>,
+    /// Its CEP, in `public.channel`'s file; `rdma_migrate_id` changes it.
+    handle: AtomicU32,
     /// Synchronous: calls that lead to an event wait for it, and keep it in `public.event`
-    /// until the next such call (librdmacm's `ucma_complete`).
-    pub(crate) sync: bool,
+    /// until the next such call (librdmacm's `ucma_complete`); `rdma_migrate_id` changes it.
+    sync: AtomicBool,
     state: Mutex<IdState>,
     acked: Condvar,
 }
@@ -105,15 +121,15 @@ impl Id {
         sync: bool,
     ) -> Box<Self> {
         Box::new(Self {
-            public: sys::rdma_cm_id {
+            public: UnsafeCell::new(sys::rdma_cm_id {
                 channel,
                 context,
                 ps: port_space,
                 qp_type,
                 ..Default::default()
-            },
-            handle,
-            sync,
+            }),
+            handle: AtomicU32::new(handle),
+            sync: AtomicBool::new(sync),
             state: Mutex::new(IdState {
                 phase: Phase::Idle,
                 events_reported: 0,
@@ -132,10 +148,53 @@ impl Id {
         })
     }
 
+    /// The ID as a raw pointer, to name it (in a channel's map, as an event's owner) and to reach
+    /// it shared again. The ID is freed only through the pointer it was made with.
+    pub(crate) fn as_ptr(&self) -> *mut Id {
+        ptr::from_ref(self).cast_mut()
+    }
+
+    /// Its CEP's handle in its channel's file.
+    pub(crate) fn handle(&self) -> u32 {
+        self.handle.load(Ordering::Acquire)
+    }
+
+    /// Whether it is synchronous (see `sync`).
+    pub(crate) fn is_sync(&self) -> bool {
+        self.sync.load(Ordering::Acquire)
+    }
+
+    /// After `rdma_migrate_id`: its CEP's handle in the new channel's file, and whether it is
+    /// synchronous there.
+    pub(crate) fn moved(&self, handle: u32, sync: bool) {
+        self.handle.store(handle, Ordering::Release);
+        self.sync.store(sync, Ordering::Release);
+    }
+
+    /// The application's pointer to this ID: what `rdma_create_id` hands out and events name.
+    pub(crate) fn as_public(&self) -> *mut sys::rdma_cm_id {
+        self.public.get()
+    }
+
+    /// A copy of the application's view.
+    pub(crate) fn public(&self) -> sys::rdma_cm_id {
+        // SAFETY: `public` is initialised, and nothing changes it meanwhile (see "Sharing with
+        // the application"); the copy is taken without making a reference.
+        unsafe { self.public.get().read() }
+    }
+
+    /// Changes the application's view: `change` has it for the length of the call.
+    pub(crate) fn update<R>(&self, change: impl FnOnce(&mut sys::rdma_cm_id) -> R) -> R {
+        // SAFETY: No other reference to `public` exists: the library makes none outside this
+        // call, and no one else reads or writes it meanwhile (see "Sharing with the
+        // application").
+        change(unsafe { &mut *self.public.get() })
+    }
+
     /// The channel the ID is on.
     pub(crate) fn channel(&self) -> &Channel {
         // SAFETY: By the type invariant, `public.channel` is the live channel of this ID.
-        unsafe { Channel::from_public(self.public.channel) }
+        unsafe { Channel::from_public(self.public().channel) }
     }
 
     /// Its state, locked.
@@ -163,15 +222,17 @@ impl Id {
     }
 
     /// Writes `addr` into `route.addr`'s source (or destination) slot.
-    pub(crate) fn set_address(&mut self, local: bool, addr: SocketAddr) {
+    pub(crate) fn set_address(&self, local: bool, addr: SocketAddr) {
         let storage = socket_storage(addr);
         // Both slots are unions of plain socket address types over a sockaddr_storage:
         // writing the storage member writes them all.
-        if local {
-            self.public.route.addr.__bindgen_anon_1.src_storage = storage;
-        } else {
-            self.public.route.addr.__bindgen_anon_2.dst_storage = storage;
-        }
+        self.update(|public| {
+            if local {
+                public.route.addr.__bindgen_anon_1.src_storage = storage;
+            } else {
+                public.route.addr.__bindgen_anon_2.dst_storage = storage;
+            }
+        });
     }
 }
 

@@ -9,20 +9,20 @@ use crate::{api::ids::rdma_ack_cm_event, event, id::Id, sys};
 /// For a synchronous ID: acknowledges the event it kept, waits for its next one and keeps
 /// it. That event's failure is the call's: `ECONNREFUSED` for `REJECTED`, else the errno of
 /// its status. An asynchronous ID returns at once.
-pub(crate) fn complete(id: &mut Id) -> Result<(), c_int> {
-    if !id.sync {
+pub(crate) fn complete(id: &Id) -> Result<(), c_int> {
+    if !id.is_sync() {
         return Ok(());
     }
     ack_kept(id);
-    let idp: *mut Id = id;
+    let idp = id.as_ptr();
     let event = event::next(id.channel(), Some(idp))?;
     keep(id, event)
 }
 
-/// Keeps `event` in `id.public.event`, and gives its failure as [`complete`] does.
-pub(crate) fn keep(id: &mut Id, event: Box<event::Event>) -> Result<(), c_int> {
+/// Keeps `event` in the ID's `event` field, and gives its failure as [`complete`] does.
+pub(crate) fn keep(id: &Id, event: Box<event::Event>) -> Result<(), c_int> {
     let (kind, status) = (event.public.event, event.public.status);
-    id.public.event = Box::into_raw(event).cast();
+    id.update(|p| p.event = Box::into_raw(event).cast());
     match status {
         0 => Ok(()),
         _ if kind == sys::RDMA_CM_EVENT_REJECTED => Err(libc::ECONNREFUSED),
@@ -31,8 +31,8 @@ pub(crate) fn keep(id: &mut Id, event: Box<event::Event>) -> Result<(), c_int> {
 }
 
 /// Acknowledges the event a synchronous ID kept, if any.
-pub(crate) fn ack_kept(id: &mut Id) {
-    let kept = core::mem::replace(&mut id.public.event, ptr::null_mut());
+pub(crate) fn ack_kept(id: &Id) {
+    let kept = id.update(|p| core::mem::replace(&mut p.event, ptr::null_mut()));
     if !kept.is_null() {
         // SAFETY: A kept event came from event::next and was not acknowledged yet.
         unsafe { rdma_ack_cm_event(kept) };

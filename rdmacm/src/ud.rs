@@ -29,15 +29,10 @@ pub(crate) const SIDR_REQ_USER_PDATA: usize =
 pub(crate) const SIDR_REP_PDATA: usize = cepm_sys::CEPM_SIDR_REP_PDATA_MAX as usize;
 
 /// `rdma_connect` on a UD ID: the SIDR_REQ for the peer's port in `ps`.
-pub(crate) fn resolve(
-    this: &mut Id,
-    ps: PortSpace,
-    route: &Route,
-    pdata: &[u8],
-) -> Result<(), c_int> {
+pub(crate) fn resolve(this: &Id, ps: PortSpace, route: &Route, pdata: &[u8]) -> Result<(), c_int> {
     let mut args = cepm_sys::cepm_sidr_req {
         service_id: ip_service_id(ps, route.remote.port()),
-        handle: this.handle,
+        handle: this.handle(),
         port_num: u32::from(route.resolved.port),
         dev_name: route.dev_name(),
         path: route.path(),
@@ -58,8 +53,8 @@ pub(crate) fn resolve(
 
 /// `rdma_accept` on a UD ID born from a SIDR_REQ: a SIDR_REP with `qpn` (the ID's QP's, or
 /// the one the parameters name; `EINVAL` if neither).
-pub(crate) fn accept(this: &mut Id, param_qpn: Option<u32>, pdata: &[u8]) -> Result<(), c_int> {
-    let qp: *mut sys::ibv_qp = this.public.qp;
+pub(crate) fn accept(this: &Id, param_qpn: Option<u32>, pdata: &[u8]) -> Result<(), c_int> {
+    let qp: *mut sys::ibv_qp = this.public().qp;
     // SAFETY: The ID's QP, when it has one, is alive.
     let qpn = unsafe { qp.as_ref() }
         .map(|qp| qp.qp_num)
@@ -72,7 +67,7 @@ pub(crate) fn accept(this: &mut Id, param_qpn: Option<u32>, pdata: &[u8]) -> Res
 }
 
 /// `rdma_reject` on a UD ID born from a SIDR_REQ: a SIDR_REP with status "rejected".
-pub(crate) fn reject(this: &mut Id, pdata: &[u8]) -> Result<(), c_int> {
+pub(crate) fn reject(this: &Id, pdata: &[u8]) -> Result<(), c_int> {
     answer(this, cepm_sys::CEPM_SIDR_REJECT as u8, 0, pdata)?;
     this.state().phase = Phase::Done;
     Ok(())
@@ -86,7 +81,7 @@ fn answer(this: &Id, status: u8, qpn: u32, pdata: &[u8]) -> Result<(), c_int> {
         return Err(libc::EINVAL);
     }
     let mut args = cepm_sys::cepm_sidr_rep {
-        handle: this.handle,
+        handle: this.handle(),
         qpn,
         qkey: UDP_QKEY,
         status,

@@ -101,16 +101,17 @@ pub unsafe extern "C" fn rdma_connect(
     errno::status(connected.inspect_err(|e| crate::debug!("rdma_connect: errno {e}")))
 }
 
-fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> {
-    let ps = port_space(this.public.ps).ok_or(libc::EINVAL)?;
+fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> {
+    let public = this.public();
+    let ps = port_space(public.ps).ok_or(libc::EINVAL)?;
     let route = Route::of(this)?;
-    if this.public.qp_type == sys::IBV_QPT_UD {
+    if public.qp_type == sys::IBV_QPT_UD {
         // SAFETY: The caller vouched for `conn_param`.
         let pdata = unsafe { user_pdata(param, ud::SIDR_REQ_USER_PDATA) }?;
         return ud::resolve(this, ps, &route, pdata);
     }
-    let tcp = this.public.ps == sys::RDMA_PS_TCP;
-    let qp: *mut sys::ibv_qp = this.public.qp;
+    let tcp = public.ps == sys::RDMA_PS_TCP;
+    let qp: *mut sys::ibv_qp = public.qp;
     if tcp && qp.is_null() && param.is_none() {
         return Err(libc::EINVAL);
     }
@@ -134,7 +135,7 @@ fn connect(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_
     let pdata = unsafe { user_pdata(param, REQ_USER_PDATA) }?;
     let mut args = cepm_sys::cepm_connect {
         service_id: ip_service_id(ps, route.remote.port()),
-        handle: this.handle,
+        handle: this.handle(),
         port_num: u32::from(resolved.port),
         local_qpn: qpn,
         starting_psn: cepm::connect::random_psn().map_err(errno::of_io)?,
@@ -175,25 +176,26 @@ pub unsafe extern "C" fn rdma_accept(
         return errno::fail(libc::EINVAL);
     };
     // A UD ID's SIDR_REP leads to no event: nothing to wait for.
-    let is_ud = this.public.qp_type == sys::IBV_QPT_UD;
+    let is_ud = this.public().qp_type == sys::IBV_QPT_UD;
     let accepted =
         accept(this, param).and_then(|()| if is_ud { Ok(()) } else { sync::complete(this) });
     errno::status(accepted.inspect_err(|e| crate::debug!("rdma_accept: errno {e}")))
 }
 
-fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> {
-    if this.public.qp_type == sys::IBV_QPT_UD {
+fn accept(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> {
+    let public = this.public();
+    if public.qp_type == sys::IBV_QPT_UD {
         // SAFETY: The caller vouched for `conn_param`.
         let pdata = unsafe { user_pdata(param, ud::SIDR_REP_PDATA) }?;
         return ud::accept(this, param.map(|p| p.qp_num), pdata);
     }
-    let tcp = this.public.ps == sys::RDMA_PS_TCP;
-    let qp: *mut sys::ibv_qp = this.public.qp;
+    let tcp = public.ps == sys::RDMA_PS_TCP;
+    let qp: *mut sys::ibv_qp = public.qp;
     if qp.is_null() && param.is_none() {
         return Err(libc::EINVAL);
     }
     let state = this.state();
-    if state.phase != Phase::Requested || this.public.verbs.is_null() {
+    if state.phase != Phase::Requested || public.verbs.is_null() {
         return Err(libc::EINVAL);
     }
     let (requested_resources, requested_depth) = state.requested;
@@ -202,7 +204,7 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
     // The device the REQ came in on.
     // SAFETY: `verbs` is a context of an opened device.
     let name =
-        unsafe { core::ffi::CStr::from_ptr(sys::ibv_get_device_name((*this.public.verbs).device)) }
+        unsafe { core::ffi::CStr::from_ptr(sys::ibv_get_device_name((*public.verbs).device)) }
             .to_string_lossy()
             .into_owned();
     let dev = device::by_name(&name)?;
@@ -222,7 +224,7 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
     // SAFETY: The caller vouched for `conn_param`.
     let pdata = unsafe { user_pdata(param, REP_PDATA) }?;
     let mut args = cepm_sys::cepm_accept {
-        handle: this.handle,
+        handle: this.handle(),
         local_qpn: qpn,
         starting_psn: cepm::connect::random_psn().map_err(errno::of_io)?,
         responder_resources,
@@ -233,7 +235,7 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
         ..Default::default()
     };
     args.pdata[..pdata.len()].copy_from_slice(pdata);
-    let port = this.public.port_num;
+    let port = public.port_num;
     let cepm = &this.channel().cepm;
     cepm.prepare_rep(&args).map_err(errno::of_io)?;
     if !qp.is_null() {
@@ -242,9 +244,9 @@ fn accept(this: &mut Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_i
             max_rd_atomic: Some(initiator_depth),
             ack_timeout,
         };
-        qp::to_rts(cepm, this.handle, qp, port, depths)?;
+        qp::to_rts(cepm, this.handle(), qp, port, depths)?;
     }
-    if let Err(e) = cepm.send_rep(this.handle) {
+    if let Err(e) = cepm.send_rep(this.handle()) {
         let _ = qp::to_error(qp);
         return Err(errno::of_io(e));
     }
@@ -270,7 +272,7 @@ pub unsafe extern "C" fn rdma_reject(
         return errno::fail(libc::EINVAL);
     };
     let len = usize::from(private_data_len);
-    let is_ud = this.public.qp_type == sys::IBV_QPT_UD;
+    let is_ud = this.public().qp_type == sys::IBV_QPT_UD;
     if len > if is_ud { ud::SIDR_REP_PDATA } else { REJ_PDATA } {
         return errno::fail(libc::EINVAL);
     }
@@ -284,7 +286,11 @@ pub unsafe extern "C" fn rdma_reject(
         return errno::status(ud::reject(this, pdata));
     }
     let reason = cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16;
-    match this.channel().cepm.reject(this.handle, reason, &[], pdata) {
+    match this
+        .channel()
+        .cepm
+        .reject(this.handle(), reason, &[], pdata)
+    {
         Ok(()) => {
             this.state().phase = Phase::Done;
             0
@@ -305,10 +311,10 @@ pub unsafe extern "C" fn rdma_disconnect(id: *mut sys::rdma_cm_id) -> c_int {
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
-    if this.public.verbs.is_null() {
+    if this.public().verbs.is_null() {
         return errno::fail(libc::EINVAL);
     }
-    if let Err(e) = qp::to_error(this.public.qp) {
+    if let Err(e) = qp::to_error(this.public().qp) {
         return errno::fail(e);
     }
     // A DREQ not read yet (a synchronous ID reads none between its calls) is answered too:
@@ -316,10 +322,10 @@ pub unsafe extern "C" fn rdma_disconnect(id: *mut sys::rdma_cm_id) -> c_int {
     let answer = this.state().peer_disconnected;
     let cepm = &this.channel().cepm;
     let sent = if answer {
-        cepm.send_drep(this.handle, &[])
+        cepm.send_drep(this.handle(), &[])
     } else {
-        cepm.send_dreq(this.handle, &[])
-            .or_else(|e| cepm.send_drep(this.handle, &[]).map_err(|_| e))
+        cepm.send_dreq(this.handle(), &[])
+            .or_else(|e| cepm.send_drep(this.handle(), &[]).map_err(|_| e))
     };
     if let Err(e) = sent {
         return errno::fail(errno::of_io(e));
@@ -339,10 +345,10 @@ pub unsafe extern "C" fn rdma_establish(id: *mut sys::rdma_cm_id) -> c_int {
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
-    if !this.public.qp.is_null() {
+    if !this.public().qp.is_null() {
         return errno::fail(libc::EINVAL);
     }
-    match this.channel().cepm.send_rtu(this.handle, &[]) {
+    match this.channel().cepm.send_rtu(this.handle(), &[]) {
         Ok(()) => {
             this.state().phase = Phase::Connected;
             0
@@ -367,13 +373,13 @@ pub unsafe extern "C" fn rdma_notify(
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
-    if this.public.verbs.is_null() {
+    if this.public().verbs.is_null() {
         return errno::fail(libc::EINVAL);
     }
     if event != sys::IBV_EVENT_COMM_EST {
         return 0;
     }
-    match this.channel().cepm.establish(this.handle) {
+    match this.channel().cepm.establish(this.handle()) {
         Ok(()) => 0,
         Err(e) => errno::fail(errno::of_io(e)),
     }
@@ -400,7 +406,7 @@ pub unsafe extern "C" fn rdma_init_qp_attr(
     ) else {
         return errno::fail(libc::EINVAL);
     };
-    if this.public.verbs.is_null() {
+    if this.public().verbs.is_null() {
         return errno::fail(libc::EINVAL);
     }
     let state = attr.qp_state;
@@ -412,7 +418,7 @@ pub unsafe extern "C" fn rdma_init_qp_attr(
         (
             sys::ibv_qp_attr {
                 qp_state: state,
-                port_num: this.public.port_num,
+                port_num: this.public().port_num,
                 ..Default::default()
             },
             sys::IBV_QP_STATE
@@ -427,9 +433,9 @@ pub unsafe extern "C" fn rdma_init_qp_attr(
             sys::IBV_QPS_RTS => cepm_sys::CEPM_QPS_RTS,
             _ => return errno::fail(libc::EINVAL),
         };
-        match this.channel().cepm.qp_attr(this.handle, cepm_state) {
+        match this.channel().cepm.qp_attr(this.handle(), cepm_state) {
             Ok(a) => {
-                let (mut out, mask) = qp::from_cepm(&a, state, this.public.port_num);
+                let (mut out, mask) = qp::from_cepm(&a, state, this.public().port_num);
                 if let Some(t) = this
                     .state()
                     .options

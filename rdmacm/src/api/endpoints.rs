@@ -88,9 +88,9 @@ unsafe fn set_up(
         // SAFETY: A live ID, and the caller's address.
         errno_of(unsafe { rdma_bind_addr(public, res.ai_src_addr) })?;
         // SAFETY: A live ID, not yet shared.
-        let this = unsafe { &mut *new };
+        let this = unsafe { &*new };
         if !pd.is_null() {
-            this.public.pd = pd;
+            this.update(|p| p.pd = pd);
         }
         if let Some(attr) = qp_init_attr {
             let mut kept = *attr;
@@ -108,7 +108,7 @@ unsafe fn set_up(
     if let Some(attr) = qp_init_attr {
         attr.qp_type = res.ai_qp_type as sys::ibv_qp_type;
         // SAFETY: A live ID.
-        create_qp(unsafe { &mut *new }, pd, attr)?;
+        create_qp(unsafe { &*new }, pd, attr)?;
     }
     Ok(())
 }
@@ -147,16 +147,16 @@ pub unsafe extern "C" fn rdma_get_request(
     let Ok(listener) = (unsafe { id_of(listen) }) else {
         return errno::fail(libc::EINVAL);
     };
-    if !listener.sync || id.is_null() {
+    if !listener.is_sync() || id.is_null() {
         return errno::fail(libc::EINVAL);
     }
     // SAFETY: The caller passes `id` valid for a write.
     errno::status(get_request(listener).map(|new| unsafe { *id = new.cast() }))
 }
 
-fn get_request(listener: &mut Id) -> Result<*mut Id, c_int> {
+fn get_request(listener: &Id) -> Result<*mut Id, c_int> {
     sync::ack_kept(listener);
-    let listener_ptr: *mut Id = listener;
+    let listener_ptr = listener.as_ptr();
     let mut event = crate::event::next(listener.channel(), Some(listener_ptr))?;
     if event.public.status != 0 || event.public.event != sys::RDMA_CM_EVENT_CONNECT_REQUEST {
         sync::keep(listener, event)?;
@@ -164,10 +164,10 @@ fn get_request(listener: &mut Id) -> Result<*mut Id, c_int> {
     }
     let new: *mut Id = event.public.id.cast();
     // SAFETY: The event's new ID is alive, and the application's only through this event.
-    let new_ref = unsafe { &mut *new };
+    let new_ref = unsafe { &*new };
     let endpoint_qp = listener.state().endpoint_qp;
     if let Some(mut attr) = endpoint_qp {
-        if let Err(e) = create_qp(new_ref, listener.public.pd, &mut attr) {
+        if let Err(e) = create_qp(new_ref, listener.public().pd, &mut attr) {
             // The request goes: its ID's destroy rejects it.
             // SAFETY: An event of ours, not handed out; the new ID is the application's
             // through nothing else.
@@ -190,13 +190,13 @@ fn get_request(listener: &mut Id) -> Result<*mut Id, c_int> {
     }
     // The new ID keeps the event now: its acknowledgement counts for it, not the listener.
     take_over(&mut event, listener, new_ref);
-    new_ref.public.event = Box::into_raw(event).cast();
+    new_ref.update(|p| p.event = Box::into_raw(event).cast());
     Ok(new)
 }
 
 /// Moves `event`'s acknowledgement from `from`'s count to `to`'s.
-fn take_over(event: &mut Event, from: &Id, to: &mut Id) {
-    event.owner = to;
+fn take_over(event: &mut Event, from: &Id, to: &Id) {
+    event.owner = to.as_ptr();
     to.event_reported();
     from.event_acked();
 }

@@ -29,12 +29,12 @@ pub(crate) fn port_space(ps: sys::rdma_port_space) -> Option<PortSpace> {
 /// # Safety
 ///
 /// `id` is NULL or a live ID of this library.
-pub(crate) unsafe fn id_of<'a>(id: *mut sys::rdma_cm_id) -> Result<&'a mut Id, c_int> {
+pub(crate) unsafe fn id_of<'a>(id: *mut sys::rdma_cm_id) -> Result<&'a Id, c_int> {
     if id.is_null() {
         return Err(libc::EINVAL);
     }
     // SAFETY: The caller vouches for a live ID; `public` is its first field.
-    Ok(unsafe { &mut *id.cast::<Id>() })
+    Ok(unsafe { &*id.cast::<Id>() })
 }
 
 /// `int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void
@@ -121,11 +121,12 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
-    let idp: *mut Id = this;
-    let channel_ptr = this.public.channel;
+    // The pointer it was made with (`public` is its first field): the one to free it by.
+    let idp: *mut Id = id.cast();
+    let channel_ptr = this.public().channel;
     // SAFETY: The ID's channel is alive (the ID's invariant) at least until the ID leaves it.
     let channel = unsafe { Channel::from_public(channel_ptr) };
-    if let Err(e) = channel.cepm.destroy(this.handle) {
+    if let Err(e) = channel.cepm.destroy(this.handle()) {
         return errno::fail(errno::of_io(e));
     }
     sync::ack_kept(this);
@@ -134,7 +135,7 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
     }
     let private = channel.private;
     // The channel's last use: once its last ID is gone, another thread may free it.
-    let last = channel.remove(this.handle);
+    let last = channel.remove(this.handle());
     this.wait_for_acks();
     // SAFETY: Out of every table, with no event left that names it: ours to free.
     drop(unsafe { Box::from_raw(idp) });
@@ -157,11 +158,13 @@ fn device_of(ip: IpAddr) -> Result<(device::Device, u8), c_int> {
 }
 
 /// Binds `this` to the device behind `ip`.
-fn attach_device(this: &mut Id, ip: IpAddr) -> Result<(), c_int> {
+fn attach_device(this: &Id, ip: IpAddr) -> Result<(), c_int> {
     let (dev, port) = device_of(ip)?;
-    this.public.verbs = dev.context;
-    this.public.pd = dev.pd;
-    this.public.port_num = port;
+    this.update(|p| {
+        p.verbs = dev.context;
+        p.pd = dev.pd;
+        p.port_num = port;
+    });
     Ok(())
 }
 
@@ -235,7 +238,7 @@ pub unsafe extern "C" fn rdma_resolve_addr(
         return errno::fail(libc::EINVAL);
     }
     this.set_address(false, dst);
-    let idp: *mut Id = this;
+    let idp = this.as_ptr();
     let timeout = Duration::from_millis(u64::try_from(timeout_ms.max(1)).unwrap_or(1));
     let source = src.map(|s| s.ip()).filter(|ip| !ip.is_unspecified());
     let outcome = address::resolve(dst.ip(), source, timeout)
@@ -246,9 +249,11 @@ pub unsafe extern "C" fn rdma_resolve_addr(
         });
     let (kind, status) = match outcome {
         Ok((resolved, dev)) => {
-            this.public.verbs = dev.context;
-            this.public.pd = dev.pd;
-            this.public.port_num = resolved.port;
+            this.update(|p| {
+                p.verbs = dev.context;
+                p.pd = dev.pd;
+                p.port_num = resolved.port;
+            });
             let port = src
                 .map(|s| s.port())
                 .filter(|p| *p != 0)
@@ -264,7 +269,7 @@ pub unsafe extern "C" fn rdma_resolve_addr(
         }
         Err(e) => (sys::RDMA_CM_EVENT_ADDR_ERROR, -e),
     };
-    this.channel().post_made(idp, this.handle, kind, status);
+    this.channel().post_made(idp, this.handle(), kind, status);
     errno::status(sync::complete(this))
 }
 
@@ -284,7 +289,7 @@ pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_m
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
-    let idp: *mut Id = this;
+    let idp = this.as_ptr();
     let mut state = this.state();
     let (Phase::AddrResolved | Phase::RouteResolved, Some(resolved)) =
         (state.phase, state.resolved.clone())
@@ -309,10 +314,12 @@ pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_m
     state.path = Some(path);
     state.phase = Phase::RouteResolved;
     drop(state);
-    this.public.route.path_rec = raw;
-    this.public.route.num_paths = 1;
+    this.update(|p| {
+        p.route.path_rec = raw;
+        p.route.num_paths = 1;
+    });
     this.channel()
-        .post_made(idp, this.handle, sys::RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+        .post_made(idp, this.handle(), sys::RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
     errno::status(sync::complete(this))
 }
 
@@ -329,7 +336,7 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
-    let Some(ps) = port_space(this.public.ps) else {
+    let Some(ps) = port_space(this.public().ps) else {
         return errno::fail(libc::EINVAL);
     };
     if this.state().phase != Phase::Idle {
@@ -346,7 +353,7 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
         let chosen = if port == 0 { ephemeral_port() } else { port };
         match channel
             .cepm
-            .listen(this.handle, ip_service_id(ps, chosen), 0)
+            .listen(this.handle(), ip_service_id(ps, chosen), 0)
         {
             Ok(()) => {
                 port = chosen;

@@ -36,14 +36,14 @@ pub unsafe extern "C" fn rdma_migrate_id(
 ///
 /// As for [`rdma_migrate_id`].
 pub(crate) unsafe fn migrate(
-    this: &mut Id,
+    this: &Id,
     channel: *mut sys::rdma_event_channel,
 ) -> Result<(), c_int> {
     let to_private = channel.is_null();
-    if to_private && this.sync {
+    if to_private && this.is_sync() {
         return Err(libc::EINVAL);
     }
-    let old_ptr = this.public.channel;
+    let old_ptr = this.public().channel;
     if channel == old_ptr {
         return Ok(());
     }
@@ -55,8 +55,8 @@ pub(crate) unsafe fn migrate(
     // SAFETY: Both channels are alive: the ID's (its invariant) and the caller's, or the one
     // just made.
     let (old, new) = unsafe { (Channel::from_public(old_ptr), Channel::from_public(new_ptr)) };
-    let idp: *mut Id = this;
-    let handle = match new.adopt(old, idp, this.handle) {
+    let idp = this.as_ptr();
+    let handle = match new.adopt(old, idp, this.handle()) {
         Ok(handle) => handle,
         Err(e) => {
             if to_private {
@@ -66,14 +66,13 @@ pub(crate) unsafe fn migrate(
             return Err(errno::of_io(e));
         }
     };
-    if this.sync {
+    if this.is_sync() {
         sync::ack_kept(this);
     }
-    let last = old.remove(this.handle);
+    let last = old.remove(this.handle());
     // INVARIANT: the new channel's file holds the CEP under `handle`, and its map has the ID.
-    this.handle = handle;
-    this.public.channel = new_ptr;
-    this.sync = to_private;
+    this.moved(handle, to_private);
+    this.update(|p| p.channel = new_ptr);
     if last && old.private {
         // SAFETY: A private channel belongs to its IDs, and this was the last.
         drop(unsafe { Box::from_raw(old_ptr.cast::<Channel>()) });

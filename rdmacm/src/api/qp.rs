@@ -74,12 +74,12 @@ fn destroy_cqs(id: &mut sys::rdma_cm_id) {
 
 /// Makes the ID's QP (see [`rdma_create_qp`]).
 pub(crate) fn create_qp(
-    this: &mut Id,
+    this: &Id,
     pd: *mut sys::ibv_pd,
     attr: &mut sys::ibv_qp_init_attr,
 ) -> Result<(), c_int> {
-    let idp: *mut sys::rdma_cm_id = &mut this.public;
-    let public = &mut this.public;
+    let idp = this.as_public();
+    let public = this.public();
     if !public.qp.is_null() || public.verbs.is_null() {
         return Err(libc::EINVAL);
     }
@@ -89,15 +89,15 @@ pub(crate) fn create_qp(
         return Err(libc::EINVAL);
     }
     let made_here = public.send_cq.is_null() && public.recv_cq.is_null();
-    let queues = completion_queue(
-        public.verbs,
-        attr.send_cq,
-        &mut public.send_cq,
-        &mut public.send_cq_channel,
-        attr.cap.max_send_wr,
-        idp,
-    )
-    .and_then(|send| {
+    let queues = this.update(|public| {
+        let send = completion_queue(
+            public.verbs,
+            attr.send_cq,
+            &mut public.send_cq,
+            &mut public.send_cq_channel,
+            attr.cap.max_send_wr,
+            idp,
+        )?;
         let recv = completion_queue(
             public.verbs,
             attr.recv_cq,
@@ -113,7 +113,7 @@ pub(crate) fn create_qp(
         Err(e) => {
             crate::debug!("rdma_create_qp: completion queues: errno {e}");
             if made_here {
-                destroy_cqs(public);
+                this.update(destroy_cqs);
             }
             return Err(e);
         }
@@ -121,26 +121,26 @@ pub(crate) fn create_qp(
     attr.send_cq = send;
     attr.recv_cq = recv;
     if attr.srq.is_null() {
-        attr.srq = public.srq;
+        attr.srq = this.public().srq;
     }
     // SAFETY: `pd` and `attr` are valid; the CQs belong to the same context.
     let qp = unsafe { sys::ibv_create_qp(pd, attr) };
     if qp.is_null() {
         let e = errno::last_or(libc::ENOMEM);
         if made_here {
-            destroy_cqs(public);
+            this.update(destroy_cqs);
         }
         return Err(e);
     }
     let port = public.port_num;
     let passive = this.state().phase == Phase::Requested;
-    let ready = if this.public.qp_type == sys::IBV_QPT_UD {
+    let ready = if this.public().qp_type == sys::IBV_QPT_UD {
         qp::init_ud(qp, port)
     } else if passive {
         // The REQ settled the access rights already.
         qp::to_state(
             &this.channel().cepm,
-            this.handle,
+            this.handle(),
             qp,
             port,
             sys::IBV_QPS_INIT,
@@ -154,12 +154,14 @@ pub(crate) fn create_qp(
         // SAFETY: Made above, used by nothing else.
         unsafe { sys::ibv_destroy_qp(qp) };
         if made_here {
-            destroy_cqs(&mut this.public);
+            this.update(destroy_cqs);
         }
         return Err(e);
     }
-    this.public.qp = qp;
-    this.public.pd = pd;
+    this.update(|p| {
+        p.qp = qp;
+        p.pd = pd;
+    });
     Ok(())
 }
 
@@ -237,10 +239,10 @@ pub unsafe extern "C" fn rdma_destroy_qp(id: *mut sys::rdma_cm_id) {
     let Ok(this) = (unsafe { id_of(id) }) else {
         return;
     };
-    if !this.public.qp.is_null() {
-        // SAFETY: The ID's QP, destroyed once.
-        unsafe { sys::ibv_destroy_qp(this.public.qp) };
-        this.public.qp = ptr::null_mut();
+    let qp = this.update(|p| core::mem::replace(&mut p.qp, ptr::null_mut()));
+    if !qp.is_null() {
+        // SAFETY: The ID's QP, destroyed once: the ID no longer names it.
+        unsafe { sys::ibv_destroy_qp(qp) };
     }
-    destroy_cqs(&mut this.public);
+    this.update(destroy_cqs);
 }

@@ -12,7 +12,7 @@ const BASIC_ATTRS: u32 = sys::IBV_SRQ_INIT_ATTR_TYPE | sys::IBV_SRQ_INIT_ATTR_PD
 
 /// Makes the ID's SRQ from `attr`: the ID's PD when `attr` names none (given back in `attr`),
 /// and the limits the device granted written back to `attr.attr`.
-fn create_srq(this: &mut Id, attr: &mut sys::ibv_srq_init_attr_ex) -> Result<(), c_int> {
+fn create_srq(this: &Id, attr: &mut sys::ibv_srq_init_attr_ex) -> Result<(), c_int> {
     if attr.comp_mask & sys::IBV_SRQ_INIT_ATTR_TYPE == 0 {
         return Err(libc::EINVAL);
     }
@@ -20,7 +20,7 @@ fn create_srq(this: &mut Id, attr: &mut sys::ibv_srq_init_attr_ex) -> Result<(),
         crate::debug!("rdma_create_srq_ex: only basic SRQs (no XRC, no extra attributes)");
         return Err(libc::EOPNOTSUPP);
     }
-    let public = &mut this.public;
+    let public = this.public();
     if !public.srq.is_null() || public.verbs.is_null() {
         return Err(libc::EINVAL);
     }
@@ -42,10 +42,12 @@ fn create_srq(this: &mut Id, attr: &mut sys::ibv_srq_init_attr_ex) -> Result<(),
         return Err(errno::last_or(libc::ENOMEM));
     }
     attr.attr = basic.attr;
-    if public.pd.is_null() {
-        public.pd = attr.pd;
-    }
-    public.srq = srq;
+    this.update(|public| {
+        if public.pd.is_null() {
+            public.pd = attr.pd;
+        }
+        public.srq = srq;
+    });
     Ok(())
 }
 
@@ -86,7 +88,7 @@ pub unsafe extern "C" fn rdma_create_srq(
     let (Ok(this), Some(attr)) = (unsafe { id_of(id) }, unsafe { attr.as_mut() }) else {
         return errno::fail(libc::EINVAL);
     };
-    if this.public.qp_type == sys::IBV_QPT_XRC_RECV {
+    if this.public().qp_type == sys::IBV_QPT_XRC_RECV {
         return errno::fail(libc::EOPNOTSUPP);
     }
     let mut ex = sys::ibv_srq_init_attr_ex {
@@ -121,8 +123,8 @@ pub unsafe extern "C" fn rdma_destroy_srq(id: *mut sys::rdma_cm_id) {
 }
 
 /// Destroys the ID's SRQ, if it has one and no QP uses it any more.
-pub(crate) fn destroy_srq(this: &mut Id) {
-    let srq = this.public.srq;
+pub(crate) fn destroy_srq(this: &Id) {
+    let srq = this.public().srq;
     if srq.is_null() {
         return;
     }
@@ -130,7 +132,7 @@ pub(crate) fn destroy_srq(this: &mut Id) {
     // forgotten only when this succeeds.
     let rc = unsafe { sys::ibv_destroy_srq(srq) };
     if rc == 0 {
-        this.public.srq = core::ptr::null_mut();
+        this.update(|p| p.srq = core::ptr::null_mut());
     } else {
         crate::debug!("rdma_destroy_srq: errno {rc}: still in use");
     }
