@@ -153,18 +153,29 @@ cg_memory_enabled=0
 # device open to all as the shipped rule makes it (the rule is out of udev's rules by then).
 # A udevd may be running (virtme-ng starts one): it handles the reload's "add" uevent in its
 # own time and gives /dev/cepm udev's default mode, 0600, so the mode is set once udevd has
-# settled. settle pings udevd first, and udevd answers a ping only after it has queued the
-# uevents already sent, so the reload's are among those settle waits for.
-# The queue is not held over the reload (--stop-exec-queue): on the guest's systemd, events
-# held that way were sometimes never run once it was started again, and settle timed out
-# (CI, stop 21; systemd/systemd#37382 has the same symptom in udevd's own test).
+# settled. LATE_RULE makes that udevd take a second over the event, so that it always comes
+# late, as it did on a loaded machine. settle pings udevd first, and udevd answers a ping only
+# after it has queued the uevents already sent (systemd's src/udev/udevd.c gives its control
+# socket the idle priority), so the reload's "add" is among those settle waits for.
+# (Until stop 22 the lateness came from holding udevd's queue with --stop-exec-queue; on the
+# guest's systemd those events were sometimes never run once it was started again, and settle
+# timed out: CI failed at check 48.)
+LATE_RULE=$RULES_DIR/89-cepm-late.rules
 reload_cepm() {
-	local rc=0
+	local udevd=0 rc=0
+	if udevadm control --ping -t 2 2>/dev/null; then
+		udevd=1
+		mkdir -p $RULES_DIR &&
+			echo 'ACTION=="add", SUBSYSTEM=="misc", KERNEL=="cepm", PROGRAM="/bin/sleep 1"' >$LATE_RULE &&
+			udevadm control --reload || rc=1
+	fi
 	{ ! cepm_loaded || rmmod cepm; } && insmod "$CEPM_KO" "$@" &&
 		wait_until 20 port_listed "$RXE_DEV" 1 || rc=1
-	if udevadm control --ping -t 2 2>/dev/null; then
+	if [ $udevd = 1 ]; then
 		# Scaled as every time limit is: udev takes minutes under KASAN.
 		udevadm settle -t $((30 * ${CEPM_LIMIT_SCALE:-1})) || rc=1
+		rm -f $LATE_RULE
+		udevadm control --reload
 	fi
 	[ $rc = 0 ] && chmod 0666 /dev/cepm && mode_is 666
 }
@@ -190,7 +201,7 @@ cgroup_cleanup() {
 cleanup() {
 	release_all
 	udevd_stop
-	rm -f $RULES_DIR/90-cepm.rules
+	rm -f $RULES_DIR/90-cepm.rules $LATE_RULE
 	if [ $udevd_preexisting = 1 ]; then
 		udevadm control --reload
 	elif [ $run_udev_existed = 0 ]; then
