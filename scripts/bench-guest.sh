@@ -6,6 +6,8 @@
 #   cepm -> cepm     cepm's librdmacm (out/rdmacm) over cepm on both ends;
 #   cepm -> stock    cepm on rxe0 alone (cepm.devices=rxe0), ib_cm on rxe1, and back:
 #   stock -> cepm
+# Beside them, perftest's ib_send_bw -R over stock -> stock and cepm -> cepm: the CM sets the
+# connection up and must not change the data path, so the two bandwidths should be equal.
 # Usage: scripts/bench-guest.sh [N...]   (default: 100 1000)
 set -uo pipefail
 cd "$CEPM_ROOT/selftests/cepm"
@@ -45,6 +47,34 @@ run_pair() {
 	sed 's/^/  /' "$out/$name.$n"
 }
 
+# bw_pair NAME PORT WAY: ib_send_bw -R, 1000 sends of 4 KiB, its server in the peer namespace
+# and its client here, both "stock" or both "cepm"; the client's average MB/s on stdout, or "-"
+# and status 1 if it failed.
+# perftest exits 1 with "Can't produce a report" when it cannot calibrate its clock in a busy
+# TCG guest (selftests/cepm/lib.sh, once_more_if_uncalibrated): then it runs once more.
+bw_pair() {
+	local name=$1 port=$2 way=() try spid rc
+	[ "$3" = cepm ] && way=("${OVER_CEPM[@]}")
+	for try in 1 2; do
+		"${PEER[@]}" "${way[@]}" timeout 300 ib_send_bw -R -d rxe1 -p "$port" -n 1000 -s 4096 \
+			>"$out/$name-bw-server" 2>&1 &
+		spid=$!
+		if [ "$3" = cepm ]; then wait_until 30 cepm_listens "$port"; else wait_until 30 stock_listens "$port"; fi
+		"${way[@]}" timeout 300 ib_send_bw -R -d rxe0 -p "$port" -n 1000 -s 4096 10.77.0.2 \
+			>"$out/$name-bw" 2>&1
+		rc=$?
+		# A client that failed leaves the server waiting for it.
+		[ $rc = 0 ] || kill $spid 2>/dev/null
+		wait $spid || rc=1
+		[ $rc != 0 ] && grep -qs "Can't produce a report" "$out/$name-bw" "$out/$name-bw-server" || break
+		echo "  $name: perftest could not calibrate its clock: once more" >&2
+	done
+	sed 's/^/  /' "$out/$name-bw" >&2
+	[ $rc = 0 ] || { echo "-"; return 1; }
+	awk '$1 == 4096 && $2 == 1000 { print $4 }' "$out/$name-bw"
+}
+bw_stock= bw_cepm=
+
 rows=()
 # row LABEL N FILE: the steps cmtime times, and the connect and disconnect ratios to
 # stock -> stock at the same N ($base_c, $base_d).
@@ -62,6 +92,7 @@ for n in "${counts[@]}"; do
 	run_pair stock-stock "$n" 7490 stock stock
 	base_c=$(step_ms "$out/stock-stock.$n" connect) base_d=$(step_ms "$out/stock-stock.$n" disconnect)
 	row "stock -> stock" "$n" "$out/stock-stock.$n"
+	[ -n "$bw_stock" ] || bw_stock=$(bw_pair stock-stock 18515 stock) || fail=1
 	peer_ns_down
 	stack_unload
 
@@ -88,6 +119,7 @@ for n in "${counts[@]}"; do
 	peer_ns_up || exit 1
 	run_pair cepm-cepm "$n" 7493 cepm cepm
 	row "cepm -> cepm" "$n" "$out/cepm-cepm.$n"
+	[ -n "$bw_cepm" ] || bw_cepm=$(bw_pair cepm-cepm 18516 cepm) || fail=1
 	peer_ns_down
 done
 
@@ -95,6 +127,11 @@ done
 	echo "| client -> server | N | resolve addr (ms) | resolve route (ms) | create qp (ms) | connect (ms) | disconnect (ms) | connect vs stock -> stock | disconnect vs stock -> stock |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
+	echo
+	echo "| ib_send_bw -R, 1000 x 4 KiB | average (MB/s) | vs stock -> stock |"
+	echo "|---|---|---|"
+	echo "| stock -> stock | ${bw_stock:--} | 1.00 |"
+	echo "| cepm -> cepm | ${bw_cepm:--} | $(ratio "${bw_cepm:-0}" "${bw_stock:-0}") |"
 } | tee "$report"
 chmod 644 "$report"
 exit $fail
