@@ -199,6 +199,11 @@ bool cepm_shim_port_has_ib_cm(struct ib_device *device, u32 port)
  * address handle among them): it holds that window open so that a test can
  * remove the device in it.
  *
+ * listen_delay_ms makes every CEPM_IOC_LISTEN sleep that long after it has
+ * found its CEP by handle and before it takes the CEP's lock: the window in
+ * which a CEPM_IOC_MIGRATE may move the CEP to another file.  listen_delayed
+ * counts the LISTENs that entered it, so that a test knows when one is there.
+ *
  * The next fail_handle_count handle reservations on a /dev/cepm file fail
  * with EMFILE, as if the file's handle numbers had run out.
  *
@@ -207,6 +212,8 @@ bool cepm_shim_port_has_ib_cm(struct ib_device *device, u32 port)
  */
 static struct dentry *cepm_debugfs;
 static u32 cepm_destroy_delay_ms;
+static u32 cepm_listen_delay_ms;
+static atomic_t cepm_listen_delayed = ATOMIC_INIT(0);
 static u16 cepm_drop_rx_attr;
 static atomic_t cepm_drop_rx_count = ATOMIC_INIT(0);
 static atomic_t cepm_rx_dropped = ATOMIC_INIT(0);
@@ -241,6 +248,8 @@ void cepm_shim_debugfs_create(void)
 	debugfs_create_atomic_t("drop_rx_count", 0600, cepm_debugfs, &cepm_drop_rx_count);
 	debugfs_create_atomic_t("rx_dropped", 0400, cepm_debugfs, &cepm_rx_dropped);
 	debugfs_create_u32("destroy_delay_ms", 0600, cepm_debugfs, &cepm_destroy_delay_ms);
+	debugfs_create_u32("listen_delay_ms", 0600, cepm_debugfs, &cepm_listen_delay_ms);
+	debugfs_create_atomic_t("listen_delayed", 0400, cepm_debugfs, &cepm_listen_delayed);
 	debugfs_create_atomic_t("fail_handle_count", 0600, cepm_debugfs, &cepm_fail_handle_count);
 	debugfs_create_bool("pretend_ib", 0600, cepm_debugfs, &cepm_pretend_ib);
 }
@@ -276,6 +285,16 @@ void cepm_shim_fault_destroy_delay(void)
 
 	if (ms)
 		msleep(ms);
+}
+
+void cepm_shim_fault_listen_delay(void)
+{
+	u32 ms = READ_ONCE(cepm_listen_delay_ms);
+
+	if (ms) {
+		atomic_inc(&cepm_listen_delayed);
+		msleep(ms);
+	}
 }
 
 bool cepm_shim_fault_fail_handle(void)

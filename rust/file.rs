@@ -632,6 +632,8 @@ impl CepmFile {
             return Err(EACCES);
         }
         let cep = self.cep(req.handle)?;
+        // A test holds this window open: a MIGRATE may move the CEP before it is locked below.
+        shim::fault_listen_delay();
         let params = shim::params();
         let counted = Charge::take(
             &self.usage,

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -856,6 +858,86 @@ TEST_F_TIMEOUT(cepm, migrate_moves_a_listener_and_its_events, 120)
 	ASSERT_EQ(0, ioctl(to, CEPM_IOC_DESTROY, &d));
 	EXPECT_EQ(4, d.events_reported);
 	close(to);
+}
+
+#define CEPM_DEBUGFS "/sys/kernel/debug/cepm/"
+
+/* A debugfs number of cepm's, or -1. */
+static long debugfs_read(const char *name)
+{
+	char path[128], buf[32] = "";
+	int fd, n;
+
+	snprintf(path, sizeof(path), CEPM_DEBUGFS "%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? strtol(buf, NULL, 0) : -1;
+}
+
+static int debugfs_write(const char *name, long value)
+{
+	char path[128], buf[32];
+	int fd, n, len;
+
+	snprintf(path, sizeof(path), CEPM_DEBUGFS "%s", name);
+	len = snprintf(buf, sizeof(buf), "%ld\n", value);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, buf, len);
+	close(fd);
+	return n == len ? 0 : -EIO;
+}
+
+/*
+ * A LISTEN that has found its CEP by handle when a MIGRATE moves the CEP to another file, and
+ * locks it only afterwards, must fail (the handle no longer names it) and leave nothing behind:
+ * the CEP idle in its new file and the service ID free. debugfs's
+ * listen_delay_ms holds LISTEN in that window, and listen_delayed says when one is in it.
+ */
+TEST_F_TIMEOUT(cepm, listen_racing_migrate_fails_and_leaves_nothing, 60)
+{
+	struct cepm_listen l = { .service_id = 0x0000000001060000ULL | 50007 };
+	struct cepm_cep_info info = { 0 };
+	int other = open("/dev/cepm", O_RDWR), h = create_cep(self->fd, 3), moved, status = 0;
+	long entered;
+	pid_t child;
+	time_t deadline;
+
+	if (debugfs_read("listen_delayed") < 0)
+		SKIP(return, "no " CEPM_DEBUGFS "listen_delayed (debugfs not mounted?)");
+	ASSERT_GE(other, 0);
+	ASSERT_GT(h, 0);
+	entered = debugfs_read("listen_delayed");
+	ASSERT_EQ(0, debugfs_write("listen_delay_ms", 3000));
+	l.handle = h;
+	child = fork();
+	if (child < 0)
+		debugfs_write("listen_delay_ms", 0);
+	ASSERT_GE(child, 0);
+	if (child == 0)
+		_exit(ioctl(self->fd, CEPM_IOC_LISTEN, &l) ? errno : 0);
+	/* Until the child's LISTEN is in the window (the sleep it entered has begun). */
+	deadline = time(NULL) + 30;
+	while (debugfs_read("listen_delayed") == entered && time(NULL) < deadline)
+		usleep(1000);
+	debugfs_write("listen_delay_ms", 0);
+	ASSERT_NE(entered, debugfs_read("listen_delayed")) TH_LOG("LISTEN never reached the window");
+	moved = migrate(other, self->fd, h, NULL);
+	ASSERT_GT(moved, 0) TH_LOG("MIGRATE during the LISTEN: %s", strerror(-moved));
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(EINVAL, WEXITSTATUS(status)) TH_LOG("the raced LISTEN returned %d", WEXITSTATUS(status));
+	info.handle = moved;
+	ASSERT_EQ(0, ioctl(other, CEPM_IOC_QUERY_CEP, &info));
+	EXPECT_EQ(CEPM_STATE_IDLE, info.state);
+	/* Nothing holds the service ID, and the new file may listen on it. */
+	l.handle = moved;
+	EXPECT_EQ(0, ioctl(other, CEPM_IOC_LISTEN, &l)) TH_LOG("LISTEN after the move: %s", strerror(errno));
+	close(other);
 }
 
 TEST_HARNESS_MAIN
