@@ -47,33 +47,54 @@ run_pair() {
 	sed 's/^/  /' "$out/$name.$n"
 }
 
+# rxe_counter DEV NAME: one of rxe's hardware counters (rdma statistic), e.g. sent_pkts.
+rxe_counter() {
+	rdma statistic show link "$1/1" | tr -s ' \t' '\n' | awk -v n="$2" \
+		'p { print; found = 1; exit } $0 == n { p = 1 } END { if (!found) print 0 }'
+}
+# The rxe counters that count something going wrong on a connection: retransmissions, RNR
+# NAKs, sequence errors, retries exhausted.  Any of them moving would make the two ways
+# differ for a reason other than the machine's noise.
+RXE_TROUBLE="duplicate_request out_of_seq_request rcvd_rnr_err send_rnr_err rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err completer_retry_err send_err"
+rxe_trouble() {
+	local dev c sum=0
+	for dev in rxe0 rxe1; do
+		for c in $RXE_TROUBLE; do sum=$((sum + $(rxe_counter "$dev" "$c"))); done
+	done
+	echo "$sum"
+}
+
 # bw_pair NAME PORT WAY: ib_send_bw -R, 1000 sends of 4 KiB, its server in the peer namespace
-# and its client here, both "stock" or both "cepm"; the client's average MB/s on stdout, or "-"
-# and status 1 if it failed.
+# and its client here, both "stock" or both "cepm".  On stdout: the client's average MB/s,
+# the packets rxe0 sent and the rxe trouble counters' growth (rxe_trouble); or "-" and status
+# 1 if it failed.
 # perftest exits 1 with "Can't produce a report" when it cannot calibrate its clock in a busy
 # TCG guest (selftests/cepm/lib.sh, once_more_if_uncalibrated): then it runs once more.
 bw_pair() {
-	local name=$1 port=$2 way=() try spid rc
+	local name=$1 port=$2 way=() try spid rc sent0 trouble0
 	[ "$3" = cepm ] && way=("${OVER_CEPM[@]}")
 	for try in 1 2; do
+		sent0=$(rxe_counter rxe0 sent_pkts) trouble0=$(rxe_trouble)
 		"${PEER[@]}" "${way[@]}" timeout 300 ib_send_bw -R -d rxe1 -p "$port" -n 1000 -s 4096 \
-			>"$out/$name-bw-server" 2>&1 &
+			>"$out/$name-server" 2>&1 &
 		spid=$!
 		if [ "$3" = cepm ]; then wait_until 30 cepm_listens "$port"; else wait_until 30 stock_listens "$port"; fi
 		"${way[@]}" timeout 300 ib_send_bw -R -d rxe0 -p "$port" -n 1000 -s 4096 10.77.0.2 \
-			>"$out/$name-bw" 2>&1
+			>"$out/$name" 2>&1
 		rc=$?
 		# A client that failed leaves the server waiting for it.
 		[ $rc = 0 ] || kill $spid 2>/dev/null
 		wait $spid || rc=1
-		[ $rc != 0 ] && grep -qs "Can't produce a report" "$out/$name-bw" "$out/$name-bw-server" || break
+		[ $rc != 0 ] && grep -qs "Can't produce a report" "$out/$name" "$out/$name-server" || break
 		echo "  $name: perftest could not calibrate its clock: once more" >&2
 	done
-	sed 's/^/  /' "$out/$name-bw" >&2
+	sed 's/^/  /' "$out/$name" >&2
 	[ $rc = 0 ] || { echo "-"; return 1; }
-	awk '$1 == 4096 && $2 == 1000 { print $4 }' "$out/$name-bw"
+	echo "$(awk '$1 == 4096 && $2 == 1000 { print $4 }' "$out/$name")" \
+		$(($(rxe_counter rxe0 sent_pkts) - sent0)) $(($(rxe_trouble) - trouble0))
 }
-bw_stock= bw_cepm=
+# median A B C
+median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 
 rows=()
 # row LABEL N FILE: the steps cmtime times, and the connect and disconnect ratios to
@@ -92,7 +113,6 @@ for n in "${counts[@]}"; do
 	run_pair stock-stock "$n" 7490 stock stock
 	base_c=$(step_ms "$out/stock-stock.$n" connect) base_d=$(step_ms "$out/stock-stock.$n" disconnect)
 	row "stock -> stock" "$n" "$out/stock-stock.$n"
-	[ -n "$bw_stock" ] || bw_stock=$(bw_pair stock-stock 18515 stock) || fail=1
 	peer_ns_down
 	stack_unload
 
@@ -119,19 +139,53 @@ for n in "${counts[@]}"; do
 	peer_ns_up || exit 1
 	run_pair cepm-cepm "$n" 7493 cepm cepm
 	row "cepm -> cepm" "$n" "$out/cepm-cepm.$n"
-	[ -n "$bw_cepm" ] || bw_cepm=$(bw_pair cepm-cepm 18516 cepm) || fail=1
 	peer_ns_down
 done
+
+# ib_send_bw: three rounds, stock -> stock then cepm -> cepm in each, so that the machine's
+# drift over the run falls on both ways alike; a single run under TCG moves by 30 %.
+declare -A bw=() pkts=() trouble=()
+for round in 1 2 3; do
+	for way in stock cepm; do
+		echo "== ib_send_bw, round $round: $way -> $way"
+		if [ $way = stock ]; then
+			cepm_unload
+			modprobe rdma_ucm
+			peer_ns_create || exit 1
+		else
+			stack_unload
+			cepm_load
+			peer_ns_up || exit 1
+		fi
+		port=$((18510 + 2 * round)) # a port of its own for each run: no TIME_WAIT to meet
+		[ $way = cepm ] && port=$((port + 1))
+		if r=($(bw_pair "$way-$way-bw.$round" $port $way)); then
+			bw[$way]+=" ${r[0]}" pkts[$way]+=" ${r[1]}" trouble[$way]+=" ${r[2]}"
+		else
+			fail=1
+		fi
+		peer_ns_down
+	done
+done
+stack_unload
+cepm_unload
+# bw_row WAY: the table's row for WAY.
+bw_row() {
+	local runs=(${bw[$1]:-}) m
+	[ ${#runs[@]} = 3 ] && m=$(median "${runs[@]}") || m=-
+	echo "| $1 -> $1 |${bw[$1]:- -} | $m | $([ "$m" = - ] && echo - || ratio "$m" "$bw_base") |${pkts[$1]:- -} |${trouble[$1]:- -} |"
+}
+bw_base=$(median ${bw[stock]:-0 0 0})
 
 {
 	echo "| client -> server | N | resolve addr (ms) | resolve route (ms) | create qp (ms) | connect (ms) | disconnect (ms) | connect vs stock -> stock | disconnect vs stock -> stock |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
 	echo
-	echo "| ib_send_bw -R, 1000 x 4 KiB | average (MB/s) | vs stock -> stock |"
-	echo "|---|---|---|"
-	echo "| stock -> stock | ${bw_stock:--} | 1.00 |"
-	echo "| cepm -> cepm | ${bw_cepm:--} | $(ratio "${bw_cepm:-0}" "${bw_stock:-0}") |"
+	echo "| ib_send_bw -R, 1000 x 4 KiB | MB/s, rounds 1 2 3 | median | vs stock -> stock | packets rxe0 sent | retransmissions, RNR and sequence errors |"
+	echo "|---|---|---|---|---|---|"
+	bw_row stock
+	bw_row cepm
 } | tee "$report"
 chmod 644 "$report"
 exit $fail
