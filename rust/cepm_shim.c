@@ -512,9 +512,13 @@ struct ib_mad_send_buf *cepm_shim_send_mad(struct ib_mad_agent *agent, struct ib
 	struct ib_mad_send_buf *buf;
 	int ret;
 
+	/*
+	 * Charged to the sending task's memory cgroup, as the rest of the send is
+	 * (send_alloc_flags() in shim/rdma.rs): a retried send keeps this buffer.
+	 */
 	buf = ib_create_send_mad(agent, 1 /* GSI QP */, pkey_index, 0,
 				 IB_MGMT_MAD_HDR, IB_MGMT_MAD_DATA,
-				 may_sleep ? GFP_KERNEL : GFP_ATOMIC,
+				 may_sleep ? GFP_KERNEL_ACCOUNT : GFP_ATOMIC | __GFP_ACCOUNT,
 				 IB_MGMT_BASE_VERSION);
 	if (IS_ERR(buf))
 		return buf;

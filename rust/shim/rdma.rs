@@ -11,6 +11,7 @@ use core::{
     ptr::NonNull, //
 };
 use kernel::{
+    alloc::Flags,
     error::{
         from_err_ptr,
         to_result, //
@@ -25,6 +26,19 @@ use super::{
     MAD_SIZE, //
 };
 use crate::cep::Cep;
+
+/// The flags for what a send allocates and keeps: its context and the AH it goes to (here) and
+/// the MAD layer's buffer (the shim). Charged to the memory cgroup of the task that sends
+/// (docs/abi.md, "Privileges and limits"): in a user's ioctl that user; in the MAD layer's
+/// work or a timer nobody's, since no user's task runs there. `GFP_ATOMIC` unless `may_sleep`.
+/// The kernel crate names `__GFP_ACCOUNT` only inside `GFP_KERNEL_ACCOUNT`.
+fn send_alloc_flags(may_sleep: bool) -> Flags {
+    if may_sleep {
+        GFP_KERNEL_ACCOUNT
+    } else {
+        GFP_ATOMIC | (GFP_KERNEL_ACCOUNT & !GFP_KERNEL)
+    }
+}
 
 /// The name of an RDMA device, as a NUL-terminated byte array.
 pub(crate) type DeviceName = [u8; 64];
@@ -214,7 +228,7 @@ impl AgentRef<'_> {
         let ah = from_err_ptr(unsafe { shim::cepm_shim_create_ah(self.0.as_ptr(), info) })?;
         let ptr = NonNull::new(ah).ok_or(EINVAL)?;
         // INVARIANT: `rdma_create_ah` returned a new AH that only we reference.
-        Ok(Arc::new(AddressHandle { ptr }, GFP_ATOMIC)?)
+        Ok(Arc::new(AddressHandle { ptr }, send_alloc_flags(false))?)
     }
 }
 
@@ -486,7 +500,7 @@ unsafe fn post_mad(
     owner: Option<SendOwner>,
     may_sleep: bool,
 ) -> Result<NonNull<shim::ib_mad_send_buf>> {
-    let flags = if may_sleep { GFP_KERNEL } else { GFP_ATOMIC };
+    let flags = send_alloc_flags(may_sleep);
     let ah_ptr = ah.ptr.as_ptr();
     let timeout = c_int::try_from(timeout_ms).map_err(|_| EINVAL)?;
     let ctx = KBox::new(InFlight { _ah: ah, owner }, flags)?.into_foreign();
