@@ -3,6 +3,7 @@
 //! (rtnetlink, [`netlink`]) and the ports' GID tables (sysfs, [`gid_table`]).
 
 pub(crate) mod address;
+mod gid_cache;
 pub(crate) mod gid_table;
 pub(crate) mod neighbour;
 pub(crate) mod netlink;

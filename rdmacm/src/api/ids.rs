@@ -148,11 +148,8 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
 
 /// The RDMA device and port that have a RoCE v2 GID for `ip`, on any netdev.
 fn device_of(ip: IpAddr) -> Result<(device::Device, u8), c_int> {
-    let entries = gid_table::scan();
     let gid = gid_table::gid_of(ip);
-    let entry = entries
-        .iter()
-        .find(|e| e.kind == gid_table::GidType::RoceV2 && e.gid == gid)
+    let entry = gid_table::find(|e| e.kind == gid_table::GidType::RoceV2 && e.gid == gid)
         .ok_or(libc::EADDRNOTAVAIL)?;
     Ok((device::by_name(&entry.device)?, entry.port))
 }

@@ -70,19 +70,17 @@ pub(crate) fn resolve(
     let started = Instant::now();
     let route = route::lookup(destination, source)?;
     let routed = started.elapsed();
-    let entries = gid_table::scan();
-    let scanned = started.elapsed();
     let (entry, dmac) = if route.local {
         // This host: the packets loop back through the port whose GID is the destination's,
         // to the MAC of its own netdev.
-        let peer = entries
-            .iter()
-            .find(|e| {
-                e.kind == gid_table::GidType::RoceV2 && e.gid == gid_table::gid_of(destination)
-            })
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
-        let ours = gid_table::find_roce_v2(&entries, source.unwrap_or(destination), &peer.netdev)
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
+        let peer = gid_table::find(|e| {
+            e.kind == gid_table::GidType::RoceV2 && e.gid == gid_table::gid_of(destination)
+        })
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
+        let ours = gid_table::find(|e| {
+            gid_table::is_roce_v2_for(e, source.unwrap_or(destination), &peer.netdev)
+        })
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
         let mac = parse_mac(&netdev_file(&peer.netdev, "address")?)
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
         (ours, mac)
@@ -92,7 +90,7 @@ pub(crate) fn resolve(
         let from = route
             .source
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
-        let ours = gid_table::find_roce_v2(&entries, from, &netdev)
+        let ours = gid_table::find(|e| gid_table::is_roce_v2_for(e, from, &netdev))
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
         let mac = neighbour::resolve(
             route.ifindex,
@@ -102,12 +100,13 @@ pub(crate) fn resolve(
         )?;
         (ours, mac)
     };
+    let scanned = started.elapsed();
     let netdev_mtu = netdev_file(&entry.netdev, "mtu")?
         .parse()
         .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // Where the time goes (cmtime's "resolve addr" step is this).
     crate::debug!(
-        "resolved {destination}: route {routed:?}, GID tables {:?}, neighbour and MTU {:?}",
+        "resolved {destination}: route {routed:?}, GID entries and neighbour {:?}, MTU {:?}",
         scanned - routed,
         started.elapsed() - scanned
     );

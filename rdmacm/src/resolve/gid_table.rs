@@ -1,9 +1,11 @@
 //! The ports' GID tables, through libibverbs' `ibv_query_gid_table` (one call a device, the
 //! valid entries only): which device, port and GID index stand for an IP address on a netdev,
 //! as the kernel's `rdma_cm` finds them (`rdma_find_gid_by_port`, through the route's netdev).
+//! Kept between calls, each entry checked before it is used ([`super::gid_cache`]).
 
 use std::{ffi::CStr, net::IpAddr};
 
+use super::gid_cache::GidCache;
 use crate::{device, sys};
 
 /// Room for the valid entries of one device's ports. The kernel takes the array's length in a
@@ -34,6 +36,8 @@ pub(crate) struct GidEntry {
     pub(crate) kind: GidType,
     /// The netdev it belongs to (RoCE).
     pub(crate) netdev: String,
+    /// That netdev's index.
+    pub(crate) ifindex: u32,
 }
 
 /// The GID that stands for `ip` in RoCE v2: the address itself for IPv6, IPv4-mapped for IPv4.
@@ -61,7 +65,7 @@ pub(crate) fn netdev_name(ifindex: u32) -> Option<String> {
 }
 
 /// Every RoCE entry (one with a netdev) of every port of every device.
-pub(crate) fn scan() -> Vec<GidEntry> {
+fn scan() -> Vec<GidEntry> {
     let mut entries = Vec::new();
     let Ok(devices) = device::all() else {
         return entries;
@@ -111,27 +115,62 @@ pub(crate) fn scan() -> Vec<GidEntry> {
                     GidType::IbOrRoceV1
                 },
                 netdev,
+                ifindex: e.ndev_ifindex,
             });
         }
     }
     entries
 }
 
-/// The RoCE v2 entry for `ip` on `netdev`: the first, by device, port and index.
-pub(crate) fn find_roce_v2<'a>(
-    entries: &'a [GidEntry],
-    ip: IpAddr,
-    netdev: &str,
-) -> Option<&'a GidEntry> {
-    let gid = gid_of(ip);
-    entries
-        .iter()
-        .find(|e| e.kind == GidType::RoceV2 && e.gid == gid && e.netdev == netdev)
+static CACHE: GidCache<GidEntry> = GidCache::new();
+
+/// The first RoCE entry of any port that `wanted` accepts, as the kernel has it now.
+pub(crate) fn find(wanted: impl Fn(&GidEntry) -> bool) -> Option<GidEntry> {
+    CACHE.find(wanted, scan, is_current)
+}
+
+/// Whether the device's table still has `entry` at its index: the same GID, of the same type,
+/// on the same netdev.
+fn is_current(entry: &GidEntry) -> bool {
+    let Ok(dev) = device::by_name(&entry.device) else {
+        return false;
+    };
+    let mut now = sys::ibv_gid_entry::default();
+    // SAFETY: `dev.context` is open for the life of the process; `now` has room for one entry
+    // of the size given.
+    let rc = unsafe {
+        sys::_ibv_query_gid_ex(
+            dev.context,
+            entry.port.into(),
+            entry.index.into(),
+            &mut now,
+            0,
+            core::mem::size_of::<sys::ibv_gid_entry>(),
+        )
+    };
+    // SAFETY: A GID is 16 plain bytes in every member of its union.
+    let gid = unsafe { now.gid.raw };
+    let kind = if now.gid_type == sys::IBV_GID_TYPE_ROCE_V2 {
+        GidType::RoceV2
+    } else {
+        GidType::IbOrRoceV1
+    };
+    rc == 0 && gid == entry.gid && kind == entry.kind && now.ndev_ifindex == entry.ifindex
+}
+
+/// Whether `e` is the RoCE v2 entry for `ip` on `netdev`.
+pub(crate) fn is_roce_v2_for(e: &GidEntry, ip: IpAddr, netdev: &str) -> bool {
+    e.kind == GidType::RoceV2 && e.gid == gid_of(ip) && e.netdev == netdev
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The RoCE v2 entry for `ip` on `netdev`: the first, by device, port and index.
+    fn find_roce_v2<'a>(entries: &'a [GidEntry], ip: IpAddr, netdev: &str) -> Option<&'a GidEntry> {
+        entries.iter().find(|e| is_roce_v2_for(e, ip, netdev))
+    }
 
     fn entry(device: &str, index: u8, gid: &str, kind: GidType, netdev: &str) -> GidEntry {
         GidEntry {
@@ -141,6 +180,7 @@ mod tests {
             gid: gid_of(gid.parse().unwrap()),
             kind,
             netdev: netdev.into(),
+            ifindex: 0,
         }
     }
 
