@@ -47,21 +47,22 @@ run_pair() {
 	sed 's/^/  /' "$out/$name.$n"
 }
 
-# rxe_counter DEV NAME: one of rxe's hardware counters (rdma statistic), e.g. sent_pkts.
-rxe_counter() {
-	rdma statistic show link "$1/1" | tr -s ' \t' '\n' | awk -v n="$2" \
-		'p { print; found = 1; exit } $0 == n { p = 1 } END { if (!found) print 0 }'
+# rxe_stats DEV: rxe's hardware counters (rdma statistic), a "NAME VALUE" line each.
+rxe_stats() {
+	rdma statistic show link "$1/1" | tr -s ' \t' '\n' |
+		awk 'prev != "" && /^[0-9]+$/ { print prev, $0 } { prev = $0 }'
 }
+# rxe_counter DEV NAME: one of them, e.g. sent_pkts (0 if rxe has no such counter).
+rxe_counter() { rxe_stats "$1" | awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }'; }
 # The rxe counters that count something going wrong on a connection: retransmissions, RNR
 # NAKs, sequence errors, retries exhausted.  Any of them moving would make the two ways
 # differ for a reason other than the machine's noise.
 RXE_TROUBLE="duplicate_request out_of_seq_request rcvd_rnr_err send_rnr_err rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err completer_retry_err send_err"
+# rxe_trouble: their sum over rxe0 and rxe1, from one reading of each device.
 rxe_trouble() {
-	local dev c sum=0
-	for dev in rxe0 rxe1; do
-		for c in $RXE_TROUBLE; do sum=$((sum + $(rxe_counter "$dev" "$c"))); done
-	done
-	echo "$sum"
+	{ rxe_stats rxe0; rxe_stats rxe1; } | awk -v list="$RXE_TROUBLE" \
+		'BEGIN { split(list, names); for (i in names) counted[names[i]] = 1 }
+		 $1 in counted { sum += $2 } END { print sum + 0 }'
 }
 
 # bw_pair NAME PORT WAY: ib_send_bw -R, 1000 sends of 4 KiB, its server in the peer namespace

@@ -481,8 +481,8 @@ charged_to_cgroup() {
 # its 256-byte MAD, and the cgroup's kernel memory grows by at least those 256 bytes a message.
 # (The CEP's entry in its port's table of CEPs with an address handle grows it too, by less:
 # with slub_debug's red zones that entry alone passed the bound of 128 bytes this check once
-# had, while the MAD went uncharged.)  Measured from the moment the CEPs exist, so that only what the sends keep
-# counts.
+# had, while the MAD went uncharged.)  Measured from the moment the CEPs exist, so that only
+# what the sends keep counts.
 sends_charged_to_cgroup() {
 	local kind=$1 key=kernel before now want=$((1000 * 256)) rc
 	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab

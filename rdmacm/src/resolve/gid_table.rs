@@ -21,6 +21,17 @@ pub(crate) enum GidType {
     RoceV2,
 }
 
+impl GidType {
+    /// The type of a libibverbs entry.
+    fn of(e: &sys::ibv_gid_entry) -> Self {
+        if e.gid_type == sys::IBV_GID_TYPE_ROCE_V2 {
+            Self::RoceV2
+        } else {
+            Self::IbOrRoceV1
+        }
+    }
+}
+
 /// One entry of a port's GID table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct GidEntry {
@@ -109,11 +120,7 @@ fn scan() -> Vec<GidEntry> {
                 port: e.port_num as u8,
                 index: e.gid_index as u8,
                 gid,
-                kind: if e.gid_type == sys::IBV_GID_TYPE_ROCE_V2 {
-                    GidType::RoceV2
-                } else {
-                    GidType::IbOrRoceV1
-                },
+                kind: GidType::of(e),
                 netdev,
                 ifindex: e.ndev_ifindex,
             });
@@ -148,14 +155,12 @@ fn is_current(entry: &GidEntry) -> bool {
             core::mem::size_of::<sys::ibv_gid_entry>(),
         )
     };
+    if rc != 0 {
+        return false;
+    }
     // SAFETY: A GID is 16 plain bytes in every member of its union.
     let gid = unsafe { now.gid.raw };
-    let kind = if now.gid_type == sys::IBV_GID_TYPE_ROCE_V2 {
-        GidType::RoceV2
-    } else {
-        GidType::IbOrRoceV1
-    };
-    rc == 0 && gid == entry.gid && kind == entry.kind && now.ndev_ifindex == entry.ifindex
+    gid == entry.gid && GidType::of(&now) == entry.kind && now.ndev_ifindex == entry.ifindex
 }
 
 /// Whether `e` is the RoCE v2 entry for `ip` on `netdev`.
