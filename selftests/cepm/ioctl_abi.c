@@ -7,10 +7,12 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -696,6 +698,129 @@ TEST_F(cepm, post_event_is_read_and_polled)
 	EXPECT_EQ(1, d.events_reported);
 	EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev)));
 	EXPECT_EQ(EAGAIN, errno);
+}
+
+/*
+ * Tracefs's kprobe on synchronize_rcu, counting this process's calls: -1 if tracing is
+ * not there (not root, no tracefs, no kprobe events).
+ */
+#define TRACEFS "/sys/kernel/tracing/"
+#define GRACE_PROBE "cepm_abi_grace_period"
+
+static int write_tracefs(const char *file, const char *text, int flags)
+{
+	char path[128];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), TRACEFS "%s", file);
+	fd = open(path, O_WRONLY | flags);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static int grace_probe_start(void)
+{
+	char pid[32];
+
+	write_tracefs("kprobe_events", "-:" GRACE_PROBE "\n", O_APPEND);
+	snprintf(pid, sizeof(pid), "%d\n", getpid());
+	if (write_tracefs("kprobe_events", "p:" GRACE_PROBE " synchronize_rcu\n", O_APPEND) ||
+	    write_tracefs("set_event_pid", pid, O_TRUNC) || write_tracefs("trace", "", O_TRUNC) ||
+	    write_tracefs("events/kprobes/" GRACE_PROBE "/enable", "1\n", 0))
+		return -1;
+	return 0;
+}
+
+/* Stops the probe and gives how often it fired. */
+static int grace_probe_stop(void)
+{
+	char line[512];
+	int hits = 0;
+	FILE *trace;
+
+	write_tracefs("events/kprobes/" GRACE_PROBE "/enable", "0\n", 0);
+	trace = fopen(TRACEFS "trace", "r");
+	if (trace) {
+		while (fgets(line, sizeof(line), trace))
+			hits += strstr(line, GRACE_PROBE ":") != NULL;
+		fclose(trace);
+	}
+	write_tracefs("set_event_pid", "", O_TRUNC);
+	write_tracefs("kprobe_events", "-:" GRACE_PROBE "\n", O_APPEND);
+	return hits;
+}
+
+static void note_signal(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A read of fd that blocks until a signal ends it: its errno. A child signals every 50 ms,
+ * so the read is interrupted however late it starts waiting.
+ */
+static int read_interrupted(int fd)
+{
+	struct sigaction sa = { .sa_handler = note_signal }, old;
+	pid_t parent = getpid(), child;
+	struct cepm_event ev;
+	int err;
+
+	sigaction(SIGUSR1, &sa, &old);
+	child = fork();
+	if (child == 0) {
+		for (;;) {
+			usleep(50000);
+			kill(parent, SIGUSR1);
+		}
+	}
+	err = read(fd, &ev, sizeof(ev)) < 0 ? errno : 0;
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	sigaction(SIGUSR1, &old, NULL);
+	return err;
+}
+
+/*
+ * A close frees the file without waiting for an RCU grace period (many milliseconds, and
+ * seconds on a loaded machine), whether or not the file was polled, waited on in epoll or
+ * read with a wait: the wait queue goes with kfree_rcu.
+ */
+TEST(close_waits_for_no_grace_period)
+{
+	struct epoll_event ee = { .events = EPOLLIN };
+	struct pollfd pfd = { .events = POLLIN };
+	int fd, ep, i;
+
+	if (grace_probe_start())
+		SKIP(return, "no kprobe on synchronize_rcu (needs root and tracefs)");
+	for (i = 0; i < 4; i++) {
+		fd = open("/dev/cepm", O_RDWR | O_NONBLOCK);
+		ASSERT_GE(fd, 0);
+		if (i >= 1) {
+			pfd.fd = fd;
+			EXPECT_EQ(0, poll(&pfd, 1, 0));
+		}
+		if (i == 2) {
+			ep = epoll_create1(0);
+			ASSERT_GE(ep, 0);
+			ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee));
+			EXPECT_EQ(0, epoll_wait(ep, &ee, 1, 0));
+			close(fd);
+			close(ep);
+			continue;
+		}
+		if (i == 3) {
+			/* A blocking read waits on the same queue; a signal ends it. */
+			ASSERT_EQ(0, fcntl(fd, F_SETFL, 0));
+			EXPECT_EQ(EINTR, read_interrupted(fd));
+		}
+		close(fd);
+	}
+	EXPECT_EQ(0, grace_probe_stop()) TH_LOG("closes of /dev/cepm waited for RCU");
 }
 
 TEST_F(cepm, post_event_arguments)
