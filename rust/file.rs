@@ -18,9 +18,10 @@ use kernel::{
     sync::{
         poll::{
             PollCondVar,
+            PollCondVarBox,
             PollTable, //
         },
-        Arc, SpinLock,
+        Arc, SetOnce, SpinLock,
     },
     time::{
         Instant,
@@ -188,9 +189,10 @@ pub(crate) struct CepmFile {
     usage: Arc<Usage>,
     #[pin]
     inner: SpinLock<FileInner>,
-    /// Signalled when an event is queued.
-    #[pin]
-    readable: PollCondVar,
+    /// Signalled when an event is queued; made by the first `poll` or blocking `read`.
+    /// Freed after an RCU grace period rather than waiting for one (as a `PollCondVar` in
+    /// the file would, in every close): epoll may still look at it until then.
+    readable: SetOnce<PollCondVarBox>,
 }
 
 const POLLIN: u32 = kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
@@ -213,10 +215,33 @@ impl CepmFile {
                     closed: false,
                     monitor: None,
                 }, "CepmFile::inner"),
-                readable <- kernel::new_poll_condvar!("CepmFile::readable"),
+                readable: SetOnce::new(),
             }),
             GFP_KERNEL_ACCOUNT,
         )
+    }
+
+    /// What a poll or a blocking read waits on, made now if no one has waited before.
+    /// A caller makes it before it looks at the queue under the file's lock, so an event
+    /// queued after that look finds it to signal ([`CepmFile::notify_readable`]).
+    fn readable(&self) -> Result<&PollCondVar> {
+        loop {
+            if let Some(readable) = self.readable.as_ref() {
+                return Ok(readable);
+            }
+            let made = PollCondVarBox::new(c"CepmFile::readable", kernel::static_lock_class!())?;
+            // Under the file's lock, so that of two first waiters the second finds the first's
+            // made rather than spinning while it is stored (its own is freed).
+            let _inner = self.inner.lock();
+            self.readable.populate(made);
+        }
+    }
+
+    /// Wakes whoever waits for an event, if anyone ever has.
+    fn notify_readable(&self) {
+        if let Some(readable) = self.readable.as_ref() {
+            readable.notify_all();
+        }
     }
 
     /// The user whose file this is.
@@ -275,7 +300,7 @@ impl CepmFile {
             inner.events_lost = inner.events_lost.saturating_add(1);
         }
         drop(inner);
-        self.readable.notify_all();
+        self.notify_readable();
         queued
     }
 
@@ -288,7 +313,7 @@ impl CepmFile {
         }
         inner.events_lost = inner.events_lost.saturating_add(lost);
         drop(inner);
-        self.readable.notify_all();
+        self.notify_readable();
     }
 
     /// A request of listener `handle` was claimed, and `still_pending` wait: if more
@@ -332,7 +357,7 @@ impl CepmFile {
         if m.traces.push(record).is_ok() {
             m.lost = 0;
             drop(inner);
-            self.readable.notify_all();
+            self.notify_readable();
         } else {
             m.lost = m.lost.saturating_add(1);
         }
@@ -403,7 +428,14 @@ impl CepmFile {
             if nonblock {
                 return Err(EAGAIN);
             }
-            if self.readable.wait_interruptible(&mut inner) {
+            let Some(readable) = self.readable.as_ref() else {
+                // The first wait: make what it waits on, then look again.
+                drop(inner);
+                self.readable()?;
+                inner = self.inner.lock();
+                continue;
+            };
+            if readable.wait_interruptible(&mut inner) {
                 return Err(ERESTARTSYS);
             }
         }
@@ -432,9 +464,12 @@ impl CepmFile {
         }
     }
 
-    /// `poll`: readable when an event is queued.
+    /// `poll`: readable when an event is queued; `POLLERR` if there is no memory to wait.
     pub(crate) fn poll(&self, file: &File, table: PollTable<'_>) -> u32 {
-        table.register_wait(file, &self.readable);
+        let Ok(readable) = self.readable() else {
+            return kernel::bindings::POLLERR;
+        };
+        table.register_wait(file, readable);
         let inner = self.inner.lock();
         let empty = match &inner.monitor {
             Some(m) => m.traces.is_empty(),
