@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{gid_table, neighbour, route};
+use super::{gid_table, neighbour, netlink, route};
 
 /// What an address resolution finds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,7 +61,8 @@ fn parse_mac(text: &str) -> Option<[u8; 6]> {
 /// Resolves `destination`, from `source` if given, within `timeout`. The errnos are those
 /// `RDMA_CM_EVENT_ADDR_ERROR` reports: `ENETUNREACH` without a route, `EADDRNOTAVAIL` when no
 /// RDMA port has a RoCE v2 GID for the source address on the route's netdev,
-/// `EHOSTUNREACH`/`ETIMEDOUT` when the next hop does not answer.
+/// `EHOSTUNREACH`/`ETIMEDOUT` when the next hop does not answer, `ENODEV` when the route's
+/// netdev went away meanwhile.
 pub(crate) fn resolve(
     destination: IpAddr,
     source: Option<IpAddr>,
@@ -78,19 +79,17 @@ pub(crate) fn resolve(
         })
         .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
         let ours = gid_table::find(|e| {
-            gid_table::is_roce_v2_for(e, source.unwrap_or(destination), &peer.netdev)
+            gid_table::is_roce_v2_for(e, source.unwrap_or(destination), peer.ifindex)
         })
         .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
         let mac = parse_mac(&netdev_file(&peer.netdev, "address")?)
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
         (ours, mac)
     } else {
-        let netdev = gid_table::netdev_name(route.ifindex)
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
         let from = route
             .source
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
-        let ours = gid_table::find(|e| gid_table::is_roce_v2_for(e, from, &netdev))
+        let ours = gid_table::find(|e| gid_table::is_roce_v2_for(e, from, route.ifindex))
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
         let mac = neighbour::resolve(
             route.ifindex,
@@ -101,9 +100,7 @@ pub(crate) fn resolve(
         (ours, mac)
     };
     let scanned = started.elapsed();
-    let netdev_mtu = netdev_file(&entry.netdev, "mtu")?
-        .parse()
-        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let netdev_mtu = netlink::netdev_mtu(&entry.netdev)?;
     // Where the time goes (cmtime's "resolve addr" step is this).
     crate::debug!(
         "resolved {destination}: route {routed:?}, GID entries and neighbour {:?}, MTU {:?}",

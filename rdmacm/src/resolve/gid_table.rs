@@ -60,7 +60,7 @@ pub(crate) fn gid_of(ip: IpAddr) -> [u8; 16] {
 }
 
 /// The name of the netdev with index `ifindex`.
-pub(crate) fn netdev_name(ifindex: u32) -> Option<String> {
+fn netdev_name(ifindex: u32) -> Option<String> {
     let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
     // SAFETY: `name` has room for IF_NAMESIZE bytes, as if_indextoname needs.
     let got = unsafe { libc::if_indextoname(ifindex, name.as_mut_ptr()) };
@@ -163,21 +163,23 @@ fn is_current(entry: &GidEntry) -> bool {
     gid == entry.gid && GidType::of(&now) == entry.kind && now.ndev_ifindex == entry.ifindex
 }
 
-/// Whether `e` is the RoCE v2 entry for `ip` on `netdev`.
-pub(crate) fn is_roce_v2_for(e: &GidEntry, ip: IpAddr, netdev: &str) -> bool {
-    e.kind == GidType::RoceV2 && e.gid == gid_of(ip) && e.netdev == netdev
+/// Whether `e` is the RoCE v2 entry for `ip` on the netdev with index `ifindex`.
+pub(crate) fn is_roce_v2_for(e: &GidEntry, ip: IpAddr, ifindex: u32) -> bool {
+    e.kind == GidType::RoceV2 && e.gid == gid_of(ip) && e.ifindex == ifindex
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The RoCE v2 entry for `ip` on `netdev`: the first, by device, port and index.
-    fn find_roce_v2<'a>(entries: &'a [GidEntry], ip: IpAddr, netdev: &str) -> Option<&'a GidEntry> {
-        entries.iter().find(|e| is_roce_v2_for(e, ip, netdev))
+    /// The RoCE v2 entry for `ip` on netdev `ifindex`: the first, by device, port and index.
+    fn find_roce_v2(entries: &[GidEntry], ip: IpAddr, ifindex: u32) -> Option<&GidEntry> {
+        entries.iter().find(|e| is_roce_v2_for(e, ip, ifindex))
     }
 
+    /// An entry on netdev `vethN`, whose index is 10 + N.
     fn entry(device: &str, index: u8, gid: &str, kind: GidType, netdev: &str) -> GidEntry {
+        let n: u32 = netdev.trim_start_matches("veth").parse().unwrap();
         GidEntry {
             device: device.into(),
             port: 1,
@@ -185,7 +187,7 @@ mod tests {
             gid: gid_of(gid.parse().unwrap()),
             kind,
             netdev: netdev.into(),
-            ifindex: 0,
+            ifindex: 10 + n,
         }
     }
 
@@ -203,17 +205,12 @@ mod tests {
             entry("rxe0", 2, "10.77.0.1", GidType::RoceV2, "veth0"),
             entry("rxe1", 0, "10.77.0.2", GidType::RoceV2, "veth1"),
         ];
-        let v4 = find_roce_v2(&entries, "10.77.0.1".parse().unwrap(), "veth0").unwrap();
+        let v4 = find_roce_v2(&entries, "10.77.0.1".parse().unwrap(), 10).unwrap();
         assert_eq!((v4.device.as_str(), v4.port, v4.index), ("rxe0", 1, 2));
-        assert!(find_roce_v2(&entries, "10.77.0.1".parse().unwrap(), "veth1").is_none());
-        let v6 = find_roce_v2(
-            &entries,
-            "fe80::24:13ff:fec5:518f".parse().unwrap(),
-            "veth0",
-        )
-        .unwrap();
+        assert!(find_roce_v2(&entries, "10.77.0.1".parse().unwrap(), 11).is_none());
+        let v6 = find_roce_v2(&entries, "fe80::24:13ff:fec5:518f".parse().unwrap(), 10).unwrap();
         assert_eq!(v6.index, 0);
-        let other = find_roce_v2(&entries, "10.77.0.2".parse().unwrap(), "veth1").unwrap();
+        let other = find_roce_v2(&entries, "10.77.0.2".parse().unwrap(), 11).unwrap();
         assert_eq!(other.device, "rxe1");
     }
 

@@ -9,7 +9,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use netlink_packet_core::NLM_F_DUMP;
 use netlink_packet_route::{
     neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState},
     AddressFamily, RouteNetlinkMessage,
@@ -36,6 +35,8 @@ enum Entry {
     Missing,
 }
 
+/// The cache's entry for `ip` on interface `ifindex` (one `RTM_GETNEIGH` for it, not a dump
+/// of the whole cache, which on a large fabric holds thousands).
 fn lookup(ifindex: u32, ip: IpAddr) -> io::Result<Entry> {
     let mut message = NeighbourMessage::default();
     message.header.family = if ip.is_ipv4() {
@@ -43,41 +44,46 @@ fn lookup(ifindex: u32, ip: IpAddr) -> io::Result<Entry> {
     } else {
         AddressFamily::Inet6
     };
-    let answers = netlink::request(RouteNetlinkMessage::GetNeighbour(message), NLM_F_DUMP)?;
-    for answer in answers {
-        let RouteNetlinkMessage::NewNeighbour(entry) = answer else {
-            continue;
-        };
-        if entry.header.ifindex != ifindex {
-            continue;
-        }
-        let mut destination = None;
-        let mut mac = None;
-        for attribute in &entry.attributes {
-            match attribute {
-                NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
-                    destination = Some(IpAddr::V4(*a))
-                }
-                NeighbourAttribute::Destination(NeighbourAddress::Inet6(a)) => {
-                    destination = Some(IpAddr::V6(*a))
-                }
-                NeighbourAttribute::LinkLayerAddress(bytes) => {
-                    mac = <[u8; 6]>::try_from(bytes.as_slice()).ok()
-                }
-                _ => {}
+    message.header.ifindex = ifindex;
+    message
+        .attributes
+        .push(NeighbourAttribute::Destination(match ip {
+            IpAddr::V4(a) => NeighbourAddress::Inet(a),
+            IpAddr::V6(a) => NeighbourAddress::Inet6(a),
+        }));
+    let answers = match netlink::request(RouteNetlinkMessage::GetNeighbour(message), 0) {
+        Ok(answers) => answers,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Entry::Missing),
+        Err(e) => return Err(e),
+    };
+    let Some(RouteNetlinkMessage::NewNeighbour(entry)) = answers.into_iter().next() else {
+        return Ok(Entry::Missing);
+    };
+    let mut destination = None;
+    let mut mac = None;
+    for attribute in &entry.attributes {
+        match attribute {
+            NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
+                destination = Some(IpAddr::V4(*a))
             }
+            NeighbourAttribute::Destination(NeighbourAddress::Inet6(a)) => {
+                destination = Some(IpAddr::V6(*a))
+            }
+            NeighbourAttribute::LinkLayerAddress(bytes) => {
+                mac = <[u8; 6]>::try_from(bytes.as_slice()).ok()
+            }
+            _ => {}
         }
-        if destination != Some(ip) {
-            continue;
-        }
-        return Ok(match (entry.header.state, mac) {
-            (NeighbourState::Failed, _) => Entry::Failed,
-            (NeighbourState::Incomplete | NeighbourState::None, _) => Entry::Pending,
-            (_, Some(mac)) => Entry::Known(mac),
-            (_, None) => Entry::Pending,
-        });
     }
-    Ok(Entry::Missing)
+    if entry.header.ifindex != ifindex || destination != Some(ip) {
+        return Ok(Entry::Missing);
+    }
+    Ok(match (entry.header.state, mac) {
+        (NeighbourState::Failed, _) => Entry::Failed,
+        (NeighbourState::Incomplete | NeighbourState::None, _) => Entry::Pending,
+        (_, Some(mac)) => Entry::Known(mac),
+        (_, None) => Entry::Pending,
+    })
 }
 
 /// Makes the kernel resolve `ip` by sending it an empty datagram from `source`.
@@ -102,7 +108,11 @@ pub(crate) fn resolve(
     timeout: Duration,
 ) -> io::Result<[u8; 6]> {
     let deadline = Instant::now() + timeout;
-    // Joined before the first look, so that no change after it goes unheard.
+    // Usually the next hop is known already: one look, and no subscription.
+    if let Entry::Known(mac) = lookup(ifindex, ip)? {
+        return Ok(mac);
+    }
+    // Joined before the looks that follow, so that no change after them goes unheard.
     let changes = netlink::Notifications::subscribe(libc::RTNLGRP_NEIGH)?;
     let mut provoked = false;
     loop {
@@ -123,5 +133,34 @@ pub(crate) fn resolve(
         }
         // Any entry's change wakes this up; the next look tells whether it was ours.
         changes.wait((deadline - now).min(RECHECK))?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lo() -> u32 {
+        // SAFETY: A C string.
+        unsafe { libc::if_nametoindex(c"lo".as_ptr()) }
+    }
+
+    #[test]
+    fn no_entry_is_missing_not_an_error() {
+        // The loopback resolves nothing: its cache stays empty.
+        assert_eq!(
+            lookup(lo(), "127.0.0.1".parse().unwrap()).unwrap(),
+            Entry::Missing
+        );
+        assert_eq!(
+            lookup(lo(), "::1".parse().unwrap()).unwrap(),
+            Entry::Missing
+        );
+    }
+
+    #[test]
+    fn an_interface_that_is_not_there_is_an_error() {
+        let e = lookup(u32::MAX, "127.0.0.1".parse().unwrap()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENODEV));
     }
 }

@@ -1,11 +1,135 @@
 //! One rtnetlink request and its answers, through the netlink crates of the rust-netlink
 //! project (`netlink-sys` for the socket, `netlink-packet-route` for the messages).
 
-use std::{io, os::fd::AsRawFd, time::Duration};
+use std::{
+    io,
+    os::fd::AsRawFd,
+    sync::{Mutex, PoisonError},
+    time::Duration,
+};
 
 use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+
+/// The process's socket for requests, kept between them: a resolution makes two or three, and
+/// a socket's making and closing cost five system calls, as many as the request itself.
+/// Made again in a child after a fork (it must not read its parent's answers) and after a
+/// failure that may have left answers unread.
+static REQUESTS: Mutex<Option<RequestSocket>> = Mutex::new(None);
+
+/// The request socket and whose it is.
+struct RequestSocket {
+    socket: Socket,
+    /// The process that made it.
+    pid: u32,
+    /// The sequence number of the last request: an answer with another is stale, and skipped.
+    sequence: u32,
+}
+
+/// Why a request failed.
+enum Failure {
+    /// The kernel answered with an error: the socket is ready for the next request.
+    Answered(io::Error),
+    /// The socket failed, or an answer could not be read: answers may be left in it.
+    Socket(io::Error),
+}
+
+impl RequestSocket {
+    fn open(pid: u32) -> io::Result<Self> {
+        let mut socket = Socket::new(NETLINK_ROUTE)?;
+        socket.bind_auto()?;
+        socket.connect(&SocketAddr::new(0, 0))?;
+        Ok(Self {
+            socket,
+            pid,
+            sequence: 0,
+        })
+    }
+
+    /// Sends `message` and collects its answers.
+    fn exchange(
+        &mut self,
+        message: RouteNetlinkMessage,
+        flags: u16,
+    ) -> Result<Vec<RouteNetlinkMessage>, Failure> {
+        self.sequence = self.sequence.wrapping_add(1);
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | flags;
+        header.sequence_number = self.sequence;
+        let mut request = NetlinkMessage::new(header, NetlinkPayload::from(message));
+        request.finalize();
+        let mut buf = vec![0; request.header.length as usize];
+        request.serialize(&mut buf);
+        self.socket.send(&buf, 0).map_err(Failure::Socket)?;
+
+        let dump = flags & netlink_packet_core::NLM_F_DUMP == netlink_packet_core::NLM_F_DUMP;
+        let mut answers = Vec::new();
+        let mut receive = vec![0u8; 32 * 1024];
+        loop {
+            let size = self
+                .socket
+                .recv(&mut &mut receive[..], 0)
+                .map_err(Failure::Socket)?;
+            let mut offset = 0;
+            while offset < size {
+                let message =
+                    NetlinkMessage::<RouteNetlinkMessage>::deserialize(&receive[offset..size])
+                        .map_err(|e| {
+                            Failure::Socket(io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                e.to_string(),
+                            ))
+                        })?;
+                let length = message.header.length as usize;
+                if length == 0 {
+                    break;
+                }
+                offset += length;
+                if message.header.sequence_number != self.sequence {
+                    continue;
+                }
+                match message.payload {
+                    NetlinkPayload::Done(_) => return Ok(answers),
+                    NetlinkPayload::Error(e) => {
+                        return match e.code {
+                            Some(code) => {
+                                Err(Failure::Answered(io::Error::from_raw_os_error(-code.get())))
+                            }
+                            None => Ok(answers), // an acknowledgement
+                        };
+                    }
+                    NetlinkPayload::InnerMessage(inner) => {
+                        answers.push(inner);
+                        if !dump {
+                            return Ok(answers);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// Runs `f` on the process's request socket, made first if this process has none.
+fn with_socket<T>(f: impl FnOnce(&mut RequestSocket) -> Result<T, Failure>) -> io::Result<T> {
+    let mut kept = REQUESTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let pid = std::process::id();
+    let socket = match kept.take() {
+        Some(s) if s.pid == pid => kept.insert(s),
+        // A parent's socket is closed here only in the child; the parent keeps its own.
+        _ => kept.insert(RequestSocket::open(pid)?),
+    };
+    match f(socket) {
+        Ok(value) => Ok(value),
+        Err(Failure::Answered(e)) => Err(e),
+        Err(Failure::Socket(e)) => {
+            *kept = None;
+            Err(e)
+        }
+    }
+}
 
 /// Sends `message` with `flags` (besides `NLM_F_REQUEST`) and returns the messages the kernel
 /// answers with, up to its `NLMSG_DONE` or its one answer. A netlink error is an `io::Error`
@@ -14,50 +138,32 @@ pub(crate) fn request(
     message: RouteNetlinkMessage,
     flags: u16,
 ) -> io::Result<Vec<RouteNetlinkMessage>> {
-    let mut socket = Socket::new(NETLINK_ROUTE)?;
-    socket.bind_auto()?;
-    socket.connect(&SocketAddr::new(0, 0))?;
-    let mut header = NetlinkHeader::default();
-    header.flags = NLM_F_REQUEST | flags;
-    let mut request = NetlinkMessage::new(header, NetlinkPayload::from(message));
-    request.finalize();
-    let mut buf = vec![0; request.header.length as usize];
-    request.serialize(&mut buf);
-    socket.send(&buf, 0)?;
+    with_socket(|s| s.exchange(message, flags))
+}
 
-    let dump = flags & netlink_packet_core::NLM_F_DUMP == netlink_packet_core::NLM_F_DUMP;
-    let mut answers = Vec::new();
-    let mut receive = vec![0u8; 32 * 1024];
-    loop {
-        let size = socket.recv(&mut &mut receive[..], 0)?;
-        let mut offset = 0;
-        while offset < size {
-            let message =
-                NetlinkMessage::<RouteNetlinkMessage>::deserialize(&receive[offset..size])
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-            let length = message.header.length as usize;
-            match message.payload {
-                NetlinkPayload::Done(_) => return Ok(answers),
-                NetlinkPayload::Error(e) => {
-                    return match e.code {
-                        Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
-                        None => Ok(answers), // an acknowledgement
-                    };
-                }
-                NetlinkPayload::InnerMessage(inner) => {
-                    answers.push(inner);
-                    if !dump {
-                        return Ok(answers);
-                    }
-                }
-                _ => {}
-            }
-            if length == 0 {
-                break;
-            }
-            offset += length;
-        }
+/// The MTU of netdev `name`, through the request socket (`SIOCGIFMTU`, one system call where
+/// sysfs's file takes five).
+pub(crate) fn netdev_mtu(name: &str) -> io::Result<u32> {
+    // SAFETY: ifreq is plain data; all zeroes is a valid value.
+    let mut ifr: libc::ifreq = unsafe { core::mem::zeroed() };
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= ifr.ifr_name.len() || bytes.contains(&0) {
+        return Err(io::Error::from_raw_os_error(libc::ENODEV));
     }
+    for (to, from) in ifr.ifr_name.iter_mut().zip(bytes) {
+        *to = *from as libc::c_char;
+    }
+    with_socket(|s| {
+        // SAFETY: `ifr` is a valid ifreq with a NUL-terminated name, for the call's duration.
+        let rc = unsafe { libc::ioctl(s.socket.as_raw_fd(), libc::SIOCGIFMTU, &mut ifr) };
+        if rc != 0 {
+            return Err(Failure::Answered(io::Error::last_os_error()));
+        }
+        // SAFETY: SIOCGIFMTU filled in the MTU member of the union.
+        let mtu = unsafe { ifr.ifr_ifru.ifru_mtu };
+        u32::try_from(mtu)
+            .map_err(|_| Failure::Answered(io::Error::from_raw_os_error(libc::EINVAL)))
+    })
 }
 
 /// A socket that hears the kernel's rtnetlink notifications of one group (`RTNLGRP_*`).
@@ -120,6 +226,30 @@ fn c_int_millis(timeout: Duration) -> libc::c_int {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loopbacks_mtu() {
+        // The loopback's default MTU, since Linux 3.6.
+        assert_eq!(netdev_mtu("lo").unwrap(), 65536);
+        assert_eq!(
+            netdev_mtu("no-such-netdev").unwrap_err().raw_os_error(),
+            Some(libc::ENODEV)
+        );
+        assert_eq!(
+            netdev_mtu("a-name-too-long-for-ifreq")
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::ENODEV)
+        );
+    }
+
+    #[test]
+    fn one_socket_serves_every_request() {
+        let fd = |s: &mut RequestSocket| Ok(s.socket.as_raw_fd());
+        let first = with_socket(fd).unwrap();
+        assert!(netdev_mtu("lo").is_ok());
+        assert_eq!(with_socket(fd).unwrap(), first);
+    }
 
     #[test]
     fn poll_timeouts_round_up_and_saturate() {
