@@ -17,11 +17,10 @@ use kernel::{
     },
     sync::{
         poll::{
-            PollCondVar,
             PollCondVarBox,
             PollTable, //
         },
-        Arc, SetOnce, SpinLock,
+        Arc, SpinLock,
     },
     time::{
         Instant,
@@ -189,10 +188,10 @@ pub(crate) struct CepmFile {
     usage: Arc<Usage>,
     #[pin]
     inner: SpinLock<FileInner>,
-    /// Signalled when an event is queued; made by the first `poll` or blocking `read`.
-    /// Freed after an RCU grace period rather than waiting for one (as a `PollCondVar` in
-    /// the file would, in every close): epoll may still look at it until then.
-    readable: SetOnce<PollCondVarBox>,
+    /// Signalled when an event is queued. Boxed, so that it is freed after an RCU grace
+    /// period (epoll may look at it until then) rather than waiting for one, as a
+    /// `PollCondVar` in the file would in every close.
+    readable: PollCondVarBox,
 }
 
 const POLLIN: u32 = kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
@@ -202,6 +201,7 @@ impl CepmFile {
     pub(crate) fn open(cm: Arc<Cm>) -> Result<Arc<Self>> {
         let opener = Opener::current(&cm)?;
         let events = EventQueue::new(opener.user.clone());
+        let readable = PollCondVarBox::new(c"CepmFile::readable", kernel::static_lock_class!())?;
         Arc::pin_init(
             try_pin_init!(Self {
                 cm,
@@ -215,33 +215,10 @@ impl CepmFile {
                     closed: false,
                     monitor: None,
                 }, "CepmFile::inner"),
-                readable: SetOnce::new(),
+                readable,
             }),
             GFP_KERNEL_ACCOUNT,
         )
-    }
-
-    /// What a poll or a blocking read waits on, made now if no one has waited before.
-    /// A caller makes it before it looks at the queue under the file's lock, so an event
-    /// queued after that look finds it to signal ([`CepmFile::notify_readable`]).
-    fn readable(&self) -> Result<&PollCondVar> {
-        loop {
-            if let Some(readable) = self.readable.as_ref() {
-                return Ok(readable);
-            }
-            let made = PollCondVarBox::new(c"CepmFile::readable", kernel::static_lock_class!())?;
-            // Under the file's lock, so that of two first waiters the second finds the first's
-            // made rather than spinning while it is stored (its own is freed).
-            let _inner = self.inner.lock();
-            self.readable.populate(made);
-        }
-    }
-
-    /// Wakes whoever waits for an event, if anyone ever has.
-    fn notify_readable(&self) {
-        if let Some(readable) = self.readable.as_ref() {
-            readable.notify_all();
-        }
     }
 
     /// The user whose file this is.
@@ -300,7 +277,7 @@ impl CepmFile {
             inner.events_lost = inner.events_lost.saturating_add(1);
         }
         drop(inner);
-        self.notify_readable();
+        self.readable.notify_all();
         queued
     }
 
@@ -313,7 +290,7 @@ impl CepmFile {
         }
         inner.events_lost = inner.events_lost.saturating_add(lost);
         drop(inner);
-        self.notify_readable();
+        self.readable.notify_all();
     }
 
     /// A request of listener `handle` was claimed, and `still_pending` wait: if more
@@ -357,7 +334,7 @@ impl CepmFile {
         if m.traces.push(record).is_ok() {
             m.lost = 0;
             drop(inner);
-            self.notify_readable();
+            self.readable.notify_all();
         } else {
             m.lost = m.lost.saturating_add(1);
         }
@@ -428,14 +405,7 @@ impl CepmFile {
             if nonblock {
                 return Err(EAGAIN);
             }
-            let Some(readable) = self.readable.as_ref() else {
-                // The first wait: make what it waits on, then look again.
-                drop(inner);
-                self.readable()?;
-                inner = self.inner.lock();
-                continue;
-            };
-            if readable.wait_interruptible(&mut inner) {
+            if self.readable.wait_interruptible(&mut inner) {
                 return Err(ERESTARTSYS);
             }
         }
@@ -464,12 +434,9 @@ impl CepmFile {
         }
     }
 
-    /// `poll`: readable when an event is queued; `POLLERR` if there is no memory to wait.
+    /// `poll`: readable when an event is queued.
     pub(crate) fn poll(&self, file: &File, table: PollTable<'_>) -> u32 {
-        let Ok(readable) = self.readable() else {
-            return kernel::bindings::POLLERR;
-        };
-        table.register_wait(file, readable);
+        table.register_wait(file, &self.readable);
         let inner = self.inner.lock();
         let empty = match &inner.monitor {
             Some(m) => m.traces.is_empty(),
