@@ -61,14 +61,15 @@ fn parse_mac(text: &str) -> Option<[u8; 6]> {
 /// Resolves `destination`, from `source` if given, within `timeout`. The errnos are those
 /// `RDMA_CM_EVENT_ADDR_ERROR` reports: `ENETUNREACH` without a route, `EADDRNOTAVAIL` when no
 /// RDMA port has a RoCE v2 GID for the source address on the route's netdev,
-/// `EHOSTUNREACH`/`ETIMEDOUT` when the next hop does not answer, `ENODEV` when the route's
-/// netdev went away meanwhile.
+/// `EHOSTUNREACH`/`ETIMEDOUT` when the next hop does not answer, `ENODEV` if the route's
+/// netdev goes away during the resolution.
 pub(crate) fn resolve(
     destination: IpAddr,
     source: Option<IpAddr>,
     timeout: Duration,
 ) -> io::Result<Resolved> {
     let started = Instant::now();
+    netlink::follow_namespace();
     let route = route::lookup(destination, source)?;
     let routed = started.elapsed();
     let (entry, dmac) = if route.local {

@@ -8,14 +8,17 @@ use std::{
     time::Duration,
 };
 
-use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
+use netlink_packet_core::{
+    NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_REQUEST,
+};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
 /// The process's socket for requests, kept between them: a resolution makes two or three, and
 /// a socket's making and closing cost five system calls, as many as the request itself.
-/// Made again in a child after a fork (it must not read its parent's answers) and after a
-/// failure that may have left answers unread.
+/// Made again in a child after a fork (it must not read its parent's answers), after a
+/// failure that may have left answers unread, and when a resolution starts in another
+/// network namespace than the socket's ([`follow_namespace`]).
 static REQUESTS: Mutex<Option<RequestSocket>> = Mutex::new(None);
 
 /// The request socket and whose it is.
@@ -23,6 +26,8 @@ struct RequestSocket {
     socket: Socket,
     /// The process that made it.
     pid: u32,
+    /// The network namespace it was made in (`None`: unknown, so kept for one resolution).
+    namespace: Option<(u64, u64)>,
     /// The sequence number of the last request: an answer with another is stale, and skipped.
     sequence: u32,
 }
@@ -43,6 +48,7 @@ impl RequestSocket {
         Ok(Self {
             socket,
             pid,
+            namespace: current_namespace(),
             sequence: 0,
         })
     }
@@ -71,24 +77,22 @@ impl RequestSocket {
                 .socket
                 .recv(&mut &mut receive[..], 0)
                 .map_err(Failure::Socket)?;
+            let invalid = |e: &dyn ToString| {
+                Failure::Socket(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+            };
             let mut offset = 0;
             while offset < size {
-                let message =
-                    NetlinkMessage::<RouteNetlinkMessage>::deserialize(&receive[offset..size])
-                        .map_err(|e| {
-                            Failure::Socket(io::Error::new(
-                                io::ErrorKind::InvalidData,
-                                e.to_string(),
-                            ))
-                        })?;
-                let length = message.header.length as usize;
-                if length == 0 {
-                    break;
-                }
-                offset += length;
-                if message.header.sequence_number != self.sequence {
+                let bytes = &receive[offset..size];
+                let header = NetlinkBuffer::new_checked(bytes).map_err(|e| invalid(&e))?;
+                let length = header.length() as usize;
+                // Messages in one datagram start at 4-byte boundaries (NLMSG_ALIGN).
+                offset += length.next_multiple_of(4);
+                // A stale answer is skipped before it is parsed: it is not this caller's.
+                if header.sequence_number() != self.sequence {
                     continue;
                 }
+                let message = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes[..length])
+                    .map_err(|e| invalid(&e))?;
                 match message.payload {
                     NetlinkPayload::Done(_) => return Ok(answers),
                     NetlinkPayload::Error(e) => {
@@ -109,6 +113,28 @@ impl RequestSocket {
                 }
             }
         }
+    }
+}
+
+/// The network namespace this thread is in: the device and inode of its `ns/net` (`None`
+/// without procfs).
+fn current_namespace() -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = std::fs::metadata("/proc/thread-self/ns/net").ok()?;
+    Some((ns.dev(), ns.ino()))
+}
+
+/// Called as a resolution starts: forgets the kept socket if this thread is no longer in its
+/// network namespace (or that cannot be told), so that routes, neighbours and MTUs come from
+/// the caller's namespace, as they did when each request had a socket of its own. One
+/// `statx` a resolution.
+pub(crate) fn follow_namespace() {
+    let mut kept = REQUESTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept
+        .as_ref()
+        .is_some_and(|s| s.namespace.is_none() || s.namespace != current_namespace())
+    {
+        *kept = None;
     }
 }
 
@@ -229,8 +255,12 @@ mod tests {
 
     #[test]
     fn the_loopbacks_mtu() {
-        // The loopback's default MTU, since Linux 3.6.
-        assert_eq!(netdev_mtu("lo").unwrap(), 65536);
+        let sysfs: u32 = std::fs::read_to_string("/sys/class/net/lo/mtu")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(netdev_mtu("lo").unwrap(), sysfs);
         assert_eq!(
             netdev_mtu("no-such-netdev").unwrap_err().raw_os_error(),
             Some(libc::ENODEV)
@@ -244,11 +274,13 @@ mod tests {
     }
 
     #[test]
-    fn one_socket_serves_every_request() {
+    fn one_socket_serves_every_request_in_its_namespace() {
         let fd = |s: &mut RequestSocket| Ok(s.socket.as_raw_fd());
         let first = with_socket(fd).unwrap();
         assert!(netdev_mtu("lo").is_ok());
+        follow_namespace();
         assert_eq!(with_socket(fd).unwrap(), first);
+        assert!(with_socket(|s| Ok(s.namespace)).unwrap().is_some());
     }
 
     #[test]
