@@ -298,6 +298,8 @@ struct shared {
 	uint64_t calls;
 	uint64_t count[NCALLS][ERRNO_SLOTS];	/* [call][0]: successes, [call][e]: errno e */
 	uint64_t slowest_us[NCALLS];		/* the longest call of each kind (not blocking reads) */
+	int32_t slowest_close_ceps;		/* the CEPs tracked in the slowest close's file, */
+	int32_t slowest_close_shared;		/* and whether another process had it open too */
 	struct {
 		uint64_t calls;		/* calls begun by the process in this slot */
 		int32_t call;		/* enum call_id of the last one begun */
@@ -614,22 +616,26 @@ static void late_start(void)
 	nanosleep(&ts, NULL);
 }
 
-static void call_end(void)
+/* Ends the call begun; true if it is now the slowest of its kind. */
+static bool call_end(void)
 {
 	static const struct itimerval off;
 	int id = S->slot[P.slot].call;
 	uint64_t took, seen;
+	bool slowest = false;
 
 	setitimer(ITIMER_REAL, &off, NULL);
 	if (!wd_may_block) {
 		took = monotonic_us() - S->slot[P.slot].began_us;
 		seen = __atomic_load_n(&S->slowest_us[id], __ATOMIC_RELAXED);
-		while (took > seen && !__atomic_compare_exchange_n(&S->slowest_us[id], &seen, took,
-								   true, __ATOMIC_RELAXED,
-								   __ATOMIC_RELAXED))
+		while (took > seen && !(slowest = __atomic_compare_exchange_n(&S->slowest_us[id],
+									      &seen, took, true,
+									      __ATOMIC_RELAXED,
+									      __ATOMIC_RELAXED)))
 			;
 	}
 	wd_may_block = 0;
+	return slowest;
 }
 
 static void count(enum call_id id, int ret, int err)
@@ -2341,7 +2347,11 @@ static void close_file(struct file *f)
 	call_begin(C_CLOSE, false);
 	r = close(f->fd);
 	err = r ? errno : 0;
-	call_end();
+	/* What the slowest close had to do: how many CEPs it destroyed, unless shared. */
+	if (call_end()) {
+		__atomic_store_n(&S->slowest_close_ceps, f->nceps, __ATOMIC_RELAXED);
+		__atomic_store_n(&S->slowest_close_shared, f->shared, __ATOMIC_RELAXED);
+	}
 	count(C_CLOSE, r ? -1 : 0, err);
 	if (r) {
 		fail_line("close returned errno %d (%s)", err, strerror(err));
@@ -2959,6 +2969,9 @@ static void slowest_calls(void)
 			break;
 		shown[top] = true;
 		printf(" %s %" PRIu64 " ms", calls[top].name, S->slowest_us[top] / 1000);
+		if (top == C_CLOSE)
+			printf(" (%d CEPs tracked%s)", S->slowest_close_ceps,
+			       S->slowest_close_shared ? ", file shared" : "");
 	}
 	printf("\n");
 }
