@@ -89,6 +89,10 @@ enum Command {
         /// Keep each rejected CEP (in IDLE) until exit instead of destroying it at once.
         #[arg(long, conflicts_with = "leave_unclaimed")]
         keep_rejected: bool,
+        /// Before rejecting a claimed REQ, wait for the next event on its CEP: a test's peer
+        /// ends the request first (a timeout REJ), as a hostile one may at any moment.
+        #[arg(long, conflicts_with = "leave_unclaimed")]
+        reject_after_peer_event: bool,
         /// Give up after this many milliseconds without an event.
         #[arg(long, default_value_t = 30_000)]
         timeout_ms: u64,
@@ -507,16 +511,30 @@ fn print_port(p: &PortInfo) {
     }
 }
 
-/// `cepmctl serve`: one listener, each REQ printed and rejected (a SIDR_REQ with a SIDR_REP).
-fn serve(
+/// What `cepmctl serve` is asked to do.
+struct Serve<'a> {
     service_id: u64,
     count: u32,
     reason: u16,
-    reject_data: &[u8],
+    reject_data: &'a [u8],
     leave_unclaimed: bool,
     keep_rejected: bool,
+    reject_after_peer_event: bool,
     timeout_ms: u64,
-) -> std::io::Result<()> {
+}
+
+/// `cepmctl serve`: one listener, each REQ printed and rejected (a SIDR_REQ with a SIDR_REP).
+fn serve(args: &Serve<'_>) -> std::io::Result<()> {
+    let &Serve {
+        service_id,
+        count,
+        reason,
+        reject_data,
+        leave_unclaimed,
+        keep_rejected,
+        reject_after_peer_event,
+        timeout_ms,
+    } = args;
     let cepm = Cepm::open()?;
     let listener = cepm.create(0)?;
     cepm.listen(listener, service_id, u64::MAX)?;
@@ -566,6 +584,24 @@ fn serve(
             })?;
             println!("serve: answered the SIDR_REQ with status reject");
         } else {
+            if reject_after_peer_event {
+                let ev = loop {
+                    let ev = cepm.next_event(Some(timeout))?.ok_or_else(|| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "no event from the peer before the timeout",
+                        )
+                    })?;
+                    if ev.handle == handle {
+                        break ev;
+                    }
+                };
+                println!(
+                    "serve: event {} on CEP {handle} (status {}) before the REJ",
+                    cep::event_name(ev.kind),
+                    ev.status
+                );
+            }
             cepm.reject(handle, reason, &[], reject_data)?;
             println!(
                 "serve: rejected with reason {reason} and {} bytes of private data",
@@ -727,16 +763,18 @@ fn run(cli: Cli) -> std::io::Result<()> {
             reject_data,
             leave_unclaimed,
             keep_rejected,
+            reject_after_peer_event,
             timeout_ms,
-        } => serve(
+        } => serve(&Serve {
             service_id,
             count,
             reason,
-            reject_data.as_bytes(),
+            reject_data: reject_data.as_bytes(),
             leave_unclaimed,
             keep_rejected,
+            reject_after_peer_event,
             timeout_ms,
-        )?,
+        })?,
         Command::Ports => {
             let q = Cepm::open()?.query()?;
             println!(
