@@ -89,10 +89,11 @@ enum Command {
         /// Keep each rejected CEP (in IDLE) until exit instead of destroying it at once.
         #[arg(long, conflicts_with = "leave_unclaimed")]
         keep_rejected: bool,
-        /// Before rejecting a claimed REQ, wait for the next event on its CEP: a test's peer
-        /// ends the request first (a timeout REJ), as a hostile one may at any moment.
+        /// Before rejecting the first REQ claimed, wait for the next event on its CEP: a
+        /// test's peer ends the request first (a timeout REJ), as a hostile one may at any
+        /// moment.
         #[arg(long, conflicts_with = "leave_unclaimed")]
-        reject_after_peer_event: bool,
+        first_awaits_peer_event: bool,
         /// Give up after this many milliseconds without an event.
         #[arg(long, default_value_t = 30_000)]
         timeout_ms: u64,
@@ -519,7 +520,7 @@ struct Serve<'a> {
     reject_data: &'a [u8],
     leave_unclaimed: bool,
     keep_rejected: bool,
-    reject_after_peer_event: bool,
+    first_awaits_peer_event: bool,
     timeout_ms: u64,
 }
 
@@ -532,7 +533,7 @@ fn serve(args: &Serve<'_>) -> std::io::Result<()> {
         reject_data,
         leave_unclaimed,
         keep_rejected,
-        reject_after_peer_event,
+        first_awaits_peer_event,
         timeout_ms,
     } = args;
     let cepm = Cepm::open()?;
@@ -584,7 +585,7 @@ fn serve(args: &Serve<'_>) -> std::io::Result<()> {
             })?;
             println!("serve: answered the SIDR_REQ with status reject");
         } else {
-            if reject_after_peer_event {
+            if first_awaits_peer_event && served == 0 {
                 let ev = loop {
                     let ev = cepm.next_event(Some(timeout))?.ok_or_else(|| {
                         std::io::Error::new(
@@ -602,11 +603,26 @@ fn serve(args: &Serve<'_>) -> std::io::Result<()> {
                     ev.status
                 );
             }
-            cepm.reject(handle, reason, &[], reject_data)?;
-            println!(
-                "serve: rejected with reason {reason} and {} bytes of private data",
-                reject_data.len()
-            );
+            match cepm.reject(handle, reason, &[], reject_data) {
+                Ok(()) => println!(
+                    "serve: rejected with reason {reason} and {} bytes of private data",
+                    reject_data.len()
+                ),
+                // The peer may end its request (a REJ, or a new REQ on its QP making this one
+                // stale) between the claim and our REJ, which the new state then refuses.
+                // Anything else is still an error.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    let state = cepm.query_cep(handle)?.state;
+                    if state == info.state {
+                        return Err(e);
+                    }
+                    println!(
+                        "serve: the peer ended the request first (CEP {handle} in {})",
+                        cep::state_name(state)
+                    );
+                }
+                Err(e) => return Err(e),
+            }
         }
         if keep_rejected {
             println!(
@@ -763,7 +779,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
             reject_data,
             leave_unclaimed,
             keep_rejected,
-            reject_after_peer_event,
+            first_awaits_peer_event,
             timeout_ms,
         } => serve(&Serve {
             service_id,
@@ -772,7 +788,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
             reject_data: reject_data.as_bytes(),
             leave_unclaimed,
             keep_rejected,
-            reject_after_peer_event,
+            first_awaits_peer_event,
             timeout_ms,
         })?,
         Command::Ports => {

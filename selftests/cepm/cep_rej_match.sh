@@ -80,7 +80,7 @@ wait
 
 # 4: the sink claims a REQ; the client gives up (REJ 4) before the sink's REJ; a second REQ.
 SID_S=0x0000000001064e74
-"$CEPMCTL" serve --service-id $SID_S --count 2 --reject-after-peer-event --timeout-ms 60000 \
+"$CEPMCTL" serve --service-id $SID_S --count 2 --first-awaits-peer-event --timeout-ms 60000 \
 	>"$out.serve" 2>&1 &
 spid=$!
 serving() { grep -q '^serve: listening' "$out.serve"; }
