@@ -69,35 +69,7 @@ enum Command {
     /// Listen on a service ID and reject each REQ (with --reason and --reject-data; a SIDR_REQ
     /// gets a SIDR_REP with status reject), printing it and the events as they arrive.
     #[command(visible_alias = "reject")]
-    Serve {
-        /// Service ID to listen on (RDMA CM TCP port space: 0x0000000001060000 | port).
-        #[arg(long, value_parser = parse_u64)]
-        service_id: u64,
-        /// Stop after this many REQs and SIDR_REQs.
-        #[arg(long, default_value_t = 1)]
-        count: u32,
-        /// REJ reason (28: consumer defined).
-        #[arg(long, default_value_t = 28)]
-        reason: u16,
-        /// REJ private data, as text.
-        #[arg(long, default_value = "")]
-        reject_data: String,
-        /// Leave each REQ unclaimed and exit when it arrives: closing the listener must
-        /// reject it.
-        #[arg(long)]
-        leave_unclaimed: bool,
-        /// Keep each rejected CEP (in IDLE) until exit instead of destroying it at once.
-        #[arg(long, conflicts_with = "leave_unclaimed")]
-        keep_rejected: bool,
-        /// Before rejecting the first REQ claimed, wait for the next event on its CEP: a
-        /// test's peer ends the request first (a timeout REJ), as a hostile one may at any
-        /// moment.
-        #[arg(long, conflicts_with = "leave_unclaimed")]
-        first_awaits_peer_event: bool,
-        /// Give up after this many milliseconds without an event.
-        #[arg(long, default_value_t = 30_000)]
-        timeout_ms: u64,
-    },
+    Serve(ServeArgs),
     /// List the managed ports with their receive counters.
     Ports,
     /// List every connection endpoint in the module (all processes) with its state.
@@ -513,29 +485,50 @@ fn print_port(p: &PortInfo) {
 }
 
 /// What `cepmctl serve` is asked to do.
-struct Serve<'a> {
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Service ID to listen on (RDMA CM TCP port space: 0x0000000001060000 | port).
+    #[arg(long, value_parser = parse_u64)]
     service_id: u64,
+    /// Stop after this many REQs and SIDR_REQs.
+    #[arg(long, default_value_t = 1)]
     count: u32,
+    /// REJ reason (28: consumer defined).
+    #[arg(long, default_value_t = 28)]
     reason: u16,
-    reject_data: &'a [u8],
+    /// REJ private data, as text.
+    #[arg(long, default_value = "")]
+    reject_data: String,
+    /// Leave each REQ unclaimed and exit when it arrives: closing the listener must
+    /// reject it.
+    #[arg(long)]
     leave_unclaimed: bool,
+    /// Keep each rejected CEP (in IDLE) until exit instead of destroying it at once.
+    #[arg(long, conflicts_with = "leave_unclaimed")]
     keep_rejected: bool,
+    /// Before rejecting the first REQ claimed, wait for the next event on its CEP: a
+    /// test's peer ends the request first (a timeout REJ), as a hostile one may at any
+    /// moment.
+    #[arg(long, conflicts_with = "leave_unclaimed")]
     first_awaits_peer_event: bool,
+    /// Give up after this many milliseconds without an event.
+    #[arg(long, default_value_t = 30_000)]
     timeout_ms: u64,
 }
 
 /// `cepmctl serve`: one listener, each REQ printed and rejected (a SIDR_REQ with a SIDR_REP).
-fn serve(args: &Serve<'_>) -> std::io::Result<()> {
-    let &Serve {
+fn serve(args: &ServeArgs) -> std::io::Result<()> {
+    let &ServeArgs {
         service_id,
         count,
         reason,
-        reject_data,
+        ref reject_data,
         leave_unclaimed,
         keep_rejected,
         first_awaits_peer_event,
         timeout_ms,
     } = args;
+    let reject_data = reject_data.as_bytes();
     let cepm = Cepm::open()?;
     let listener = cepm.create(0)?;
     cepm.listen(listener, service_id, u64::MAX)?;
@@ -543,9 +536,7 @@ fn serve(args: &Serve<'_>) -> std::io::Result<()> {
     let timeout = std::time::Duration::from_millis(timeout_ms);
     let mut served = 0;
     while served < count {
-        let ev = cepm.next_event(Some(timeout))?.ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::TimedOut, "no event before the timeout")
-        })?;
+        let ev = cepm.expect_event(timeout)?;
         println!(
             "serve: event {} on handle {} (context {:#x}, status {})",
             cep::event_name(ev.kind),
@@ -587,12 +578,7 @@ fn serve(args: &Serve<'_>) -> std::io::Result<()> {
         } else {
             if first_awaits_peer_event && served == 0 {
                 let ev = loop {
-                    let ev = cepm.next_event(Some(timeout))?.ok_or_else(|| {
-                        std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            "no event from the peer before the timeout",
-                        )
-                    })?;
+                    let ev = cepm.expect_event(timeout)?;
                     if ev.handle == handle {
                         break ev;
                     }
@@ -772,25 +758,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 &cepm::connect::passive(&common.config(service_id))?,
             ),
         },
-        Command::Serve {
-            service_id,
-            count,
-            reason,
-            reject_data,
-            leave_unclaimed,
-            keep_rejected,
-            first_awaits_peer_event,
-            timeout_ms,
-        } => serve(&Serve {
-            service_id,
-            count,
-            reason,
-            reject_data: reject_data.as_bytes(),
-            leave_unclaimed,
-            keep_rejected,
-            first_awaits_peer_event,
-            timeout_ms,
-        })?,
+        Command::Serve(args) => serve(&args)?,
         Command::Ports => {
             let q = Cepm::open()?.query()?;
             println!(
