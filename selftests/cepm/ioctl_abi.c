@@ -701,8 +701,8 @@ TEST_F(cepm, post_event_is_read_and_polled)
 }
 
 /*
- * Tracefs's kprobe on synchronize_rcu, counting this process's calls: -1 if tracing is
- * not there (not root, no tracefs, no kprobe events).
+ * A tracefs kprobe on synchronize_rcu that counts this process's calls: grace_probe_start
+ * is -1 if tracing is not there (not root, no tracefs, no kprobe events).
  */
 #define TRACEFS "/sys/kernel/tracing/"
 #define GRACE_PROBE "cepm_abi_grace_period"
@@ -784,42 +784,52 @@ static int read_interrupted(int fd)
 	return err;
 }
 
+/* An open /dev/cepm, non-blocking; polled once if `polled` (nothing is queued: 0). */
+static int open_for_close(struct __test_metadata *_metadata, bool polled)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	int fd = open("/dev/cepm", O_RDWR | O_NONBLOCK);
+
+	EXPECT_LE(0, fd) TH_LOG("open /dev/cepm: %s", strerror(errno));
+	if (fd >= 0 && polled) {
+		pfd.fd = fd;
+		EXPECT_EQ(0, poll(&pfd, 1, 0));
+	}
+	return fd;
+}
+
 /*
  * A close frees the file without waiting for an RCU grace period (many milliseconds, and
  * seconds on a loaded machine), whether or not the file was polled, waited on in epoll or
- * read with a wait: the wait queue goes with kfree_rcu.
+ * read with a wait: the wait queue goes with kfree_rcu.  EXPECT only between start and
+ * stop, so that the probe never outlives the test.
  */
 TEST(close_waits_for_no_grace_period)
 {
 	struct epoll_event ee = { .events = EPOLLIN };
-	struct pollfd pfd = { .events = POLLIN };
-	int fd, ep, i;
+	int fd, ep;
 
 	if (grace_probe_start())
 		SKIP(return, "no kprobe on synchronize_rcu (needs root and tracefs)");
-	for (i = 0; i < 4; i++) {
-		fd = open("/dev/cepm", O_RDWR | O_NONBLOCK);
-		ASSERT_GE(fd, 0);
-		if (i >= 1) {
-			pfd.fd = fd;
-			EXPECT_EQ(0, poll(&pfd, 1, 0));
-		}
-		if (i == 2) {
-			ep = epoll_create1(0);
-			ASSERT_GE(ep, 0);
-			ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee));
-			EXPECT_EQ(0, epoll_wait(ep, &ee, 1, 0));
-			close(fd);
-			close(ep);
-			continue;
-		}
-		if (i == 3) {
-			/* A blocking read waits on the same queue; a signal ends it. */
-			ASSERT_EQ(0, fcntl(fd, F_SETFL, 0));
-			EXPECT_EQ(EINTR, read_interrupted(fd));
-		}
-		close(fd);
-	}
+	/* Never polled. */
+	fd = open_for_close(_metadata, false);
+	close(fd);
+	/* Polled. */
+	fd = open_for_close(_metadata, true);
+	close(fd);
+	/* In an epoll set, closed before the set. */
+	fd = open_for_close(_metadata, true);
+	ep = epoll_create1(0);
+	EXPECT_LE(0, ep);
+	EXPECT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee));
+	EXPECT_EQ(0, epoll_wait(ep, &ee, 1, 0));
+	close(fd);
+	close(ep);
+	/* After a blocking read, which waits on the same queue until a signal ends it. */
+	fd = open_for_close(_metadata, true);
+	EXPECT_EQ(0, fcntl(fd, F_SETFL, 0));
+	EXPECT_EQ(EINTR, read_interrupted(fd));
+	close(fd);
 	EXPECT_EQ(0, grace_probe_stop()) TH_LOG("closes of /dev/cepm waited for RCU");
 }
 

@@ -1,5 +1,7 @@
-//! One rtnetlink request and its answers, through the netlink crates of the rust-netlink
-//! project (`netlink-sys` for the socket, `netlink-packet-route` for the messages).
+//! rtnetlink requests and their answers over one kept socket a process (which also answers
+//! `SIOCGIFMTU`), and subscriptions to notifications, through the netlink crates of the
+//! rust-netlink project (`netlink-sys` for the sockets, `netlink-packet-route` for the
+//! messages).
 
 use std::{
     io,
