@@ -172,7 +172,11 @@ fn next_mad(rng: &mut Rng, cfg: &Config, tally: &mut Tally) -> [u8; MAD_SIZE] {
     mad
 }
 
-/// Runs the fuzzer; prints one summary line with the rate.
+/// How many MADs apart a long run prints its progress.
+const PROGRESS_EVERY: u64 = 100_000;
+
+/// Runs the fuzzer; prints its progress every [`PROGRESS_EVERY`] MADs and one summary line
+/// with the rate.
 pub fn run(cfg: &Config) -> io::Result<()> {
     let gid = umad::roce_v2_ipv4_gid(&cfg.device, cfg.port)?;
     // The second copy of a MAD sent twice goes through a second agent: ib_umad refuses a
@@ -190,6 +194,7 @@ pub fn run(cfg: &Config) -> io::Result<()> {
     let mut window: Vec<([u8; MAD_SIZE], usize)> = Vec::with_capacity(5);
     let started = Instant::now();
     let mut made = 0;
+    let mut next_progress = PROGRESS_EVERY;
     while made < cfg.count || !window.is_empty() {
         if made < cfg.count {
             let mad = next_mad(&mut rng, cfg, &mut tally);
@@ -212,6 +217,18 @@ pub fn run(cfg: &Config) -> io::Result<()> {
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => tally.refused += 1,
                 Err(e) => return Err(e),
             }
+        }
+        // A long run (10⁶ MADs under KASAN takes most of two hours) reports as it goes, so
+        // that a run stopped at its time limit still says how far it got.
+        if made >= next_progress && made < cfg.count {
+            next_progress += PROGRESS_EVERY;
+            let secs = started.elapsed().as_secs_f64();
+            println!(
+                "fuzz-mad: {} MADs sent so far in {:.0} s ({:.0} MADs/s)",
+                tally.sent,
+                secs,
+                tally.sent as f64 / secs.max(1e-9)
+            );
         }
     }
     let secs = started.elapsed().as_secs_f64();

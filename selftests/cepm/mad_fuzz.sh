@@ -65,7 +65,7 @@ sink_alive || tail -n 3 "$out.sink" | sed 's/^/# /'
 ktap_check "the sink listener outlived the fuzzer" sink_alive
 ktap_print_msg "the sink answered $(grep -c '^serve: rejected' "$out.sink") REQs and $(grep -c '^serve: answered the SIDR_REQ' "$out.sink") SIDR_REQs"
 tail -n 3 "$out.legit" "$out.legit-accept" | sed 's/^/# /'
-ktap_check "the fuzzer sent its $count MADs (seed $seed)" sh -c "test $frc = 0 && grep -q 'MADs/s' '$out.fuzz'"
+ktap_check "the fuzzer sent its $count MADs (seed $seed)" sh -c "test $frc = 0 && grep -q '^fuzz-mad: seed .* MADs sent in' '$out.fuzz'"
 ktap_check "100 legitimate connections next to it: all connected and disconnected" \
 	sh -c "test $crc = 0 && test $arc = 0 && grep -q '^connect: 100 connected and disconnected, 0 failed' '$out.legit'"
 
