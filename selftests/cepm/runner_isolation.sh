@@ -4,11 +4,12 @@
 # fixture selftests/runner/hang_and_break.sh) is stopped at its time limit and fails alone;
 # the runner restores the guest's baseline and says so, and the test after it passes.  This
 # runs selftests/run.sh itself, nested, with a 45 s limit for the fixture (breaking the guest
-# takes it about 10 s under TCG).
+# takes it about 10 s under TCG).  A second nested run then starts with cepm unloaded, as one
+# does after a run that ended with dmesg_clean.sh, and the runner must load it first.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 7
+ktap_set_plan 9
 
 out=$CEPM_ROOT/out/runner_isolation.$$
 trap 'rm -f "$out".*' EXIT
@@ -30,4 +31,15 @@ ktap_check "the nested run counts exactly one failure" grep -q '^# cepm selftest
 param() { cat "/sys/module/cepm/parameters/$1" 2>/dev/null; }
 defaults() { [ "$(param event_queue_max)" = 4096 ] && [ "$(param timewait_ms)" = 0 ]; }
 ktap_check "cepm's parameters show in sysfs, back at their defaults" defaults
+
+# A second run in the same boot, after one that ended with dmesg_clean.sh (which unloads cepm
+# on purpose): it must start from the baseline, cepm loaded, not take "no cepm" as its own.
+rmmod cepm
+CEPM_RUN_NESTED=1 "$CEPM_ROOT/selftests/run.sh" cep_connect.sh >"$out.second" 2>&1
+rc=$?
+sed 's/^/# /' "$out.second"
+ktap_check "a run that starts with cepm unloaded loads it and says so" \
+	grep -q '^# baseline: cepm was not loaded' "$out.second"
+ktap_check "... and its test passes" \
+	sh -c "test $rc = 0 && grep -q '^ok 1 selftests: cepm: cep_connect.sh # ' '$out.second'"
 ktap_finished
