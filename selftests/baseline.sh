@@ -64,6 +64,18 @@ baseline_tagged_pids() {
 		sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p' | grep -vx "$$"
 }
 
+# cepm with default parameters: what vm-guest.sh loads.
+baseline_load_cepm() { insmod "${CEPM_KO:-$CEPM_ROOT/cepm.ko}"; }
+
+# Returns once rxe0 is in cepm's port list, where the next test expects it (10 s at most).
+baseline_await_rxe0() {
+	for _ in $(seq 200); do
+		"$CEPM_ROOT/target/release/cepmctl" ports 2>/dev/null | grep -q '^rxe0 port 1 ' && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # Says what it repairs, one "# baseline: ..." line each.
 baseline_note() { echo "# baseline: $*"; }
 
@@ -125,22 +137,17 @@ baseline_restore() {
 	ip link set veth0 up
 	ip link set veth1 up
 	rdma link show rxe0/1 >/dev/null 2>&1 || rdma link add rxe0 type rxe netdev veth0
-	# cepm with default parameters: what vm-guest.sh loaded.
 	local cepm_now cepm_base
 	cepm_now=$(baseline_snapshot | grep '^module cepm\|^cepm parameter')
 	cepm_base=$(echo "$BASELINE_EXPECTED" | grep '^module cepm\|^cepm parameter')
 	if [ "$cepm_now" != "$cepm_base" ]; then
 		[ -d /sys/module/cepm ] && rmmod cepm
-		insmod "${CEPM_KO:-$CEPM_ROOT/cepm.ko}"
+		baseline_load_cepm
 	fi
 	for knob in drop_rx_count destroy_delay_ms fail_handle_count pretend_ib; do
 		[ -w /sys/kernel/debug/cepm/$knob ] && echo 0 >/sys/kernel/debug/cepm/$knob
 	done
-	# rxe0 must be back in cepm's port list before the next test uses it.
-	for _ in $(seq 200); do
-		"$CEPM_ROOT/target/release/cepmctl" ports 2>/dev/null | grep -q '^rxe0 port 1 ' && break
-		sleep 0.05
-	done
+	baseline_await_rxe0
 
 	now=$(baseline_snapshot)
 	if [ "$now" = "$BASELINE_EXPECTED" ]; then
