@@ -3,9 +3,10 @@
 # The runner keeps tests independent: a test that breaks the guest and then hangs (the
 # fixture selftests/runner/hang_and_break.sh) is stopped at its time limit and fails alone;
 # the runner restores the guest's baseline and says so, and the test after it passes.  This
-# runs selftests/run.sh itself, nested, with a 45 s limit for the fixture (breaking the guest
-# takes it about 10 s under TCG).  A second nested run then starts with cepm unloaded, as one
-# does after a run that ended with dmesg_clean.sh, and the runner must load it first.
+# runs selftests/run.sh itself, nested, with a 45 s limit for the fixture, times
+# CEPM_LIMIT_SCALE (breaking the guest takes it about 10 s under TCG).  A second nested run then
+# starts with cepm unloaded, as one does after a run that ended with dmesg_clean.sh, and the
+# runner must load it first.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
@@ -20,8 +21,10 @@ sed 's/^/# /' "$out.ktap"
 ktap_check "the nested run fails (one test failed)" test $rc != 0
 ktap_check "the fixture broke the guest before it hung" \
 	grep -q '^# hang_and_break: guest broken, now hanging' "$out.ktap"
-ktap_check "the hanging test is stopped at its 45 s limit and reported as a timeout" \
-	grep -q "^not ok 1 selftests: cepm: $fixture # TIMEOUT 45s" "$out.ktap"
+# The runner scales the fixture's limit too (CEPM_LIMIT_SCALE, 25 in the KASAN lane).
+limit=$((45 * ${CEPM_LIMIT_SCALE:-1}))
+ktap_check "the hanging test is stopped at its $limit s limit and reported as a timeout" \
+	grep -q "^not ok 1 selftests: cepm: $fixture # TIMEOUT ${limit}s" "$out.ktap"
 ktap_check "the runner reports what it found broken and that it restored the baseline" \
 	sh -c "grep -q '^# baseline: the guest differs' '$out.ktap' && grep -q '^# baseline: restored' '$out.ktap'"
 ktap_check "the test after it passes" grep -q '^ok 2 selftests: cepm: cep_connect.sh # ' "$out.ktap"
