@@ -8,12 +8,16 @@
 #   stock -> cepm
 # Beside them, perftest's ib_send_bw -R over stock -> stock and cepm -> cepm: the CM sets the
 # connection up and must not change the data path, so the two bandwidths should be equal.
+# cmtime's pairs run in CEPM_BENCH_ROUNDS rounds (default 3) at each N, the four pairs one after
+# the other in each round, so that the machine's drift falls on all of them alike; the table
+# gives each step's median over the rounds, and each round's connect time.
 # Usage: scripts/bench-guest.sh [N...]   (default: 100 1000)
 set -uo pipefail
 cd "$CEPM_ROOT/selftests/cepm"
 . ./lib.sh
 counts=("$@")
 [ $# -gt 0 ] || counts=(100 1000)
+rounds=${CEPM_BENCH_ROUNDS:-3}
 out=$CEPM_ROOT/out/bench
 mkdir -p "$out"
 report=$CEPM_ROOT/out/bench.md
@@ -31,20 +35,20 @@ cepm_unload() { rmmod cepm 2>/dev/null; }
 cepm_load() { cepm_unload; insmod "$CEPM_KO" "$@"; } # cepm_load [PARAM=VALUE...]
 
 
-# run_pair NAME N PORT SERVER_WAY CLIENT_WAY: cmtime's server in the peer namespace, its client
-# here, each either "stock" or "cepm" (over cepm's librdmacm); the client's table in
-# $out/NAME.N.
+# run_pair NAME N.ROUND PORT SERVER_WAY CLIENT_WAY: cmtime's server in the peer namespace, its
+# client here, each either "stock" or "cepm" (over cepm's librdmacm); the client's table in
+# $out/NAME.N.ROUND.
 run_pair() {
-	local name=$1 n=$2 port=$3 server=() client=()
+	local name=$1 n=${2%.*} port=$3 server=() client=()
 	[ "$4" = cepm ] && server=("${OVER_CEPM[@]}")
 	[ "$5" = cepm ] && client=("${OVER_CEPM[@]}")
-	"${PEER[@]}" "${server[@]}" cmtime -b 10.77.0.2 -p "$port" >"$out/$name-server.$n" 2>&1 &
+	"${PEER[@]}" "${server[@]}" cmtime -b 10.77.0.2 -p "$port" >"$out/$name-server.$2" 2>&1 &
 	local spid=$!
 	if [ "$4" = cepm ]; then wait_until 30 cepm_listens "$port"; else wait_until 30 stock_listens "$port"; fi
-	timeout 600 "${client[@]}" cmtime -s 10.77.0.2 -b 10.77.0.1 -p "$port" -c "$n" >"$out/$name.$n" 2>&1 || fail=1
+	timeout 600 "${client[@]}" cmtime -s 10.77.0.2 -b 10.77.0.1 -p "$port" -c "$n" >"$out/$name.$2" 2>&1 || fail=1
 	kill $spid
 	wait $spid
-	sed 's/^/  /' "$out/$name.$n"
+	sed 's/^/  /' "$out/$name.$2"
 }
 
 # rxe_stats DEV: rxe's hardware counters (rdma statistic), a "NAME VALUE" line each.
@@ -94,53 +98,74 @@ bw_pair() {
 	echo "$(awk '$1 == 4096 && $2 == 1000 { print $4 }' "$out/$name")" \
 		$(($(rxe_counter rxe0 sent_pkts) - sent0)) $(($(rxe_trouble) - trouble0))
 }
-# median A B C
-median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+# median V...: the middle value, or the mean of the two middle ones; "-" for none.
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2];
+		      else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# step_median NAME N STEP: STEP's median over the rounds of pair NAME at N.
+step_median() {
+	local f values=()
+	for f in "$out/$1.$2".*; do
+		[ -s "$f" ] && values+=($(step_ms "$f" "$3"))
+	done
+	median "${values[@]}"
+}
+# step_rounds NAME N STEP: STEP's time in each round, in order.
+step_rounds() {
+	local r
+	for r in $(seq "$rounds"); do printf ' %s' "$(step_ms "$out/$1.$2.$r" "$3")"; done
+}
 
 rows=()
-# row LABEL N FILE: the steps cmtime times, and the connect and disconnect ratios to
-# stock -> stock at the same N ($base_c, $base_d).
+# row LABEL N NAME: the medians of the steps cmtime times, each round's connect, and the
+# connect and disconnect ratios of the medians to stock -> stock's at the same N.
 row() {
-	local c d
-	c=$(step_ms "$3" connect) d=$(step_ms "$3" disconnect)
-	rows+=("| $1 | $2 | $(step_ms "$3" 'resolve addr') | $(step_ms "$3" 'resolve route') | $(step_ms "$3" 'create qp') | $c | $d | $(ratio "$c" "$base_c") | $(ratio "$d" "$base_d") |")
+	local c d base_c base_d
+	c=$(step_median "$3" "$2" connect) d=$(step_median "$3" "$2" disconnect)
+	base_c=$(step_median stock-stock "$2" connect) base_d=$(step_median stock-stock "$2" disconnect)
+	rows+=("| $1 | $2 | $(step_median "$3" "$2" 'resolve addr') | $(step_median "$3" "$2" 'resolve route') | $(step_median "$3" "$2" 'create qp') | $c |$(step_rounds "$3" "$2" connect) | $d | $(ratio "$c" "$base_c") | $(ratio "$d" "$base_d") |")
 }
 
 for n in "${counts[@]}"; do
-	echo "== N=$n: stock -> stock"
-	cepm_unload
-	modprobe rdma_ucm
-	peer_ns_create || exit 1
-	run_pair stock-stock "$n" 7490 stock stock
-	base_c=$(step_ms "$out/stock-stock.$n" connect) base_d=$(step_ms "$out/stock-stock.$n" disconnect)
-	row "stock -> stock" "$n" "$out/stock-stock.$n"
-	peer_ns_down
-	stack_unload
+	rm -f "$out"/*-*."$n".*
+	for round in $(seq "$rounds"); do
+		echo "== N=$n, round $round: stock -> stock"
+		cepm_unload
+		modprobe rdma_ucm
+		peer_ns_create || exit 1
+		run_pair stock-stock "$n.$round" 7490 stock stock
+		peer_ns_down
+		stack_unload
 
-	echo "== N=$n: cepm -> stock, stock -> cepm"
-	cepm_load devices=rxe0
-	modprobe rdma_ucm
-	peer_ns_create || exit 1
-	run_pair cepm-stock "$n" 7491 stock cepm
-	row "cepm -> stock" "$n" "$out/cepm-stock.$n"
-	# The other way: cepm's server here, the stock client in the peer namespace.
-	"${OVER_CEPM[@]}" cmtime -b 10.77.0.1 -p 7492 >"$out/stock-cepm-server.$n" 2>&1 &
-	spid=$!
-	wait_until 30 cepm_listens 7492
-	"${PEER[@]}" timeout 600 cmtime -s 10.77.0.1 -b 10.77.0.2 -p 7492 -c "$n" >"$out/stock-cepm.$n" 2>&1 || fail=1
-	kill $spid
-	wait $spid
-	sed 's/^/  /' "$out/stock-cepm.$n"
-	row "stock -> cepm" "$n" "$out/stock-cepm.$n"
-	peer_ns_down
-	stack_unload
+		echo "== N=$n, round $round: cepm -> stock, stock -> cepm"
+		cepm_load devices=rxe0
+		modprobe rdma_ucm
+		peer_ns_create || exit 1
+		run_pair cepm-stock "$n.$round" 7491 stock cepm
+		# The other way: cepm's server here, the stock client in the peer namespace.
+		"${OVER_CEPM[@]}" cmtime -b 10.77.0.1 -p 7492 >"$out/stock-cepm-server.$n.$round" 2>&1 &
+		spid=$!
+		wait_until 30 cepm_listens 7492
+		"${PEER[@]}" timeout 600 cmtime -s 10.77.0.1 -b 10.77.0.2 -p 7492 -c "$n" \
+			>"$out/stock-cepm.$n.$round" 2>&1 || fail=1
+		kill $spid
+		wait $spid
+		sed 's/^/  /' "$out/stock-cepm.$n.$round"
+		peer_ns_down
+		stack_unload
 
-	echo "== N=$n: cepm -> cepm"
-	cepm_load
-	peer_ns_up || exit 1
-	run_pair cepm-cepm "$n" 7493 cepm cepm
-	row "cepm -> cepm" "$n" "$out/cepm-cepm.$n"
-	peer_ns_down
+		echo "== N=$n, round $round: cepm -> cepm"
+		cepm_load
+		peer_ns_up || exit 1
+		run_pair cepm-cepm "$n.$round" 7493 cepm cepm
+		peer_ns_down
+	done
+	row "stock -> stock" "$n" stock-stock
+	row "cepm -> stock" "$n" cepm-stock
+	row "stock -> cepm" "$n" stock-cepm
+	row "cepm -> cepm" "$n" cepm-cepm
 done
 
 # ib_send_bw: three rounds, stock -> stock then cepm -> cepm in each, so that the machine's
@@ -179,8 +204,8 @@ bw_row() {
 bw_base=$(median ${bw[stock]:-0 0 0})
 
 {
-	echo "| client -> server | N | resolve addr (ms) | resolve route (ms) | create qp (ms) | connect (ms) | disconnect (ms) | connect vs stock -> stock | disconnect vs stock -> stock |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| client -> server | N | resolve addr (ms) | resolve route (ms) | create qp (ms) | connect (ms) | connect, rounds$(seq -s ' ' "$rounds" | sed 's/^/ /') | disconnect (ms) | connect vs stock -> stock | disconnect vs stock -> stock |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
 	echo
 	echo "| ib_send_bw -R, 1000 x 4 KiB | MB/s, rounds 1 2 3 | median | vs stock -> stock | packets rxe0 sent | retransmissions, RNR and sequence errors |"
