@@ -118,6 +118,12 @@ pub struct TraceRecord {
     pub lost: u32,
 }
 
+/// Whether a CEP in `state` has no request or connection left to answer: never started, or
+/// ended (by either side) and in or past its timewait.
+pub fn request_is_over(state: u32) -> bool {
+    state == sys::CEPM_STATE_IDLE || state == sys::CEPM_STATE_TIMEWAIT
+}
+
 /// The name of a `CEPM_STATE_*` value.
 pub fn state_name(state: u32) -> &'static str {
     const NAMES: [&str; 19] = [

@@ -511,6 +511,11 @@ struct ServeArgs {
     /// moment.
     #[arg(long, conflicts_with = "leave_unclaimed")]
     first_awaits_peer_event: bool,
+    /// Leave the first REQ unclaimed until the peer has ended it (a timeout REJ): until
+    /// cepm's CEP list shows no CEP of the service still in the request, as a slow server
+    /// may find it when it gets round to claiming.
+    #[arg(long, conflicts_with = "leave_unclaimed")]
+    first_claims_after_peer_ends: bool,
     /// Give up after this many milliseconds without an event.
     #[arg(long, default_value_t = 30_000)]
     timeout_ms: u64,
@@ -526,6 +531,7 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
         leave_unclaimed,
         keep_rejected,
         first_awaits_peer_event,
+        first_claims_after_peer_ends,
         timeout_ms,
     } = args;
     let reject_data = reject_data.as_bytes();
@@ -552,6 +558,10 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
         if leave_unclaimed {
             println!("serve: leaving the REQ unclaimed and closing");
             return Ok(());
+        }
+        if first_claims_after_peer_ends && served == 0 {
+            await_requests_over(&cepm, service_id, timeout)?;
+            println!("serve: the peer has ended the first request; claiming it");
         }
         let (handle, req) = cepm.get_request(listener, 0x5e57_0000 + u64::from(served))?;
         let info = cepm.query_cep(handle)?;
@@ -622,6 +632,34 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
     }
     cepm.destroy(listener)?;
     Ok(())
+}
+
+/// Returns once no CEP of `service_id` but its listener is still in a request: each has
+/// ended (IDLE or TIMEWAIT) or is gone.
+fn await_requests_over(
+    cepm: &Cepm,
+    service_id: u64,
+    timeout: std::time::Duration,
+) -> std::io::Result<()> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let ceps = cepm.list_ceps()?;
+        let in_request = ceps.iter().any(|c| {
+            c.service_id == service_id
+                && c.state != cepm::sys::CEPM_STATE_LISTEN
+                && !cep::request_is_over(c.state)
+        });
+        if !in_request {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the peer did not end the request",
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 fn invalid_input(msg: String) -> std::io::Error {

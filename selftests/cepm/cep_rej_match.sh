@@ -12,11 +12,14 @@
 #     stops at once with REJ_RECEIVED instead of retrying for a minute;
 #  4. the same REJ for a REQ that mad_fuzz.sh's sink (cepmctl serve) has claimed but not yet
 #     rejected: its REJECT is then EINVAL (the CEP is no longer in REQ_RCVD), and the sink must
-#     carry on.  With seed 1 at 10^6 MADs under KASAN, a fuzzed REJ did this to the sink.
+#     carry on.  With seed 1 at 10^6 MADs under KASAN, a fuzzed REJ did this to the sink;
+#  5. the same REJ before the sink has even claimed the REQ: it then claims a CEP already in
+#     IDLE, and its REJECT is EINVAL too.  Seed 1 under KASAN did this to the sink in stop 25,
+#     after about 160,000 MADs.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 9
 
 SID=0x0000000001064e72
 SID_T=0x0000000001064e73
@@ -98,4 +101,24 @@ src=$?
 sed 's/^/# /' "$out.serve"
 ktap_check "the sink carries on past a request the client ended before the sink's REJ (exit $src)" \
 	sh -c "test $src = 0 && grep -q 'rejected with reason 28' '$out.serve'"
+
+# 5: the client gives up (REJ 4) before the sink claims its REQ; a second REQ.
+SID_U=0x0000000001064e75
+"$CEPMCTL" serve --service-id $SID_U --count 2 --first-claims-after-peer-ends --timeout-ms 60000 \
+	>"$out.serve2" 2>&1 &
+spid=$!
+serving2() { grep -q '^serve: listening' "$out.serve2"; }
+wait_until 10 serving2
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_U --comm-id $((client_id + 3)) --ca-guid $guid
+offered() { grep -q '^serve: event REQ_RECEIVED' "$out.serve2"; }
+wait_until 20 offered
+spoof --local-comm-id $((client_id + 3)) --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
+past_unclaimed() { grep -q 'peer ended' "$out.serve2" || exited $spid; }
+wait_until 20 past_unclaimed
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_U --comm-id $((client_id + 4)) --ca-guid $guid
+wait $spid
+src=$?
+sed 's/^/# /' "$out.serve2"
+ktap_check "the sink carries on past a request the client ended before the sink claimed it (exit $src)" \
+	sh -c "test $src = 0 && grep -q '^serve: the peer has ended the first request' '$out.serve2' && grep -q 'peer ended the request first' '$out.serve2' && grep -q 'rejected with reason 28' '$out.serve2'"
 ktap_finished
