@@ -605,11 +605,11 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
                     reject_data.len()
                 ),
                 // The peer may end its request (a REJ, or a new REQ on its QP making this one
-                // stale) between the claim and our REJ, which the new state then refuses.
-                // Anything else is still an error.
+                // stale) before our REJ, even before the claim, and an ended request refuses
+                // it. Anything else is still an error.
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                     let state = cepm.query_cep(handle)?.state;
-                    if state == info.state {
+                    if !cep::request_is_over(state) {
                         return Err(e);
                     }
                     println!(

@@ -15,7 +15,7 @@
 #     carry on.  With seed 1 at 10^6 MADs under KASAN, a fuzzed REJ did this to the sink;
 #  5. the same REJ before the sink has even claimed the REQ: it then claims a CEP already in
 #     IDLE, and its REJECT is EINVAL too.  Seed 1 under KASAN did this to the sink in stop 25,
-#     after about 160,000 MADs.
+#     after about 59,000 MADs.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
