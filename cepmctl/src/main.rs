@@ -606,10 +606,13 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
                 ),
                 // The peer may end its request (a REJ, or a new REQ on its QP making this one
                 // stale) before our REJ, even before the claim, and an ended request refuses
-                // it. Anything else is still an error.
+                // it. That needs evidence: the request is over, and either it ended after the
+                // claim or the last message the CEP received is a REJ. Anything else, a CEP
+                // handed over already IDLE for no reason among them, is still an error.
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                     let state = cepm.query_cep(handle)?.state;
-                    if !cep::request_is_over(state) {
+                    let peer_rejected = cepm.private_data(handle)?.0 == AttrId::Rej.to_u16();
+                    if !cep::request_is_over(state) || (state == info.state && !peer_rejected) {
                         return Err(e);
                     }
                     println!(
