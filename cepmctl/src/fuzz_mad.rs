@@ -219,16 +219,18 @@ pub fn run(cfg: &Config) -> io::Result<()> {
             }
         }
         // A long run (10⁶ MADs under KASAN takes most of two hours) reports as it goes, so
-        // that a run stopped at its time limit still says how far it got.
-        if made >= next_progress && made < cfg.count {
-            next_progress += PROGRESS_EVERY;
+        // that a run stopped at its time limit still says how far it got: one line for each
+        // multiple of PROGRESS_EVERY below the count, once the MADs up to it have gone.
+        if made >= next_progress && next_progress < cfg.count {
             let secs = started.elapsed().as_secs_f64();
             println!(
-                "fuzz-mad: {} MADs sent so far in {:.0} s ({:.0} MADs/s)",
+                "fuzz-mad: {next_progress} of {} MADs so far ({} sent with the duplicates) in {:.0} s ({:.0} sent/s)",
+                cfg.count,
                 tally.sent,
                 secs,
                 tally.sent as f64 / secs.max(1e-9)
             );
+            next_progress += PROGRESS_EVERY;
         }
     }
     let secs = started.elapsed().as_secs_f64();
