@@ -28,7 +28,10 @@ fail=0
 
 # cmtime's table: "<step> : total_ms max_ms min_us us_per_conn"; the step's total.
 step_ms() { sed -n "s/^$2 *: *\([0-9.]*\) .*/\1/p" "$1"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+# ratio A B: A / B, or "-" unless both are numbers (a median of no rounds is "-").
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
+}
 
 stack_unload() { modprobe -r rdma_ucm rdma_cm iw_cm ib_cm 2>/dev/null; }
 cepm_unload() { rmmod cepm 2>/dev/null; }

@@ -69,8 +69,9 @@ baseline_load_cepm() { insmod "${CEPM_KO:-$CEPM_ROOT/cepm.ko}"; }
 
 # Returns once rxe0 is in cepm's port list, where the next test expects it (10 s at most).
 baseline_await_rxe0() {
+	# grep -c reads the whole list: grep -q would leave cepmctl writing to a closed pipe.
 	for _ in $(seq 200); do
-		"$CEPM_ROOT/target/release/cepmctl" ports 2>/dev/null | grep -q '^rxe0 port 1 ' && return 0
+		[ "$("$CEPM_ROOT/target/release/cepmctl" ports 2>/dev/null | grep -c '^rxe0 port 1 ')" != 0 ] && return 0
 		sleep 0.05
 	done
 	return 1

@@ -59,7 +59,10 @@ fi
 # the same boot would otherwise take a guest without /dev/cepm as its baseline.
 if [ ! -d /sys/module/cepm ]; then
 	baseline_note "cepm was not loaded (dmesg_clean.sh, which ends a run, unloads it); loading it"
-	baseline_load_cepm && baseline_await_rxe0 || echo "# baseline: loading cepm failed"
+	if ! baseline_load_cepm || ! baseline_await_rxe0; then
+		echo "Bail out! cepm could not be loaded, or rxe0 did not join its ports"
+		exit 1
+	fi
 fi
 BASELINE_EXPECTED=$(baseline_snapshot)
 echo "1..${#tests[@]}"
