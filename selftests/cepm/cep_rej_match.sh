@@ -81,44 +81,36 @@ ktap_check "the timeout REJ, matched by CA GUID and comm ID, ended the passive s
 kill $apid 2>/dev/null
 wait
 
+# sink_case FILE SID COMM_ID OPTION READY PAST: a sink (serve --count 2 OPTION) on SID, its output
+# in FILE; a REQ from COMM_ID; once FILE matches READY, the client's timeout REJ for it; once
+# FILE matches PAST and says the peer ended the request (or the sink has exited), a second
+# REQ from COMM_ID + 1. The sink's exit status in $src.
+sink_case() {
+	local file=$1 sid=$2 comm=$3 option=$4 ready=$5 past=$6 spid
+	"$CEPMCTL" serve --service-id "$sid" --count 2 "$option" --timeout-ms 60000 >"$file" 2>&1 &
+	spid=$!
+	wait_until 10 grep -q '^serve: listening' "$file"
+	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id "$sid" --comm-id "$comm" --ca-guid $guid
+	wait_until 20 grep -q "$ready" "$file"
+	spoof --local-comm-id "$comm" --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
+	# Past the first request: the sink either carried on or gave up.
+	past_first() { { grep -q "$past" "$file" && grep -q 'peer ended' "$file"; } || exited $spid; }
+	wait_until 20 past_first
+	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id "$sid" --comm-id $((comm + 1)) --ca-guid $guid
+	wait $spid
+	src=$?
+	sed 's/^/# /' "$file"
+}
+
 # 4: the sink claims a REQ; the client gives up (REJ 4) before the sink's REJ; a second REQ.
-SID_S=0x0000000001064e74
-"$CEPMCTL" serve --service-id $SID_S --count 2 --first-awaits-peer-event --timeout-ms 60000 \
-	>"$out.serve" 2>&1 &
-spid=$!
-serving() { grep -q '^serve: listening' "$out.serve"; }
-wait_until 10 serving
-"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_S --comm-id $((client_id + 1)) --ca-guid $guid
-claimed() { grep -q "^serve: REQ from comm ID $(printf '%#x' $((client_id + 1)))" "$out.serve"; }
-wait_until 20 claimed
-spoof --local-comm-id $((client_id + 1)) --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
-# Past the first request: the sink either carried on or gave up.
-past_first() { grep -q 'REJ_RECEIVED on CEP [0-9]* (status 4) before the REJ' "$out.serve" && { grep -q 'peer ended' "$out.serve" || exited $spid; }; }
-wait_until 20 past_first
-"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_S --comm-id $((client_id + 2)) --ca-guid $guid
-wait $spid
-src=$?
-sed 's/^/# /' "$out.serve"
+sink_case "$out.serve" 0x0000000001064e74 $((client_id + 1)) --first-awaits-peer-event \
+	"^serve: REQ from comm ID $(printf '%#x' $((client_id + 1)))" 'REJ_RECEIVED on CEP [0-9]* (status 4) before the REJ'
 ktap_check "the sink carries on past a request the client ended before the sink's REJ (exit $src)" \
 	sh -c "test $src = 0 && grep -q 'rejected with reason 28' '$out.serve'"
 
 # 5: the client gives up (REJ 4) before the sink claims its REQ; a second REQ.
-SID_U=0x0000000001064e75
-"$CEPMCTL" serve --service-id $SID_U --count 2 --first-claims-after-peer-ends --timeout-ms 60000 \
-	>"$out.serve2" 2>&1 &
-spid=$!
-serving2() { grep -q '^serve: listening' "$out.serve2"; }
-wait_until 10 serving2
-"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_U --comm-id $((client_id + 3)) --ca-guid $guid
-offered() { grep -q '^serve: event REQ_RECEIVED' "$out.serve2"; }
-wait_until 20 offered
-spoof --local-comm-id $((client_id + 3)) --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
-past_unclaimed() { grep -q 'peer ended' "$out.serve2" || exited $spid; }
-wait_until 20 past_unclaimed
-"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_U --comm-id $((client_id + 4)) --ca-guid $guid
-wait $spid
-src=$?
-sed 's/^/# /' "$out.serve2"
+sink_case "$out.serve2" 0x0000000001064e75 $((client_id + 3)) --first-claims-after-peer-ends \
+	'^serve: event REQ_RECEIVED' '^serve: the peer has ended the first request'
 ktap_check "the sink carries on past a request the client ended before the sink claimed it (exit $src)" \
 	sh -c "test $src = 0 && grep -q '^serve: the peer has ended the first request' '$out.serve2' && grep -q 'peer ended the request first' '$out.serve2' && grep -q 'rejected with reason 28' '$out.serve2'"
 ktap_finished
