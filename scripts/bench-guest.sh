@@ -123,11 +123,11 @@ step_rounds() {
 
 rows=()
 # row LABEL N NAME: the medians of the steps cmtime times, each round's connect, and the
-# connect and disconnect ratios of the medians to stock -> stock's at the same N.
+# connect and disconnect ratios of the medians to stock -> stock's at the same N ($base_c,
+# $base_d).
 row() {
-	local c d base_c base_d
+	local c d
 	c=$(step_median "$3" "$2" connect) d=$(step_median "$3" "$2" disconnect)
-	base_c=$(step_median stock-stock "$2" connect) base_d=$(step_median stock-stock "$2" disconnect)
 	rows+=("| $1 | $2 | $(step_median "$3" "$2" 'resolve addr') | $(step_median "$3" "$2" 'resolve route') | $(step_median "$3" "$2" 'create qp') | $c |$(step_rounds "$3" "$2" connect) | $d | $(ratio "$c" "$base_c") | $(ratio "$d" "$base_d") |")
 }
 
@@ -165,6 +165,7 @@ for n in "${counts[@]}"; do
 		run_pair cepm-cepm "$n.$round" 7493 cepm cepm
 		peer_ns_down
 	done
+	base_c=$(step_median stock-stock "$n" connect) base_d=$(step_median stock-stock "$n" disconnect)
 	row "stock -> stock" "$n" stock-stock
 	row "cepm -> stock" "$n" cepm-stock
 	row "stock -> cepm" "$n" stock-cepm
