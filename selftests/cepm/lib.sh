@@ -5,6 +5,20 @@
 : "${CEPM_KDIR:?run the selftests through scripts/vm (it sets CEPM_KDIR)}"
 . "$CEPM_KDIR/tools/testing/selftests/kselftest/ktap_helpers.sh"
 
+# Each result is preceded by the time it took since the previous one (or since the test began),
+# so that a slow run's log shows which step its time went to.  Wraps the helpers' internal
+# printer, which every ktap_test_* result goes through.
+CEPM_LAST_RESULT_US=${EPOCHREALTIME//[.,]/}
+declare -F __ktap_test >/dev/null || { echo "Bail out! ktap_helpers.sh has no __ktap_test"; exit 1; }
+eval "ktap_print_result_line() $(declare -f __ktap_test | tail -n +2)"
+__ktap_test() {
+	local now_us=${EPOCHREALTIME//[.,]/}
+	local ms=$(((now_us - CEPM_LAST_RESULT_US) / 1000))
+	CEPM_LAST_RESULT_US=$now_us
+	printf '# %d.%d s since the previous result\n' $((ms / 1000)) $((ms % 1000 / 100))
+	ktap_print_result_line "$@"
+}
+
 CEPMCTL=${CEPMCTL:-$CEPM_ROOT/target/release/cepmctl}
 CEPM_KO=${CEPM_KO:-$CEPM_ROOT/cepm.ko}
 RXE_DEV=${RXE_DEV:-rxe0}
