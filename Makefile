@@ -79,6 +79,7 @@ host-test:
 	scripts/rdmacm-link.sh
 	rdmacm/check-symbols.sh
 	rdmacm/check-symbols-test.sh
+	selftests/check-waits.sh
 	proto/check.sh
 
 # C selftest programs, built on the host against the UAPI header and the kernel's kselftest harness.
