@@ -16,8 +16,6 @@ ktap_print_header
 out=$CEPM_ROOT/out/cep_failures.$$
 trap 'tc qdisc del dev veth0 root 2>/dev/null; topology_down; rm -f "$out".*' EXIT
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
-tx() { "$CEPMCTL" tx-count "$RXE_DEV" 1 "$1"; }
-tx_is() { [ "$(tx "$1")" = "$2" ]; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
 SID=0x0000000001064e27
@@ -70,5 +68,5 @@ wait_until 10 req_sent
 kill -9 $pid
 wait $pid 2>/dev/null
 ktap_check "SIGKILL mid-handshake: the CEP is gone" wait_until 10 ceps_are 0
-ktap_check "... and its destroy sent a REJ (Timeout) to the peer" wait_until 10 tx_is REJ $((rej0 + 1))
+ktap_check "... and its destroy sent a REJ (Timeout) to the peer" wait_until 10 counter_is tx REJ $((rej0 + 1))
 ktap_finished

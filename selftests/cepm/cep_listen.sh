@@ -13,11 +13,9 @@ ktap_set_plan 9
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
 trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count' EXIT
-tx_rej() { "$CEPMCTL" tx-count "$RXE_DEV" 1 REJ; }
-tx_rej_is() { [ "$(tx_rej)" = "$1" ]; }
 listening() { grep -q '^serve: listening' "$1"; }
 
-rej0=$(tx_rej)
+rej0=$(tx REJ)
 "$CEPMCTL" serve --service-id $SID --reason 28 --reject-data "no thanks" --timeout-ms 20000 >"$out.1" 2>&1 &
 pid=$!
 wait_until 10 listening "$out.1"
@@ -28,7 +26,7 @@ sed 's/^/# /' "$out.1"
 ktap_check "serve saw the REQ, claimed and rejected it" test $rc = 0
 ktap_check "the claimed CEP carries the REQ's fields, in REQ_RCVD" \
 	grep -q "REQ from comm ID 0xabc00001 QPN 0x1234 PSN 0x5678 for $SID on $RXE_DEV port 1, CEP [0-9]* in REQ_RCVD" "$out.1"
-ktap_check "the REJ went out" wait_until 10 tx_rej_is $((rej0 + 1))
+ktap_check "the REJ went out" wait_until 10 counter_is tx REJ $((rej0 + 1))
 
 "$CEPMCTL" serve --service-id $SID --leave-unclaimed --timeout-ms 20000 >"$out.2" 2>&1 &
 pid=$!
@@ -38,11 +36,11 @@ wait $pid
 rc=$?
 sed 's/^/# /' "$out.2"
 ktap_check "a second listener on the same service ID is possible once the first is gone" test $rc = 0
-ktap_check "closing a listener rejects the REQ it left unclaimed" wait_until 10 tx_rej_is $((rej0 + 2))
+ktap_check "closing a listener rejects the REQ it left unclaimed" wait_until 10 counter_is tx REJ $((rej0 + 2))
 
 # With no listener left, the service ID is unknown again: REJ 8, stateless.
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00003
-ktap_check "after the listener is gone, a REQ gets the stateless REJ" wait_until 10 tx_rej_is $((rej0 + 3))
+ktap_check "after the listener is gone, a REQ gets the stateless REJ" wait_until 10 counter_is tx REJ $((rej0 + 3))
 
 # A GET_REQUEST that cannot reserve a handle fails, and leaves the REQ where it was.  The
 # fault is armed once serve listens, so that it hits the GET_REQUEST and not serve's CREATE.
@@ -57,7 +55,7 @@ sed 's/^/# /' "$out.3"
 ktap_check "a GET_REQUEST without a handle to give fails with EMFILE" \
 	sh -c "test $rc != 0 && grep -q 'event REQ_RECEIVED' '$out.3' && grep -q 'os error 24' '$out.3'"
 ktap_check "... and the REQ stayed in the backlog: closing the listener rejects it" \
-	wait_until 10 tx_rej_is $((rej0 + 4))
+	wait_until 10 counter_is tx REJ $((rej0 + 4))
 ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
 rm -f "$out".*
 ktap_finished

@@ -21,14 +21,13 @@ SID2=0x0000000001064e75
 out=$CEPM_ROOT/out/cep_peer_tables.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
 node_guid=0x$(tr -d ':' </sys/class/infiniband/$RXE_DEV/node_guid)
-rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 "$1"; }
 # Waits until cepm has handled everything sent before: MADs are handled in order, so once a
 # marker (a DREP nobody answers) is counted, the MADs before it are done with.
 barrier() {
 	local n
 	n=$(rx DREP)
 	"$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57
-	wait_until 10 test "$(rx DREP)" -gt "$n"
+	wait_until 10 counter_reaches rx DREP $((n + 1))
 }
 
 # 1. serve rejects both REQs and keeps the rejected CEPs; both connects come from the same

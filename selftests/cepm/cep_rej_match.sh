@@ -27,7 +27,6 @@ out=$CEPM_ROOT/out/cep_rej_match.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
 listening() { grep -q '^accept: listening' "$out.accept"; }
 held() { grep -q 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.connect" && grep -q 'in ESTABLISHED' "$out.accept"; }
-rej_rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 REJ; }
 spoof() { "$CEPMCTL" send-mad "$RXE_DEV" 1 REJ "$@"; }
 # The established CEP with local comm ID $1: its peer's comm ID.
 peer_of() { "$CEPMCTL" list | awk -v id="$1" '$1 == id && $2 == "ESTABLISHED" { print $4 }'; }
@@ -45,13 +44,13 @@ ktap_print_msg "victim CEP $victim, its peer $peer"
 ktap_check "a connection is established (victim $victim, peer $peer)" \
 	sh -c "test -n '$victim' && test -n '$peer' && test $(established_ceps) = 2"
 
-rx0=$(rej_rx)
+rx0=$(rx REJ)
 spoof --local-comm-id 0 --remote-comm-id "$victim" --msg-rejected REQ --reason 1
 spoof --local-comm-id 0 --remote-comm-id "$victim" --msg-rejected REP --reason 2
 spoof --local-comm-id 0 --remote-comm-id "$victim" --msg-rejected OTHER --reason 3
 spoof --local-comm-id $((peer ^ 1)) --remote-comm-id "$victim" --msg-rejected OTHER --reason 5
-wait_until 10 test "$(rej_rx)" -ge $((rx0 + 4))
-ktap_check "cepm received the four spoofed REJs" test "$(rej_rx)" = $((rx0 + 4))
+wait_until 10 counter_reaches rx REJ $((rx0 + 4))
+ktap_check "cepm received the four spoofed REJs" test "$(rx REJ)" = $((rx0 + 4))
 ktap_check "... and both ends are still ESTABLISHED" test "$(established_ceps)" = 2
 
 spoof --local-comm-id "$peer" --remote-comm-id "$victim" --msg-rejected OTHER --reason 28

@@ -16,18 +16,17 @@ ktap_set_plan 5
 SID=0x0000000001064e77
 out=$CEPM_ROOT/out/cep_timeout_rej.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; drop_rx 0 0; rm -f "$out".*' EXIT
-tx() { "$CEPMCTL" tx-count "$RXE_DEV" 1 REJ; }
 fast=(--cm-only --max-cm-retries 2 --cm-response-timeout 12 --packet-life-time 8)
 
 # 1.
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
-rej0=$(tx)
+rej0=$(tx REJ)
 "$CEPMCTL" connect --service-id $SID "${fast[@]}" "${nowhere[@]}" --timeout-ms 20000 >"$out.req" 2>&1
 rc=$?
 sed 's/^/# /' "$out.req"
 ktap_check "an unanswered REQ ends in REQ_ERROR (ETIMEDOUT)" \
 	sh -c "test $rc != 0 && grep -q 'got REQ_ERROR (status 110)' '$out.req'"
-ktap_check "... and one REJ went out after it" wait_until 5 test "$(tx)" = $((rej0 + 1))
+ktap_check "... and one REJ went out after it" wait_until 5 counter_is tx REJ $((rej0 + 1))
 
 # 2.
 drop_rx 0x14 100

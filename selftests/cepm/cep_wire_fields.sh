@@ -55,11 +55,10 @@ on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID4 --cm-only 
 	>"$out.a$SID4" 2>&1 &
 apid=$!
 wait_until 10 grep -q '^accept: listening' "$out.a$SID4"
-rej_rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 REJ; }
-rejs_before=$(rej_rx)
+rejs_before=$(rx REJ)
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --to-gid ::ffff:10.77.0.2 --service-id $SID4 \
 	--remote-gid ::ffff:10.99.0.1 --local-comm-id 0x5eed0012
-rej_came() { [ "$(rej_rx)" -gt "$rejs_before" ]; }
+rej_came() { [ "$(rx REJ)" -gt "$rejs_before" ]; }
 wait_until 10 rej_came || ktap_print_msg "no REJ came back to $RXE_DEV"
 kill $apid 2>/dev/null
 wait $apid 2>/dev/null

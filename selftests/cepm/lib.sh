@@ -36,7 +36,9 @@ ktap_check() {
 	fi
 }
 
-# wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds; fail after SECONDS.
+# wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds; fail after SECONDS. CMD is
+# run afresh on each poll, so it must read what it tests itself: `wait_until 5 test "$(tx REJ)"
+# = 3` would test one value, read before the wait (selftests/check-waits.sh refuses it).
 wait_until() {
 	local deadline=$((SECONDS + $1))
 	shift
@@ -47,6 +49,15 @@ wait_until() {
 }
 
 cepm_loaded() { [ -d /sys/module/cepm ]; }
+
+# tx ATTR / rx ATTR: how many ATTR MADs (REQ, REJ, DREP, ...) cepm has sent / received on
+# $RXE_DEV port 1.
+tx() { "$CEPMCTL" tx-count "$RXE_DEV" 1 "$1"; }
+rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 "$1"; }
+# Probes for wait_until: counter_is tx|rx ATTR N, that count is N; counter_reaches tx|rx ATTR N,
+# it is at least N.
+counter_is() { [ "$("$1" "$2")" = "$3" ]; }
+counter_reaches() { [ "$("$1" "$2")" -ge "$3" ]; }
 
 # Number of ports cepm manages right now.
 managed_ports() { "$CEPMCTL" ports | sed -n 's/^cepm ABI [0-9]*, \([0-9]*\) managed port.*/\1/p'; }

@@ -8,16 +8,14 @@ need_root
 ktap_print_header
 ktap_set_plan 4
 
-count() { "$CEPMCTL" rx-count "$RXE_DEV" 1 "$1"; }
-count_is() { [ "$(count "$1")" = "$2" ]; }
 
-req0=$(count REQ) dreq0=$(count DREQ) rtu0=$(count RTU)
+req0=$(rx REQ) dreq0=$(rx DREQ) rtu0=$(rx RTU)
 
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ
-ktap_check "one REQ sent, REQ counter +1" wait_until 10 count_is REQ $((req0 + 1))
+ktap_check "one REQ sent, REQ counter +1" wait_until 10 counter_is rx REQ $((req0 + 1))
 
 "$CEPMCTL" send-mad "$RXE_DEV" 1 DREQ --count 3
-ktap_check "three DREQs sent, DREQ counter +3" wait_until 10 count_is DREQ $((dreq0 + 3))
-ktap_check "REQ counter unchanged by DREQs" count_is REQ $((req0 + 1))
-ktap_check "RTU counter unchanged" count_is RTU "$rtu0"
+ktap_check "three DREQs sent, DREQ counter +3" wait_until 10 counter_is rx DREQ $((dreq0 + 3))
+ktap_check "REQ counter unchanged by DREQs" counter_is rx REQ $((req0 + 1))
+ktap_check "RTU counter unchanged" counter_is rx RTU "$rtu0"
 ktap_finished

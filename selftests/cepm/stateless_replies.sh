@@ -9,9 +9,6 @@ need_root
 ktap_print_header
 ktap_set_plan 6
 
-rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 "$1"; }
-tx() { "$CEPMCTL" tx-count "$RXE_DEV" 1 "$1"; }
-counter_is() { [ "$("$1" "$2")" = "$3" ]; }
 
 rej_tx0=$(tx REJ) rej_rx0=$(rx REJ) drep_tx0=$(tx DREP) drep_rx0=$(rx DREP)
 
