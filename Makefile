@@ -8,7 +8,8 @@
 #   make host-test host-side Rust tests
 #   make selftest  boot the test kernel once and run every selftest in it
 #   make check     all of the above, as CI runs it
-#   make check-kasan  the selftests and fuzzers at full scale on a KASAN kernel (not in check)
+#   make check-kasan  the selftests and fuzzers at full scale on a KASAN kernel (not in check;
+#                  CEPM_KASAN_PART=mad-fuzz|stress|tools|protocol runs one of its four parts)
 #   make stress    connection storms of 10^6 iterations per topology (CEPM_STORM_ITERATIONS)
 #   make install   cepm.ko (for KDIR's kernel), cepmctl, the udev rule, cepm's librdmacm.so.1
 #                  and cepm-run; DESTDIR, PREFIX

@@ -8,7 +8,16 @@
 # The module is built for that kernel in the chroot, in a copy of the sources under
 # out/kasan/, so the repository's own cepm.ko (for the default kernel) stays as it is.
 #
-# Environment: CEPM_KASAN_TESTS (default: every selftest), CEPM_MAD_FUZZ_COUNT (default
+# The whole lane takes five to six hours on a 2-core TCG host, longer than a working session,
+# so it also runs in four parts, sized from the KASAN times measured so far to take about two
+# hours or less each, that together run every selftest of `selftests/run.sh --list` once (`scripts/check-kasan.sh --parts` lists them):
+#   mad-fuzz   mad_fuzz.sh at 10^6 MADs
+#   stress     the ioctl fuzzer, the storms, device removal, rmmod, the privilege rules
+#   tools      rdma-core's tools and the stock CM: interop_*, rdmacm_*, coexist, verbs
+#   protocol   every other test
+#
+# Environment: CEPM_KASAN_PART (one of the four parts), CEPM_KASAN_TESTS (the tests to run
+# instead; default: every selftest), CEPM_MAD_FUZZ_COUNT (default
 # 1000000), CEPM_FUZZ_SEEDS and CEPM_FUZZ_CALLS (default 10 seeds x 100000 calls),
 # CEPM_STORM_ITERATIONS (default 10000 per topology),
 # CEPM_LIMIT_SCALE (default 25: every test's time limit times 25; they catch hangs, and at
@@ -17,6 +26,39 @@ set -euo pipefail
 CEPM_LOG_TAG=check-kasan
 . "$(dirname "$0")/common.sh"
 cd "$CEPM_ROOT"
+
+# kasan_part TEST: the part of the lane TEST@TOPOLOGY belongs to.
+kasan_part() {
+	case $1 in
+	mad_fuzz.sh*) echo mad-fuzz ;;
+	ioctl_fuzz.sh* | storms.sh* | device_removal* | rmmod.sh* | privileges.sh*) echo stress ;;
+	interop_* | rdmacm_* | coexist_ib_cm.sh* | verbs_pingpong.sh*) echo tools ;;
+	*) echo protocol ;;
+	esac
+}
+# kasan_part_tests PART: the selftests of PART, in run.sh's order.
+kasan_part_tests() {
+	local t
+	for t in $(selftests/run.sh --list); do
+		[ "$(kasan_part "$t")" != "$1" ] || echo "$t"
+	done
+}
+kasan_parts=(mad-fuzz stress tools protocol)
+if [ "${1:-}" = --parts ]; then
+	for part in "${kasan_parts[@]}"; do
+		echo "$part: $(kasan_part_tests "$part" | tr '\n' ' ')"
+	done
+	exit 0
+fi
+if [ -n "${CEPM_KASAN_PART:-}" ]; then
+	[ -z "${CEPM_KASAN_TESTS:-}" ] || die "CEPM_KASAN_PART and CEPM_KASAN_TESTS: give one of them"
+	case " ${kasan_parts[*]} " in
+	*" $CEPM_KASAN_PART "*) ;;
+	*) die "CEPM_KASAN_PART must be one of: ${kasan_parts[*]}" ;;
+	esac
+	CEPM_KASAN_TESTS=$(kasan_part_tests "$CEPM_KASAN_PART" | tr '\n' ' ')
+	log "part $CEPM_KASAN_PART: $CEPM_KASAN_TESTS"
+fi
 
 summary=()
 step() {

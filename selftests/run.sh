@@ -3,6 +3,7 @@
 # Runs every cepm selftest in this one boot (inside scripts/vm) and prints KTAP.
 # Usage: selftests/run.sh [TEST[@TOPOLOGY][:LIMIT]...]   (default: all, in the order below;
 # dmesg_clean.sh always last)
+#        selftests/run.sh --list   prints the default list, one entry a line (runs nothing)
 #   TEST      a script or program in selftests/cepm/ (or out/selftests/), or a path
 #   TOPOLOGY  loopback or two-hosts (CEPM_TOPOLOGY, see cepm/lib.sh)
 #   LIMIT     seconds before the test is stopped, instead of its entry in cepm/limits
@@ -14,8 +15,6 @@
 # Exit status: 0 when every test passed or skipped.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-out=${CEPM_ROOT:?}/out/selftests
-. "$here/baseline.sh"
 
 # TEST@TOPOLOGY runs TEST with CEPM_TOPOLOGY=TOPOLOGY (see topology_up in cepm/lib.sh).
 both() { local t; for t; do echo "$t@loopback" "$t@two-hosts"; done; }
@@ -25,6 +24,12 @@ all=(runner_isolation.sh module_ports.sh ioctl_abi ioctl_fuzz.sh event_queue.sh 
 	cep_wire_fields.sh@two-hosts mad_fuzz.sh@two-hosts $(both storms.sh)
 	cep_sidr.sh cep_lossy.sh verbs_pingpong.sh $(both device_removal.sh) device_removal_race.sh interop_stock.sh interop_rping.sh interop_scale.sh
 	$(both rdmacm_tools.sh) rdmacm_failures.sh@two-hosts rdmacm_stock.sh coexist_ib_cm.sh rmmod.sh module_init.sh privileges.sh)
+if [ "${1:-}" = --list ]; then
+	printf '%s\n' "${all[@]}"
+	exit 0
+fi
+out=${CEPM_ROOT:?}/out/selftests
+. "$here/baseline.sh"
 tests=("${@:-${all[@]}}")
 nested=${CEPM_RUN_NESTED:-0}
 [ "$nested" = 1 ] || tests+=(dmesg_clean.sh)
