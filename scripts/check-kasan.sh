@@ -38,8 +38,9 @@ kasan_part() {
 }
 # kasan_part_tests PART: the selftests of PART, in run.sh's order.
 kasan_part_tests() {
-	local t
-	for t in $(selftests/run.sh --list); do
+	local all t
+	all=$(selftests/run.sh --list) || die "selftests/run.sh --list failed"
+	for t in $all; do
 		[ "$(kasan_part "$t")" != "$1" ] || echo "$t"
 	done
 }
@@ -52,11 +53,12 @@ if [ "${1:-}" = --parts ]; then
 fi
 if [ -n "${CEPM_KASAN_PART:-}" ]; then
 	[ -z "${CEPM_KASAN_TESTS:-}" ] || die "CEPM_KASAN_PART and CEPM_KASAN_TESTS: give one of them"
-	case " ${kasan_parts[*]} " in
-	*" $CEPM_KASAN_PART "*) ;;
-	*) die "CEPM_KASAN_PART must be one of: ${kasan_parts[*]}" ;;
-	esac
+	known=
+	for part in "${kasan_parts[@]}"; do [ "$part" != "$CEPM_KASAN_PART" ] || known=1; done
+	[ -n "$known" ] || die "CEPM_KASAN_PART must be one of: ${kasan_parts[*]}"
 	CEPM_KASAN_TESTS=$(kasan_part_tests "$CEPM_KASAN_PART" | tr '\n' ' ')
+	# An empty list would make run.sh run every selftest: the hours the parts exist to avoid.
+	[ -n "${CEPM_KASAN_TESTS// /}" ] || die "part $CEPM_KASAN_PART has no tests (selftests/run.sh --list failed?)"
 	log "part $CEPM_KASAN_PART: $CEPM_KASAN_TESTS"
 fi
 

@@ -20,8 +20,8 @@ ktap_set_plan 15
 out=$CEPM_ROOT/out/cep_races.$$
 trap 'drop_rx 0 0; topology_down; rm -f "$out".*' EXIT
 listening() { grep -q '^accept: listening' "$out.$1.accept"; }
-# Counters of the client's port (rxe0).  The MAD layer's retries of one post are not counted
-# as sends; every arrival is counted as received.
+# lib.sh's tx and rx count on the client's port (rxe0).  The MAD layer's retries of one post
+# are not counted as sends; every arrival is counted as received.
 duplicates() { "$CEPMCTL" ports | sed -n "/^$1 port 1 /,/^[^ ]/s/^  duplicates: //p"; }
 events() { grep -c "event $2 " "$out.$1"; }
 # About 270 ms per try (exponent 16): quick retries, but slow enough for a TCG guest.

@@ -8,12 +8,13 @@
 # Each result is preceded by the time it took since the previous one (or since the test began),
 # so that a slow run's log shows which step its time went to.  Wraps the helpers' internal
 # printer, which every ktap_test_* result goes through.
-CEPM_LAST_RESULT_US=${EPOCHREALTIME//[.,]/}
+CEPM_LAST_RESULT_US=${EPOCHREALTIME//[!0-9]/}
 declare -F __ktap_test >/dev/null || { echo "Bail out! ktap_helpers.sh has no __ktap_test"; exit 1; }
 eval "ktap_print_result_line() $(declare -f __ktap_test | tail -n +2)"
 __ktap_test() {
-	local now_us=${EPOCHREALTIME//[.,]/}
+	local now_us=${EPOCHREALTIME//[!0-9]/}
 	local ms=$(((now_us - CEPM_LAST_RESULT_US) / 1000))
+	((ms >= 0)) || ms=0 # the wall clock stepped back
 	CEPM_LAST_RESULT_US=$now_us
 	printf '# %d.%d s since the previous result\n' $((ms / 1000)) $((ms % 1000 / 100))
 	ktap_print_result_line "$@"

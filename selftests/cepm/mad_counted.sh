@@ -8,7 +8,6 @@ need_root
 ktap_print_header
 ktap_set_plan 4
 
-
 req0=$(rx REQ) dreq0=$(rx DREQ) rtu0=$(rx RTU)
 
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ

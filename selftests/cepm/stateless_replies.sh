@@ -9,7 +9,6 @@ need_root
 ktap_print_header
 ktap_set_plan 6
 
-
 rej_tx0=$(tx REJ) rej_rx0=$(rx REJ) drep_tx0=$(tx DREP) drep_rx0=$(rx DREP)
 
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid
