@@ -2,10 +2,10 @@
 # Host-side rules for the selftests' polling waits (make host-test).
 #
 # wait_until SECONDS CMD... runs CMD again until it succeeds. A command substitution in CMD's
-# words, as in `wait_until 5 test "$(tx REJ)" = 3`, is expanded once, before wait_until runs: the
-# probe is frozen and the wait never sees the counter move, so it passes or fails on the first
-# look alone. The probe must be a command (a function such as lib.sh's `counter_is tx REJ 3`) that reads
-# afresh each time. Arithmetic ($((...))) is expanded once too, but is a fixed value on purpose.
+# words, as in `wait_until 5 test "$(tx REJ)" = 3`, is expanded once, before wait_until runs:
+# the probe is frozen and the wait never sees the counter move, so it passes or fails on the
+# first look alone. The probe must be a command that reads afresh each time (lib.sh's
+# `counter_is tx REJ 3`, say). Arithmetic ($((...))) is expanded once too, on purpose.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Every script that sources lib.sh. After the bound and before any ;, | or &: a $( that does
