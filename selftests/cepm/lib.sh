@@ -185,7 +185,8 @@ tool_pair() {
 	shift
 	"${server[@]}" >"$out.$name-s" 2>&1 &
 	spid=$!
-	wait_until 30 $ready
+	# The client runs either way; if it then fails, this says why.
+	wait_until 30 $ready || echo "# $name: the server was not ready ($ready) within 30 s"
 	if [ -n "${linger:-}" ]; then
 		"$@" >"$out.$name-c" 2>&1 &
 		wait_pair $!
