@@ -7,7 +7,9 @@
 #  1. a REQ to nobody: REQ_ERROR, then one REJ 4 on the wire;
 #  2. a passive side whose RTUs are all dropped (debugfs fault injection) resends its REP until
 #     its retries run out: its REJ 4 reaches the active side, which believed the connection
-#     established, as REJ_RECEIVED (status 4).
+#     established, as REJ_RECEIVED (status 4). Both ends answer 250 ms late (the server its
+#     REP, the client its RTU), as processes do on a loaded or KASAN guest: the client's REQ
+#     and the server's REP must outlast that.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
@@ -30,10 +32,11 @@ ktap_check "... and one REJ went out after it" wait_until 5 counter_is tx REJ $(
 
 # 2.
 drop_rx 0x14 100
-"$CEPMCTL" accept --service-id $SID --cm-only --timeout-ms 30000 >"$out.accept" 2>&1 &
+slow=(--answer-delay-ms 250)
+"$CEPMCTL" accept --service-id $SID --cm-only "${slow[@]}" --timeout-ms 30000 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 grep -q '^accept: listening' "$out.accept"
-"$CEPMCTL" connect --service-id $SID "${fast[@]}" --hold --timeout-ms 30000 >"$out.connect" 2>&1 &
+"$CEPMCTL" connect --service-id $SID "${fast[@]}" "${slow[@]}" --hold --timeout-ms 30000 >"$out.connect" 2>&1 &
 cpid=$!
 wait $apid
 arc=$?
