@@ -10,7 +10,8 @@
 #
 # The whole lane takes five to six hours on a 2-core TCG host, longer than a working session,
 # so it also runs in four parts, sized from the KASAN times measured so far to take about two
-# hours or less each, that together run every selftest of `selftests/run.sh --list` once (`scripts/check-kasan.sh --parts` lists them):
+# hours or less each, that together run every selftest of `selftests/run.sh --list` once
+# (`scripts/check-kasan.sh --parts` lists them):
 #   mad-fuzz   mad_fuzz.sh at 10^6 MADs
 #   stress     the ioctl fuzzer, the storms, device removal, rmmod, the privilege rules
 #   tools      rdma-core's tools and the stock CM: interop_*, rdmacm_*, coexist, verbs

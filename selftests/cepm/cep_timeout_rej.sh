@@ -19,7 +19,8 @@ ktap_set_plan 5
 SID=0x0000000001064e77
 out=$CEPM_ROOT/out/cep_timeout_rej.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; drop_rx 0 0; rm -f "$out".*' EXIT
-fast=(--cm-only --max-cm-retries 2 --cm-response-timeout 12 --packet-life-time 8)
+timers=(--cm-only --max-cm-retries 2 --packet-life-time 8)
+fast=("${timers[@]}" --cm-response-timeout 12)
 
 # 1.
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
@@ -34,7 +35,7 @@ ktap_check "... and one REJ went out after it" wait_until 5 counter_is tx REJ $(
 # 2.
 drop_rx 0x14 100
 slow=(--answer-delay-ms 250)
-patient=(--cm-only --max-cm-retries 2 --cm-response-timeout 17 --packet-life-time 8)
+patient=("${timers[@]}" --cm-response-timeout 17)
 "$CEPMCTL" accept --service-id $SID --cm-only "${slow[@]}" --timeout-ms 30000 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 grep -q '^accept: listening' "$out.accept"

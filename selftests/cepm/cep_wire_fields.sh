@@ -58,8 +58,7 @@ wait_until 10 grep -q '^accept: listening' "$out.a$SID4"
 rejs_before=$(rx REJ)
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --to-gid ::ffff:10.77.0.2 --service-id $SID4 \
 	--remote-gid ::ffff:10.99.0.1 --local-comm-id 0x5eed0012
-rej_came() { [ "$(rx REJ)" -gt "$rejs_before" ]; }
-wait_until 10 rej_came || ktap_print_msg "no REJ came back to $RXE_DEV"
+wait_until 10 counter_reaches rx REJ $((rejs_before + 1)) || ktap_print_msg "no REJ came back to $RXE_DEV"
 kill $apid 2>/dev/null
 wait $apid 2>/dev/null
 # The last client saw its DREP, so every message is in the capture buffer.
