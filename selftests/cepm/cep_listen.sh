@@ -8,17 +8,21 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
 trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count' EXIT
 listening() { grep -q '^serve: listening' "$1"; }
+# lib.sh's probe for a tool's listener, which the rdmacm tests wait on: this one, and no other.
+listens_on_20001_only() { cepm_listens 20001 && ! cepm_listens 20002 && ! cepm_listens 20001 $UDP; }
 
 rej0=$(tx REJ)
 "$CEPMCTL" serve --service-id $SID --reason 28 --reject-data "no thanks" --timeout-ms 20000 >"$out.1" 2>&1 &
 pid=$!
 wait_until 10 listening "$out.1"
+ktap_check "cepm_listens sees the listener on TCP port 20001, and none on port 20002 or UDP 20001" \
+	listens_on_20001_only
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00001
 wait $pid
 rc=$?
