@@ -40,11 +40,16 @@ ktap_check() {
 # wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds; fail after SECONDS. CMD is
 # run afresh on each poll, so it must read what it tests itself: `wait_until 5 test "$(tx REJ)"
 # = 3` would test one value, read before the wait (selftests/check-waits.sh refuses it).
+# Giving up is said in the log, for the many waits whose failure the next check reports
+# differently, or not at all.
 wait_until() {
-	local deadline=$((SECONDS + $1))
+	local limit=$1 deadline=$((SECONDS + $1))
 	shift
 	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
+		if [ $SECONDS -ge $deadline ]; then
+			echo "# wait_until: still false after $limit s: $*"
+			return 1
+		fi
 		sleep 0.05
 	done
 }
@@ -185,8 +190,8 @@ tool_pair() {
 	shift
 	"${server[@]}" >"$out.$name-s" 2>&1 &
 	spid=$!
-	# The client runs either way; if it then fails, this says why.
-	wait_until 30 $ready || echo "# $name: the server was not ready ($ready) within 30 s"
+	# The client runs either way; if it then fails, wait_until's line says why.
+	wait_until 30 $ready
 	if [ -n "${linger:-}" ]; then
 		"$@" >"$out.$name-c" 2>&1 &
 		wait_pair $!
