@@ -153,10 +153,11 @@ stock_listens() { "${PEER[@]}" rdma resource show cm_id | grep 'state LISTEN' | 
 # ip_service_id PORT_SPACE PORT: rdma_cm's service ID, e.g. ip_service_id 0x0106 7471 (TCP).
 ip_service_id() { printf '0x%016x' $((($1 << 16) + $2)); }
 # cepm_listens PORT [PORT_SPACE]: a CEP listens on rdma_cm's service ID for PORT (TCP by
-# default); a tool over cepm's library is ready. awk reads the whole list: no SIGPIPE.
+# default); a tool over cepm's library is ready. cepmctl list prints the ID unpadded (0x1061c07),
+# and the whole field must match it, not a part. awk reads the whole list: no SIGPIPE.
 cepm_listens() {
-	"$CEPMCTL" list | awk -v sid="$(ip_service_id "${2:-$TCP}" "$1")" \
-		'$2 == "LISTEN" && index($0, sid) { found = 1 } END { exit !found }'
+	"$CEPMCTL" list | awk -v sid="$(printf '0x%x' "$(ip_service_id "${2:-$TCP}" "$1")")" \
+		'$2 == "LISTEN" && $3 == sid { found = 1 } END { exit !found }'
 }
 # IPv6: ULA addresses (no duplicate detection to wait for), fd77::1 on veth0 and fd77::2 on
 # veth1; each gives its rxe device a RoCE v2 GID.
