@@ -20,7 +20,8 @@
 # Environment: CEPM_KASAN_PART (one of the four parts), CEPM_KASAN_TESTS (the tests to run
 # instead; default: every selftest), CEPM_MAD_FUZZ_COUNT (default
 # 1000000), CEPM_FUZZ_SEEDS and CEPM_FUZZ_CALLS (default 10 seeds x 100000 calls),
-# CEPM_STORM_ITERATIONS (default 10000 per topology),
+# CEPM_STORM_ITERATIONS (default 10000 per topology), CEPM_KASAN_START_LIMIT (default 1800: the
+# seconds the guest has to boot and start the tests),
 # CEPM_LIMIT_SCALE (default 25: every test's time limit times 25; they catch hangs, and at
 # full scale under KASAN mad_fuzz.sh alone takes about 6000 s).
 set -euo pipefail
@@ -100,16 +101,51 @@ step progs make --no-print-directory selftest-progs
 # no5lvl: with 5-level paging (which TCG's "-cpu max" offers), 7.3 KASAN reports a
 # wild-memory-access while the boot CPU is identified, before any module loads: a known false
 # positive (docs/hardening.md).  kasan_multi_shot: every report is printed, not the first only.
+# The guest's console is in the log, live: a KASAN report or a hang shows while the lane runs.
+# A guest that has not started the tests (no KTAP file) within $CEPM_KASAN_START_LIMIT seconds
+# is stopped, and the step fails: stop 27 saw one still booting after 50 minutes, with nothing
+# in the log to say so.
 kasan_selftests() {
 	KDIR=$kasan_kdir CEPM_KO=$src/cepm.ko CEPM_VM_MEMORY=${CEPM_VM_MEMORY:-4G} \
-		CEPM_VM_APPEND="no5lvl kasan_multi_shot" \
+		CEPM_VM_APPEND="no5lvl kasan_multi_shot" CEPM_VM_CONSOLE=1 \
 		scripts/vm -- env CEPM_LIMIT_SCALE="${CEPM_LIMIT_SCALE:-25}" \
 		CEPM_MAD_FUZZ_COUNT="${CEPM_MAD_FUZZ_COUNT:-1000000}" \
 		CEPM_FUZZ_SEEDS="${CEPM_FUZZ_SEEDS:-1 2 3 4 5 6 7 8 9 10}" \
 		CEPM_FUZZ_CALLS="${CEPM_FUZZ_CALLS:-100000}" \
 		CEPM_STORM_ITERATIONS="${CEPM_STORM_ITERATIONS:-10000}" \
 		bash -c 'selftests/run.sh "$@" 2>&1 | tee "$0"; exit ${PIPESTATUS[0]}' "$ktap_log" \
-		${CEPM_KASAN_TESTS:-}
+		${CEPM_KASAN_TESTS:-} &
+	local vm=$! rc
+	# A job in the background ignores ^C: pass it on.
+	trap 'kill_tree "$vm"; exit 130' INT TERM
+	start_watchdog "$vm" "${CEPM_KASAN_START_LIMIT:-1800}" &
+	local dog=$!
+	wait "$vm"
+	rc=$?
+	trap - INT TERM
+	kill "$dog" 2>/dev/null
+	wait "$dog" 2>/dev/null
+	return $rc
+}
+# kill_tree PID: PID and every process under it (scripts/vm, vng, QEMU), leaving the process
+# group as it is, so that ^C still reaches them all.
+kill_tree() {
+	local child
+	for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+	kill "$1" 2>/dev/null || true
+}
+# start_watchdog VM_PID SECONDS: stops scripts/vm (VM_PID) if $ktap_log has not appeared
+# within SECONDS.
+start_watchdog() {
+	local deadline=$((SECONDS + $2))
+	while [ ! -e "$ktap_log" ]; do
+		if [ $SECONDS -ge "$deadline" ]; then
+			log "the guest had not started the tests after $2 s (no $ktap_log): stopping it"
+			kill_tree "$1"
+			return 1
+		fi
+		sleep 5
+	done
 }
 # The KASAN guest's console reaches this log only when the guest ends (the GCC kernel's
 # streams; why the KASAN boot's does not is not known yet), so the KTAP is also written to a
