@@ -147,9 +147,10 @@ start_watchdog() {
 		sleep 5
 	done
 }
-# The KASAN guest's console reaches this log only when the guest ends (the GCC kernel's
-# streams; why the KASAN boot's does not is not known yet), so the KTAP is also written to a
-# file in the guest's writable out/, where it can be followed while the lane runs.
+# The KASAN guest's stdout (the command's, not the kernel console's) reaches this log only
+# when the guest ends (the GCC kernel's streams; why the KASAN boot's does not is not known
+# yet), so the KTAP is also written to a file in the guest's writable out/, where it can be
+# followed while the lane runs.
 ktap_log=$CEPM_ROOT/out/check-kasan.ktap
 rm -f "$ktap_log"
 log "the guest's KTAP, as it runs: $ktap_log"
