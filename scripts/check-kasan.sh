@@ -8,7 +8,7 @@
 # The module is built for that kernel in the chroot, in a copy of the sources under
 # out/kasan/, so the repository's own cepm.ko (for the default kernel) stays as it is.
 #
-# The whole lane takes five to six hours on a 2-core TCG host, longer than a working session,
+# The whole lane takes about 4.5 hours on a 2-core TCG host, longer than a working session,
 # so it also runs in four parts, sized from the KASAN times measured so far to take about two
 # hours or less each, that together run every selftest of `selftests/run.sh --list` once
 # (`scripts/check-kasan.sh --parts` lists them):
