@@ -9,6 +9,8 @@ CEPM_LINUX_SERIES=7.3
 CEPM_BINDGEN_VERSION=0.73.2
 CEPM_VIRTME_NG_VERSION=1.42
 CEPM_LIBCLANG_VERSION=18.1.1
+# The test VM's root filesystem server (not a kernel input).
+CEPM_VIRTIOFSD_VERSION=1.14.0
 
 CEPM_TOOLS=$CEPM_CACHE/tools                 # cargo install --root
 CEPM_VENV=$CEPM_CACHE/venv                   # virtme-ng + PyPI libclang

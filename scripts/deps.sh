@@ -8,13 +8,14 @@ CEPM_LOG_TAG=deps
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 
-# Debian packages: kernel build, VM, RDMA userspace, guest tools.
+# Debian packages: kernel build, VM (and virtiofsd's build), RDMA userspace, guest tools.
 PKGS=(
 	build-essential bc bison flex libelf-dev libssl-dev dwarves
 	xz-utils cpio kmod rsync python3-venv
 	qemu-system-x86 busybox-static udev
 	iproute2 rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest
 	tshark
+	libseccomp-dev libcap-ng-dev
 )
 
 missing=()
@@ -43,6 +44,17 @@ if [ "$(bindgen --version 2>/dev/null | awk '{print $2}')" != "$CEPM_BINDGEN_VER
 	cargo install --quiet --locked --root "$CEPM_TOOLS" bindgen-cli --version "$CEPM_BINDGEN_VERSION"
 else
 	log "bindgen $CEPM_BINDGEN_VERSION: present"
+fi
+
+# The Rust virtiofsd, which Debian 12 does not package (its qemu ships only the old C daemon,
+# which vng cannot use).  With it on PATH, vng serves the guest's root over virtio-fs with the
+# guest's page cache instead of over 9p: every process start in the guest is cheaper, a
+# cepmctl start about three times (docs/design.md, "The test VM's root filesystem").
+if [ "$("$CEPM_TOOLS/bin/virtiofsd" --version 2>/dev/null | awk '{print $2}')" != "$CEPM_VIRTIOFSD_VERSION" ]; then
+	log "building virtiofsd $CEPM_VIRTIOFSD_VERSION into $CEPM_TOOLS (about 2 minutes)"
+	cargo install --quiet --locked --root "$CEPM_TOOLS" virtiofsd --version "$CEPM_VIRTIOFSD_VERSION"
+else
+	log "virtiofsd $CEPM_VIRTIOFSD_VERSION: present"
 fi
 
 venv_ok() {
