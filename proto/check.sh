@@ -121,8 +121,10 @@ unset RUSTFLAGS
 mkdir -p "$fuzz_target/run"
 stamp=$fuzz_target/run/.started
 touch "$stamp"
-for t in decode state; do
-	work=$fuzz_target/run/$t
+# The two targets run side by side, each for its full time: the same fuzzing, half the wall
+# time on a machine with two cores.
+fuzz_one() {
+	local t=$1 work=$fuzz_target/run/$1
 	rm -rf "$work"
 	mkdir -p "$work/corpus" "$work/artifacts"
 	# New inputs go to the scratch corpus (first dir); the committed corpus is read only. In
@@ -130,8 +132,16 @@ for t in decode state; do
 	(cd "$work" && run "$fuzz_target/$host/release/$t" -max_total_time="$fuzz_seconds" \
 		-jobs="$fuzz_jobs" -workers="$fuzz_jobs" -print_final_stats=1 \
 		-artifact_prefix="$work/artifacts/" "$work/corpus" "$proto/fuzz/corpus/$t" \
-		>"$work/log" 2>&1) ||
-		{ tail -40 "$work/log"; fail "fuzz target $t crashed: see $work/artifacts"; }
+		>"$work/log" 2>&1)
+}
+declare -A fuzz_pid
+for t in decode state; do
+	fuzz_one "$t" &
+	fuzz_pid[$t]=$!
+done
+for t in decode state; do
+	work=$fuzz_target/run/$t
+	wait "${fuzz_pid[$t]}" || { tail -40 "$work/log"; fail "fuzz target $t crashed: see $work/artifacts"; }
 	grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|Done)' "$work/log" "$work"/fuzz-*.log 2>/dev/null | sed "s|^|$t: |" || true
 	[ -z "$(ls -A "$work/artifacts")" ] || fail "fuzz target $t left artifacts in $work/artifacts"
 done

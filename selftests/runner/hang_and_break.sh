@@ -15,6 +15,8 @@ echo 0x14 >$CEPM_DEBUGFS/drop_rx_attr && echo 3 >$CEPM_DEBUGFS/drop_rx_count
 sleep 1000 &
 setsid sleep 1000 &
 "${PEER[@]}" sleep 1000 &
+# The time it took shows in the log: runner_isolation.sh's limit for this fixture must exceed it.
+echo "hang_and_break: guest broken in ${SECONDS} s"
 echo "hang_and_break: guest broken, now hanging"
 trap '' TERM
 while :; do sleep 1; done
