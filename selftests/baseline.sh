@@ -14,54 +14,70 @@ BASELINE_PEER_NS=cepm_peer
 BASELINE_TOOLS=(cepmctl rping ucmatose rdma_server rdma_client cmtime udaddy dumpcap tshark
 	rdma_reject_server ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat)
 
-# fact FILE: the first line of FILE, read without starting a process.
-fact() { local v=; read -r v <"$1" 2>/dev/null; printf '%s' "$v"; }
+# fact VAR FILE: VAR becomes the first line of FILE, read without starting a process (or
+# forking: a command substitution forks, tens of milliseconds under TCG).
+fact() {
+	printf -v "$1" '%s' ''
+	read -r "$1" <"$2" 2>/dev/null
+	return 0
+}
 
-# What the guest looks like, one fact a line; two snapshots compare with diff.  Under TCG
-# every process started costs a good fraction of a second, so this reads /sys and /proc
-# with shell builtins and starts three programs only (ip twice, tc once).
+# What the guest looks like, one fact a line; two snapshots compare with diff.  It runs after
+# every test, and under TCG every process costs about 0.1 s and every fork tens of
+# milliseconds: it reads /sys and /proc with shell builtins and starts three programs only
+# (ip twice, tc once).
 baseline_snapshot() {
-	local m p d comm
+	local m p d v line comm
+	local -A tool_name=() running=()
 	for m in cepm "${BASELINE_STOCK_MODULES[@]}"; do
 		[ -e "/sys/module/$m/initstate" ] && echo "module $m loaded"
 	done
 	for p in /sys/module/cepm/parameters/*; do
-		[ -r "$p" ] && echo "cepm parameter ${p##*/}=$(fact "$p")"
+		[ -r "$p" ] && fact v "$p" && echo "cepm parameter ${p##*/}=$v"
 	done
 	for p in /run/netns/*; do
 		[ -e "$p" ] && echo "netns ${p##*/}"
 	done
 	for d in veth0 veth1; do
-		[ -e "/sys/class/net/$d" ] && echo "link $d $(fact "/sys/class/net/$d/operstate")"
+		[ -e "/sys/class/net/$d" ] && fact v "/sys/class/net/$d/operstate" && echo "link $d $v"
 	done
-	ip -br -4 addr show dev veth0 2>/dev/null | { read -r _ _ a _ && echo "addr veth0 $a"; }
+	read -r _ _ v _ < <(ip -br -4 addr show dev veth0 2>/dev/null) && echo "addr veth0 $v"
 	for d in /sys/class/infiniband/*; do
-		[ -e "$d" ] && echo "rdma ${d##*/} $(fact "$d/ports/1/gid_attrs/ndevs/0")"
+		[ -e "$d" ] && fact v "$d/ports/1/gid_attrs/ndevs/0" && echo "rdma ${d##*/} $v"
 	done
-	tc qdisc show dev veth0 2>/dev/null | while read -r line; do
+	while read -r line; do
 		case $line in *noqueue*) ;; *) echo "qdisc $line" ;; esac
-	done
-	ip neigh show dev veth0 nud permanent 2>/dev/null | sed 's/^/neighbour /'
+	done < <(tc qdisc show dev veth0 2>/dev/null)
+	while read -r line; do
+		echo "neighbour $line"
+	done < <(ip neigh show dev veth0 nud permanent 2>/dev/null)
 	for knob in drop_rx_count destroy_delay_ms fail_handle_count pretend_ib; do
-		[ -r /sys/kernel/debug/cepm/$knob ] && echo "$knob $(fact /sys/kernel/debug/cepm/$knob)"
+		[ -r /sys/kernel/debug/cepm/$knob ] && fact v /sys/kernel/debug/cepm/$knob && echo "$knob $v"
 	done
+	# comm keeps 15 characters of the name.
+	for m in "${BASELINE_TOOLS[@]}"; do tool_name[${m:0:15}]=$m; done
 	for p in /proc/[0-9]*/comm; do
 		comm=
 		# The error redirection first: a process may exit between the glob and the read.
 		read -r comm 2>/dev/null <"$p"
-		for m in "${BASELINE_TOOLS[@]}"; do
-			# comm keeps 15 characters of the name.
-			[ "$comm" = "${m:0:15}" ] && echo "process $m"
-		done
-	done | sort -u
+		[ -n "$comm" ] && [ -n "${tool_name[$comm]+set}" ] && running[$comm]=1
+	done
+	for m in "${BASELINE_TOOLS[@]}"; do
+		[ -n "${running[${m:0:15}]+set}" ] && echo "process $m"
+	done
+	return 0
 }
 
 # Processes started under the tag CEPM_TEST_TAG=$1 (run.sh exports it for each test): the
 # tag survives `ip netns exec`, setsid and double forks, which process groups do not.
 baseline_tagged_pids() {
+	local f
 	# One grep over every environment (a process per file would take seconds under TCG).
-	grep -lszx "CEPM_TEST_TAG=$1" /proc/[0-9]*/environ 2>/dev/null |
-		sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p' | grep -vx "$$"
+	while read -r f; do
+		f=${f#/proc/}
+		f=${f%/environ}
+		[ "$f" = "$$" ] || echo "$f"
+	done < <(grep -lszx "CEPM_TEST_TAG=$1" /proc/[0-9]*/environ 2>/dev/null)
 }
 
 # cepm with default parameters: what vm-guest.sh loads.
@@ -121,7 +137,11 @@ baseline_restore() {
 		ip netns del $BASELINE_PEER_NS 2>/dev/null
 	fi
 	# Any other tool still running (not tagged: started by a leftover we did not see).
-	for m in "${BASELINE_TOOLS[@]}"; do pkill -KILL -x "${m:0:15}" 2>/dev/null; done
+	# One pkill for all (-x anchors the whole alternation; a name keeps 15 characters): each
+	# pkill reads every process's name, half a second under TCG.
+	local names=()
+	for m in "${BASELINE_TOOLS[@]}"; do names+=("${m:0:15}"); done
+	pkill -KILL -x "$(IFS='|'; echo "${names[*]}")" 2>/dev/null
 	local loaded=()
 	for m in "${BASELINE_STOCK_MODULES[@]}"; do [ -d "/sys/module/$m" ] && loaded+=("$m"); done
 	if [ ${#loaded[@]} -gt 0 ]; then

@@ -319,8 +319,9 @@ exited() {
 }
 stock_down() {
 	# A stock tool still running holds rdma_ucm; none may outlive its test.
-	local tool
-	for tool in "${STOCK_TOOLS[@]}"; do pkill -x "$tool"; done
+	# One pkill for all of them (-x anchors the whole alternation): each one reads every
+	# process's name, half a second under TCG.
+	pkill -x "$(IFS='|'; echo "${STOCK_TOOLS[*]}")"
 	peer_ns_down
 	# The stock tools may still be exiting, holding rdma_ucm for a moment.
 	wait_until 20 modprobe -r rdma_ucm rdma_cm iw_cm ib_cm 2>/dev/null
