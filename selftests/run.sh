@@ -48,6 +48,7 @@ if [ "$nested" != 1 ] && [ -w $kmemleak ]; then
 	echo clear >$kmemleak
 fi
 
+read -r pid_max </proc/sys/kernel/pid_max
 qp1_state() { rdma res show qp link rxe0/1 lqpn 1 2>/dev/null | grep -o 'state [A-Z]*'; }
 qp1_ready() { [ ! -e /sys/class/infiniband/rxe0 ] || [ "$(qp1_state)" = "state RTS" ]; }
 
@@ -94,6 +95,10 @@ for t in "${tests[@]}"; do
 	warm_up_tshark_for "$prog"
 	echo "# selftests: cepm: $t"
 	start=$SECONDS
+	# Under TCG a process start costs 0.06 to 0.2 s: how many a test starts shows where its
+	# time goes.  The last PID handed out (/proc/loadavg's last field) counts them, every fork
+	# and thread, about: PIDs wrap at pid_max (once is counted right), skip those in use.
+	read -r _ _ _ _ pid_before </proc/loadavg
 	tag=$$.$n
 	# timeout signals the test's whole process group; -k: KILL if TERM is not enough. What
 	# the test left running (in another session, say) is killed right after, inside the
@@ -107,6 +112,8 @@ for t in "${tests[@]}"; do
 	) 2>&1 | sed 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	took="$((SECONDS - start))s"
+	read -r _ _ _ _ pid_after </proc/loadavg
+	echo "# about $(((pid_after - pid_before + pid_max) % pid_max)) PIDs used in $took"
 	# rxe leaves a QP in the error state for good when a send meets a transmit error (a
 	# qdisc drop, e.g. with veth0's carrier gone): for rxe0's QP1 every later CM exchange
 	# would then time out.  The test that left it so fails; rxe0 is made anew for the next.

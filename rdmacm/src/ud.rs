@@ -36,7 +36,7 @@ pub(crate) fn resolve(this: &Id, ps: PortSpace, route: &Route, pdata: &[u8]) -> 
         port_num: u32::from(route.resolved.port),
         dev_name: route.dev_name(),
         path: route.path(),
-        cm_response_timeout: crate::api::connection::CM_RESPONSE_TIMEOUT,
+        cm_response_timeout: crate::api::connection::cm_response_timeout(),
         max_cm_retries: crate::api::connection::max_cm_retries(),
         pdata_len: (CMA_HDR_SIZE + pdata.len()) as u8,
         ..Default::default()

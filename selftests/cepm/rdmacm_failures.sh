@@ -4,7 +4,8 @@
 # namespace on rxe1), each as librdmacm reports it:
 #   - an address with no host behind it: ADDR_ERROR;
 #   - a peer that stops answering mid-connect (cepm's debugfs drops every REQ it gets):
-#     UNREACHABLE, after the REQ's retries (CEPM_RDMACM_CM_RETRIES=1 keeps that short);
+#     UNREACHABLE, after the REQ and one retry, about 1 s each (CEPM_RDMACM_CM_RETRIES=1 and
+#     CEPM_RDMACM_CM_RESPONSE_TIMEOUT=17 keep that short);
 #   - a consumer reject: REJECTED with status 28 and the server's private data;
 #   - kill -9 of an application mid-connection: its peer sees the disconnect, no CEP is left.
 . "$(dirname "$0")/lib.sh"
@@ -40,7 +41,7 @@ ktap_check "an address nobody has: ADDR_ERROR with a negative errno" \
 spid=$!
 wait_until 30 cepm_listens 7191
 drop_rx 0x10 1000
-CEPM_RDMACM_CM_RETRIES=1 "${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7191 -c 1 -C 1 >"$out.gone" 2>&1
+CEPM_RDMACM_CM_RETRIES=1 CEPM_RDMACM_CM_RESPONSE_TIMEOUT=17 "${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7191 -c 1 -C 1 >"$out.gone" 2>&1
 drop_rx 0 0
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null

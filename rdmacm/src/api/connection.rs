@@ -17,22 +17,33 @@ use crate::{
 };
 
 /// rdma_cm's CM response timeout (`CMA_CM_RESPONSE_TIMEOUT`), an IBTA exponent: 4 s.
-pub(crate) const CM_RESPONSE_TIMEOUT: u8 = 20;
+const CM_RESPONSE_TIMEOUT: u8 = 20;
 /// rdma_cm's CM retries (`CMA_MAX_CM_RETRIES`).
 const MAX_CM_RETRIES: u8 = 15;
+
+/// The environment variable `name` as a number up to `max`, else `default`.
+fn env_knob(name: &str, max: u8, default: u8) -> u8 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n <= max)
+        .unwrap_or(default)
+}
 
 /// How often a REQ or SIDR_REQ is resent before the peer counts as unreachable: rdma_cm's 15,
 /// or `CEPM_RDMACM_CM_RETRIES` (0 to 15; read once), which rdma_cm does not have. With 15, an
 /// unanswered REQ takes more than a minute to give `UNREACHABLE`.
 pub(crate) fn max_cm_retries() -> u8 {
     static RETRIES: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    *RETRIES.get_or_init(|| {
-        std::env::var("CEPM_RDMACM_CM_RETRIES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n| n <= MAX_CM_RETRIES)
-            .unwrap_or(MAX_CM_RETRIES)
-    })
+    *RETRIES.get_or_init(|| env_knob("CEPM_RDMACM_CM_RETRIES", MAX_CM_RETRIES, MAX_CM_RETRIES))
+}
+
+/// The CM response timeout of a REQ or SIDR_REQ (an IBTA exponent): rdma_cm's 20, or
+/// `CEPM_RDMACM_CM_RESPONSE_TIMEOUT` (0 to 31; read once), which rdma_cm does not have either.
+/// A test of an unreachable peer uses 17 to wait about 1 s for each try instead of 4.6 s.
+pub(crate) fn cm_response_timeout() -> u8 {
+    static TIMEOUT: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *TIMEOUT.get_or_init(|| env_knob("CEPM_RDMACM_CM_RESPONSE_TIMEOUT", 31, CM_RESPONSE_TIMEOUT))
 }
 
 /// The private data of `param` (none for a NULL `param`), `EINVAL` if longer than `max`.
@@ -141,8 +152,8 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
         starting_psn: cepm::connect::random_psn().map_err(errno::of_io)?,
         responder_resources,
         initiator_depth,
-        remote_cm_response_timeout: CM_RESPONSE_TIMEOUT,
-        local_cm_response_timeout: CM_RESPONSE_TIMEOUT,
+        remote_cm_response_timeout: cm_response_timeout(),
+        local_cm_response_timeout: cm_response_timeout(),
         retry_count: param.map_or(7, |p| p.retry_count.min(7)),
         rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),
         max_cm_retries: max_cm_retries(),
