@@ -53,8 +53,9 @@ qp1_state() { rdma res show qp link rxe0/1 lqpn 1 2>/dev/null | grep -o 'state [
 qp1_ready() { [ ! -e /sys/class/infiniband/rxe0 ] || [ "$(qp1_state)" = "state RTS" ]; }
 
 echo "TAP version 13"
-# The first tshark or dumpcap of a boot reads Wireshark's libraries over 9p and registers
-# every dissector: one to two minutes under TCG, more on a cold host page cache.  Done once,
+# The first tshark or dumpcap of a boot reads Wireshark's libraries and registers every
+# dissector: about 10 s under TCG with the root over virtio-fs, one to two minutes over 9p
+# (without virtiofsd), more on a cold host page cache.  Done once,
 # outside any test's limit, right before the first test whose script runs tshark: a run of
 # tests that never do (the KASAN lane's stress part, say) does not pay for it.
 warmed_up=
