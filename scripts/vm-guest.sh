@@ -20,6 +20,11 @@ setup() {
 	insmod "${CEPM_KO:-$CEPM_ROOT/cepm.ko}"
 }
 
+# scripts/vm said virtio-fs when it found virtiofsd; vng falls back to 9p if it did not start.
+if grep -q '^[^ ]* / 9p ' /proc/mounts; then
+	echo "vm-guest: the root is over 9p, not virtio-fs: every process start is slower (docs/design.md)" >&2
+fi
+
 if [ "${CEPM_NO_SETUP:-0}" != 1 ]; then
 	setup
 fi
