@@ -4,10 +4,9 @@
 # fixture selftests/runner/hang_and_break.sh) is stopped at its time limit and fails alone;
 # the runner restores the guest's baseline and says so, and the test after it passes.  This
 # runs selftests/run.sh itself, nested, with a 25 s limit for the fixture, times
-# CEPM_LIMIT_SCALE up to 4 (breaking the guest takes it a few seconds under TCG, and the
-# fixture prints how many).  A second
-# nested run then starts with cepm unloaded, as one does after a run that ended with
-# dmesg_clean.sh, and the runner must load it first.
+# CEPM_LIMIT_SCALE up to 4 (breaking the guest takes it about 5 s under TCG, and the fixture
+# prints how long).  A second nested run then starts with cepm unloaded, as one does after a
+# run that ended with dmesg_clean.sh, and the runner must load it first.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
