@@ -22,6 +22,12 @@ for _d in "$CEPM_VENV"/lib/python3*/site-packages/clang/native; do
 done
 unset _d
 
+# The pinned virtiofsd is on PATH (make deps builds it into CEPM_TOOLS): vng then serves the
+# test VM's root over virtio-fs instead of 9p.
+virtiofsd_present() {
+	[ "$("$CEPM_TOOLS/bin/virtiofsd" --version 2>/dev/null | awk '{print $2}')" = "$CEPM_VIRTIOFSD_VERSION" ]
+}
+
 log() { printf '[%s] %s\n' "${CEPM_LOG_TAG:-cepm}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 

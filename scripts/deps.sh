@@ -50,7 +50,7 @@ fi
 # which vng cannot use).  With it on PATH, vng serves the guest's root over virtio-fs with the
 # guest's page cache instead of over 9p: every process start in the guest is cheaper, a
 # cepmctl start about three times (docs/design.md, "The test VM's root filesystem").
-if [ "$("$CEPM_TOOLS/bin/virtiofsd" --version 2>/dev/null | awk '{print $2}')" != "$CEPM_VIRTIOFSD_VERSION" ]; then
+if ! virtiofsd_present; then
 	log "building virtiofsd $CEPM_VIRTIOFSD_VERSION into $CEPM_TOOLS (about a minute)"
 	cargo install --quiet --locked --root "$CEPM_TOOLS" virtiofsd --version "$CEPM_VIRTIOFSD_VERSION"
 else

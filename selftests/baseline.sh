@@ -13,6 +13,12 @@ BASELINE_STOCK_MODULES=(rdma_ucm rdma_cm iw_cm ib_cm)
 BASELINE_PEER_NS=cepm_peer
 BASELINE_TOOLS=(cepmctl rping ucmatose rdma_server rdma_client cmtime udaddy dumpcap tshark
 	rdma_reject_server ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat)
+# A process's comm keeps 15 characters of its name: each tool by its comm, and all of them as
+# one pattern for pkill -x (which anchors the whole alternation).
+declare -A BASELINE_TOOL_OF_COMM=()
+for _m in "${BASELINE_TOOLS[@]}"; do BASELINE_TOOL_OF_COMM[${_m:0:15}]=$_m; done
+unset _m
+BASELINE_TOOLS_PKILL=$(IFS='|'; echo "${!BASELINE_TOOL_OF_COMM[*]}")
 
 # fact VAR FILE: VAR becomes the first line of FILE, read without starting a process (or
 # forking: a command substitution forks, tens of milliseconds under TCG).
@@ -28,7 +34,7 @@ fact() {
 # (ip twice, tc once).
 baseline_snapshot() {
 	local m p d v line comm
-	local -A tool_name=() running=()
+	local -A running=()
 	for m in cepm "${BASELINE_STOCK_MODULES[@]}"; do
 		[ -e "/sys/module/$m/initstate" ] && echo "module $m loaded"
 	done
@@ -54,13 +60,11 @@ baseline_snapshot() {
 	for knob in drop_rx_count destroy_delay_ms fail_handle_count pretend_ib; do
 		[ -r /sys/kernel/debug/cepm/$knob ] && fact v /sys/kernel/debug/cepm/$knob && echo "$knob $v"
 	done
-	# comm keeps 15 characters of the name.
-	for m in "${BASELINE_TOOLS[@]}"; do tool_name[${m:0:15}]=$m; done
 	for p in /proc/[0-9]*/comm; do
 		comm=
 		# The error redirection first: a process may exit between the glob and the read.
 		read -r comm 2>/dev/null <"$p"
-		[ -n "$comm" ] && [ -n "${tool_name[$comm]+set}" ] && running[$comm]=1
+		[ -n "$comm" ] && [ -n "${BASELINE_TOOL_OF_COMM[$comm]+set}" ] && running[$comm]=1
 	done
 	for m in "${BASELINE_TOOLS[@]}"; do
 		[ -n "${running[${m:0:15}]+set}" ] && echo "process $m"
@@ -137,11 +141,8 @@ baseline_restore() {
 		ip netns del $BASELINE_PEER_NS 2>/dev/null
 	fi
 	# Any other tool still running (not tagged: started by a leftover we did not see).
-	# One pkill for all (-x anchors the whole alternation; a name keeps 15 characters): each
-	# pkill reads every process's name, half a second under TCG.
-	local names=()
-	for m in "${BASELINE_TOOLS[@]}"; do names+=("${m:0:15}"); done
-	pkill -KILL -x "$(IFS='|'; echo "${names[*]}")" 2>/dev/null
+	# One pkill for all: each pkill reads every process's name, half a second under TCG.
+	pkill -KILL -x "$BASELINE_TOOLS_PKILL" 2>/dev/null
 	local loaded=()
 	for m in "${BASELINE_STOCK_MODULES[@]}"; do [ -d "/sys/module/$m" ] && loaded+=("$m"); done
 	if [ ${#loaded[@]} -gt 0 ]; then

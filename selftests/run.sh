@@ -55,9 +55,9 @@ qp1_ready() { [ ! -e /sys/class/infiniband/rxe0 ] || [ "$(qp1_state)" = "state R
 echo "TAP version 13"
 # The first tshark or dumpcap of a boot reads Wireshark's libraries and registers every
 # dissector: about 10 s under TCG with the root over virtio-fs, one to two minutes over 9p
-# (without virtiofsd), more on a cold host page cache.  Done once,
-# outside any test's limit, right before the first test whose script runs tshark: a run of
-# tests that never do (the KASAN lane's stress part, say) does not pay for it.
+# (without virtiofsd), more on a cold host page cache.  Done once, outside any test's limit,
+# right before the first test whose script runs tshark: a run of tests that never do (the
+# KASAN lane's stress part, say) does not pay for it.
 warmed_up=
 warm_up_tshark_for() {
 	[ -z "$warmed_up" ] && [ "$nested" != 1 ] && command -v tshark >/dev/null &&
