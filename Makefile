@@ -81,6 +81,7 @@ host-test:
 	rdmacm/check-symbols.sh
 	rdmacm/check-symbols-test.sh
 	selftests/check-waits.sh
+	selftests/check-plan.sh
 	proto/check.sh
 
 # C selftest programs, built on the host against the UAPI header and the kernel's kselftest harness.
@@ -96,7 +97,7 @@ selftest-progs: need-kdir
 	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_channel_events selftests/cepm/rdma_channel_events.c -lrdmacm
 
 selftest: module user selftest-progs
-	scripts/vm -- selftests/run.sh
+	scripts/selftest.sh
 
 check:
 	scripts/check.sh

@@ -127,13 +127,6 @@ kasan_selftests() {
 	wait "$dog" 2>/dev/null
 	return $rc
 }
-# kill_tree PID: PID and every process under it (scripts/vm, vng, QEMU), leaving the process
-# group as it is, so that ^C still reaches them all.
-kill_tree() {
-	local child
-	for child in $(pgrep -P "$1"); do kill_tree "$child"; done
-	kill "$1" 2>/dev/null || true
-}
 # start_watchdog VM_PID SECONDS: stops scripts/vm (VM_PID) if $ktap_log has not appeared
 # within SECONDS.
 start_watchdog() {

@@ -28,6 +28,14 @@ virtiofsd_present() {
 	[ "$("$CEPM_TOOLS/bin/virtiofsd" --version 2>/dev/null | awk '{print $2}')" = "$CEPM_VIRTIOFSD_VERSION" ]
 }
 
+# kill_tree PID: PID and every process under it (scripts/vm, vng, QEMU), leaving the process
+# group as it is, so that ^C still reaches them all.
+kill_tree() {
+	local child
+	for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+	kill "$1" 2>/dev/null || true
+}
+
 log() { printf '[%s] %s\n' "${CEPM_LOG_TAG:-cepm}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
