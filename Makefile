@@ -6,7 +6,7 @@
 #   make           build cepm.ko against KDIR (default: the cached kernel)
 #   make user      build the userspace crate, cepmctl and cepm's librdmacm.so.1
 #   make host-test host-side Rust tests
-#   make selftest  boot the test kernel once and run every selftest in it
+#   make selftest  boot the test kernel and run every selftest in it (scripts/selftest.sh)
 #   make check     all of the above, as CI runs it
 #   make check-kasan  the selftests and fuzzers at full scale on a KASAN kernel (not in check;
 #                  CEPM_KASAN_PART=mad-fuzz|stress|tools|protocol runs one of its four parts)
