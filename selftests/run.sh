@@ -49,8 +49,10 @@ if [ "$nested" != 1 ] && [ -w $kmemleak ]; then
 fi
 
 read -r pid_max </proc/sys/kernel/pid_max
-qp1_state() { rdma res show qp link rxe0/1 lqpn 1 2>/dev/null | grep -o 'state [A-Z]*'; }
-qp1_ready() { [ ! -e /sys/class/infiniband/rxe0 ] || [ "$(qp1_state)" = "state RTS" ]; }
+qp1_state() {
+	[[ $(rdma res show qp link rxe0/1 lqpn 1 2>/dev/null) =~ state\ [A-Z]+ ]] && echo "${BASH_REMATCH[0]}"
+}
+qp1_ready() { [ ! -e /sys/class/infiniband/rxe0 ] || [[ $(rdma res show qp link rxe0/1 lqpn 1 2>/dev/null) =~ state\ RTS ]]; }
 
 echo "TAP version 13"
 # The first tshark or dumpcap of a boot reads Wireshark's libraries and registers every

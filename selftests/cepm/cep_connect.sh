@@ -13,13 +13,13 @@ modprobe ib_uverbs
 SID=0x0000000001064e22
 out=$CEPM_ROOT/out/cep_connect.$$
 trap 'kill $(jobs -p) 2>/dev/null; topology_down; rm -f "$out".*' EXIT
-listening() { grep -q '^accept: listening' "$out.accept"; }
+listening() { file_has '^accept: listening' "$out.accept"; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
 # A monitor sees every event of every CEP, whichever process owns it.
 "$CEPMCTL" events >"$out.events" 2>&1 &
 epid=$!
-wait_until 10 grep -q '^events: monitoring' "$out.events"
+wait_until 10 file_has '^events: monitoring' "$out.events"
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --iterations 20 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 listening
@@ -49,7 +49,7 @@ kill $epid
 wait $epid 2>/dev/null
 sed 's/^/# /' "$out.events"
 # Each end's events name the peer's comm ID.
-saw() { grep -q "events: .* peer 0x[1-9a-f][0-9a-f]* service $(printf '%#x' $SID): $1 (status 0) -> $2\$" "$out.events"; }
+saw() { file_has "events: .* peer 0x[1-9a-f][0-9a-f]* service $(printf '%#x' $SID): $1 \(status 0\) -> $2\$" "$out.events"; }
 saw_all() {
 	grep -q "events: .* service $(printf '%#x' $SID): REQ_RECEIVED (status 0) -> LISTEN\$" "$out.events" &&
 		saw REP_RECEIVED REP_RCVD && saw ESTABLISHED ESTABLISHED && saw DREQ_RECEIVED DREQ_RCVD &&
@@ -72,7 +72,7 @@ ktap_check "connect to an unlistened service fails with REJ reason 8 (Invalid Se
 max_pdata=$(printf 'r%.0s' $(seq 148))
 on_server "$CEPMCTL" serve --service-id 0x0000000001064e2c --reason 28 --reject-data "$max_pdata" >"$out.serve" 2>&1 &
 spid=$!
-wait_until 10 grep -q '^serve: listening' "$out.serve"
+wait_until 10 file_has '^serve: listening' "$out.serve"
 "$CEPMCTL" connect --service-id 0x0000000001064e2c --cm-only "${TO_SERVER[@]}" >"$out.rej148" 2>&1
 wait $spid
 sed 's/^/# /' "$out.serve" "$out.rej148" | cut -c1-160

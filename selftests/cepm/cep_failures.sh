@@ -24,7 +24,7 @@ loopback) target=("${nowhere[@]}") ;;
 two-hosts)
 	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 3000 >"$out.server" 2>&1 &
 	spid=$!
-	wait_until 10 grep -q '^accept: listening' "$out.server"
+	wait_until 10 file_has '^accept: listening' "$out.server"
 	modprobe sch_netem
 	tc qdisc add dev veth0 root netem loss 100%
 	target=("${TO_SERVER[@]}")
@@ -51,7 +51,7 @@ ktap_check "no CEP is left after the timeout" wait_until 10 ceps_are 0
 # A REQ left unclaimed on a listener that then closes: the close rejects it (REJ 28).
 on_server "$CEPMCTL" serve --service-id 0x0000000001064e29 --leave-unclaimed --timeout-ms 20000 >"$out.unclaimed-s" 2>&1 &
 spid=$!
-wait_until 10 grep -q '^serve: listening' "$out.unclaimed-s"
+wait_until 10 file_has '^serve: listening' "$out.unclaimed-s"
 "$CEPMCTL" connect --service-id 0x0000000001064e29 --cm-only "${TO_SERVER[@]}" >"$out.unclaimed" 2>&1
 rc=$?
 wait $spid
@@ -63,7 +63,7 @@ ktap_check "a REQ left unclaimed when its listener closes is rejected (REJ 28)" 
 rej0=$(tx REJ)
 "$CEPMCTL" connect --service-id 0x0000000001064e28 --cm-only "${nowhere[@]}" --timeout-ms 60000 >"$out.kill" 2>&1 &
 pid=$!
-req_sent() { grep -q '^connect: REQ sent' "$out.kill"; }
+req_sent() { file_has '^connect: REQ sent' "$out.kill"; }
 wait_until 10 req_sent
 kill -9 $pid
 wait $pid 2>/dev/null

@@ -13,7 +13,7 @@ ktap_set_plan 10
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
 trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count' EXIT
-listening() { grep -q '^serve: listening' "$1"; }
+listening() { file_has '^serve: listening' "$1"; }
 # lib.sh's probe for a tool's listener, which the rdmacm tests wait on: this one, and no other.
 listens_on_20001_only() { cepm_listens 20001 && ! cepm_listens 20002 && ! cepm_listens 20001 $UDP; }
 

@@ -22,7 +22,7 @@ modprobe sch_netem
 tc qdisc add dev veth0 root netem loss 10%
 ip netns exec $PEER_NS tc qdisc add dev veth1 root netem loss 10%
 
-listening() { grep -q '^accept: listening' "$out.accept"; }
+listening() { file_has '^accept: listening' "$out.accept"; }
 # Short CM timeouts (about 75 ms per try) and the full 15 retries.
 fast=(--cm-only --max-cm-retries 15 --cm-response-timeout 14 --packet-life-time 10 --timeout-ms 60000)
 ip netns exec $PEER_NS "$CEPMCTL" accept --device rxe1 --service-id $SID --count $N "${fast[@]}" >"$out.accept" 2>&1 &

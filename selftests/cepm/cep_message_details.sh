@@ -17,11 +17,11 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 30000 >"$out.accept" 2>&1 &
 apid=$!
-wait_until 10 grep -q '^accept: listening' "$out.accept"
+wait_until 10 file_has '^accept: listening' "$out.accept"
 "$CEPMCTL" connect --service-id $SID --cm-only --hold --rtu-data "the RTU's own words" --timeout-ms 30000 \
 	"${TO_SERVER[@]}" >"$out.connect" 2>&1 &
 cpid=$!
-held() { grep -q 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.connect" && grep -q 'in ESTABLISHED' "$out.accept"; }
+held() { file_has 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
 wait_until 20 held
 ktap_check "a connection is established, the RTU carrying private data" held
 # The client goes away: closing its file destroys the CEP, which sends a DREQ.
@@ -38,7 +38,7 @@ ktap_check "... and that DREQ carried no private data (not the RTU's)" \
 # A second connection: its PSNs are not the first one's.
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 30000 >"$out.accept2" 2>&1 &
 apid=$!
-wait_until 10 grep -q '^accept: listening' "$out.accept2"
+wait_until 10 file_has '^accept: listening' "$out.accept2"
 "$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.connect2" 2>&1
 wait $apid
 psns() { sed -n 's/.*(send PSN \(0x[0-9a-f]*\), receive PSN \(0x[0-9a-f]*\).*/\1 \2/p' "$1"; }

@@ -16,7 +16,7 @@ ktap_set_plan 12
 
 out=$CEPM_ROOT/out/cep_mra.$$
 trap 'topology_down; rm -f "$out".*' EXIT
-listening() { grep -q '^accept: listening' "$1"; }
+listening() { file_has '^accept: listening' "$1"; }
 # REQ: 4 sends of 2 x 1 ms + 1024 ms: the client gives up after about 4.1 s. The server must
 # claim the REQ before the first retry, or the kernel answers that retry with its own MRA
 # (the last check) and the client without an MRA stays alive. Stop 18's make check, on a

@@ -34,9 +34,9 @@ barrier() {
 #    (made-up, CM-only) QPN.
 "$CEPMCTL" serve --service-id $SID --count 2 --keep-rejected --reason 28 --timeout-ms 30000 >"$out.serve" 2>&1 &
 spid=$!
-wait_until 10 grep -q '^serve: listening' "$out.serve"
+wait_until 10 file_has '^serve: listening' "$out.serve"
 "$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 20000 >"$out.c1" 2>&1
-kept() { grep -q 'serve: keeping CEP [0-9]* in IDLE' "$out.serve"; }
+kept() { file_has 'serve: keeping CEP [0-9]* in IDLE' "$out.serve"; }
 wait_until 10 kept
 ktap_check "the first REQ is rejected with 28 and its CEP kept in IDLE" \
 	sh -c "grep -q 'got REJ_RECEIVED (status 28)' '$out.c1' && grep -q 'keeping CEP [0-9]* in IDLE' '$out.serve'"
@@ -50,9 +50,9 @@ sed 's/^/# /' "$out.serve"
 
 # 2. An established connection; the passive side's "timeout REJ" to the active side.
 "$CEPMCTL" accept --service-id $SID2 --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
-wait_until 10 grep -q '^accept: listening' "$out.accept"
+wait_until 10 file_has '^accept: listening' "$out.accept"
 "$CEPMCTL" connect --service-id $SID2 --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
-ids() { grep -q 'comm IDs: ours' "$out.connect" && grep -q 'in ESTABLISHED' "$out.accept"; }
+ids() { file_has 'comm IDs: ours' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
 wait_until 20 ids
 ours=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\1/p' "$out.connect")
 theirs=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\2/p' "$out.connect")
@@ -75,7 +75,7 @@ ktap_check "... and dropped it: CEP $c3 is still in REQ_SENT" test "$(state_of "
 
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REJ --local-comm-id "$theirs" --remote-comm-id 0 --msg-rejected OTHER \
 	--reason 4 --ari "${node_guid#0x}"
-timeout_rej() { grep -q 'event REJ_RECEIVED on CEP [0-9]* (status 4)' "$out.connect"; }
+timeout_rej() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 4\)' "$out.connect"; }
 wait_until 10 timeout_rej
 sed 's/^/# /' "$out.accept" "$out.connect"
 ktap_check "the timeout REJ, matched by the passive side's comm ID and CA GUID, reached the active side" timeout_rej
@@ -89,9 +89,9 @@ wait
 SID4=0x0000000001064e77
 "$CEPMCTL" serve --service-id $SID4 --reason 28 --timeout-ms 20000 >"$out.serve4" 2>&1 &
 spid=$!
-wait_until 10 grep -q '^serve: listening' "$out.serve4"
+wait_until 10 file_has '^serve: listening' "$out.serve4"
 "$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id $SID4 --local-comm-id 0x51d0
-wait_until 10 grep -q 'event SIDR_REQ_RECEIVED' "$out.serve4"
+wait_until 10 file_has 'event SIDR_REQ_RECEIVED' "$out.serve4"
 ktap_check "a SIDR_REQ waits unclaimed in the listener's backlog" grep -q 'event SIDR_REQ_RECEIVED' "$out.serve4"
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --service-id $SID4 --local-comm-id 0x51d0 --ca-guid 0x0000ffff0a4d0001
 wait $spid

@@ -19,7 +19,7 @@ ktap_set_plan 15
 
 out=$CEPM_ROOT/out/cep_races.$$
 trap 'drop_rx 0 0; topology_down; rm -f "$out".*' EXIT
-listening() { grep -q '^accept: listening' "$out.$1.accept"; }
+listening() { file_has '^accept: listening' "$out.$1.accept"; }
 # lib.sh's tx and rx count on the client's port (rxe0).  The MAD layer's retries of one post
 # are not counted as sends; every arrival is counted as received.
 duplicates() { "$CEPMCTL" ports | sed -n "/^$1 port 1 /,/^[^ ]/s/^  duplicates: //p"; }

@@ -25,8 +25,8 @@ SID=0x0000000001064e72
 SID_T=0x0000000001064e73
 out=$CEPM_ROOT/out/cep_rej_match.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
-listening() { grep -q '^accept: listening' "$out.accept"; }
-held() { grep -q 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.connect" && grep -q 'in ESTABLISHED' "$out.accept"; }
+listening() { file_has '^accept: listening' "$out.accept"; }
+held() { file_has 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
 spoof() { "$CEPMCTL" send-mad "$RXE_DEV" 1 REJ "$@"; }
 # The established CEP with local comm ID $1: its peer's comm ID.
 peer_of() { "$CEPMCTL" list | awk -v id="$1" '$1 == id && $2 == "ESTABLISHED" { print $4 }'; }
@@ -73,7 +73,7 @@ rep_sent() { "$CEPMCTL" list | grep -q ' REP_SENT '; }
 wait_until 20 rep_sent
 ktap_check "the passive CEP answered the REQ and resends its REP" rep_sent
 spoof --local-comm-id $client_id --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
-timeout_rej_seen() { grep -q 'event REJ_RECEIVED on CEP [0-9]* (status 4)' "$out.accept"; }
+timeout_rej_seen() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 4\)' "$out.accept"; }
 wait_until 10 timeout_rej_seen
 sed 's/^/# /' "$out.accept"
 ktap_check "the timeout REJ, matched by CA GUID and comm ID, ended the passive side at once" timeout_rej_seen
@@ -82,18 +82,19 @@ wait
 
 # sink_case FILE SID COMM_ID OPTION READY PAST: a sink (serve --count 2 OPTION) on SID, its output
 # in FILE; a REQ from COMM_ID; once FILE matches READY, the client's timeout REJ for it; once
-# FILE matches PAST and says the peer ended the request (or the sink has exited), a second
-# REQ from COMM_ID + 1. The sink's exit status in $src.
+# FILE matches PAST and says the peer ended the request (or the sink has exited), a second REQ
+# from COMM_ID + 1. READY and PAST are extended regular expressions (file_has). The sink's exit
+# status in $src.
 sink_case() {
 	local file=$1 sid=$2 comm=$3 option=$4 ready=$5 past=$6 spid
 	"$CEPMCTL" serve --service-id "$sid" --count 2 "$option" --timeout-ms 60000 >"$file" 2>&1 &
 	spid=$!
-	wait_until 10 grep -q '^serve: listening' "$file"
+	wait_until 10 file_has '^serve: listening' "$file"
 	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id "$sid" --comm-id "$comm" --ca-guid $guid
-	wait_until 20 grep -q "$ready" "$file"
+	wait_until 20 file_has "$ready" "$file"
 	spoof --local-comm-id "$comm" --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
 	# Past the first request: the sink either carried on or gave up.
-	past_first() { { grep -q "$past" "$file" && grep -q 'peer ended' "$file"; } || exited $spid; }
+	past_first() { { file_has "$past" "$file" && file_has 'peer ended' "$file"; } || exited $spid; }
 	wait_until 20 past_first
 	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id "$sid" --comm-id $((comm + 1)) --ca-guid $guid
 	wait $spid
@@ -103,7 +104,7 @@ sink_case() {
 
 # 4: the sink claims a REQ; the client gives up (REJ 4) before the sink's REJ; a second REQ.
 sink_case "$out.serve" 0x0000000001064e74 $((client_id + 1)) --first-awaits-peer-event \
-	"^serve: REQ from comm ID $(printf '%#x' $((client_id + 1)))" 'REJ_RECEIVED on CEP [0-9]* (status 4) before the REJ'
+	"^serve: REQ from comm ID $(printf '%#x' $((client_id + 1)))" 'REJ_RECEIVED on CEP [0-9]* \(status 4\) before the REJ'
 ktap_check "the sink carries on past a request the client ended before the sink's REJ (exit $src)" \
 	sh -c "test $src = 0 && grep -q 'rejected with reason 28' '$out.serve'"
 

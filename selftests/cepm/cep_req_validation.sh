@@ -24,7 +24,7 @@ req_sent_ids() { "$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1 }' | sort; }
 
 # A listener that would reject with 28 anything offered to it.
 "$CEPMCTL" serve --service-id $SID --count 10 --reason 28 --timeout-ms 60000 >"$out.serve" 2>&1 &
-wait_until 10 grep -q '^serve: listening' "$out.serve"
+wait_until 10 file_has '^serve: listening' "$out.serve"
 
 # forged NAME SEND_MAD_ARGS...: a CEP of ours in REQ_SENT to nowhere, then a forged REQ
 # for $SID from its comm ID; prints the reason of the REJ that CEP got ("none" if none).
@@ -38,7 +38,7 @@ forged() {
 	wait_until 20 new_id
 	id=$(comm -13 <(echo "$before") <(req_sent_ids) | head -1)
 	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --local-comm-id "$id" --service-id $SID "$@"
-	got() { grep -q 'got REJ_RECEIVED' "$out.$name"; }
+	got() { file_has 'got REJ_RECEIVED' "$out.$name"; }
 	wait_until 10 got
 	sed -n 's/.*got REJ_RECEIVED (status \([0-9]*\)).*/\1/p' "$out.$name" | grep . || echo none
 }
@@ -56,15 +56,15 @@ wait
 
 # A live connection, then REJs with an ARI length of 100 and MessageRejected 3 from its peer.
 "$CEPMCTL" accept --service-id 0x0000000001064e7c --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
-wait_until 10 grep -q '^accept: listening' "$out.accept"
+wait_until 10 file_has '^accept: listening' "$out.accept"
 "$CEPMCTL" connect --service-id 0x0000000001064e7c --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
-ids() { grep -q 'comm IDs: ours' "$out.connect"; }
+ids() { file_has 'comm IDs: ours' "$out.connect"; }
 wait_until 20 ids
 ours=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\1/p' "$out.connect")
 theirs=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\2/p' "$out.connect")
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REJ --local-comm-id "$theirs" --remote-comm-id "$ours" --msg-rejected 3 \
 	--reason 27 --ari 00112233 --ari-len 100
-heard() { grep -q 'event REJ_RECEIVED on CEP [0-9]* (status 27)' "$out.connect"; }
+heard() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 27\)' "$out.connect"; }
 wait_until 10 heard
 sed 's/^/# /' "$out.connect"
 ktap_check "a REJ with ARI length 100 and MessageRejected 3 from the peer is heard, not dropped" heard

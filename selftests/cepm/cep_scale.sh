@@ -10,7 +10,7 @@ ktap_set_plan 6
 
 out=$CEPM_ROOT/out/cep_scale.$$
 trap 'topology_down; rm -f "$out".*' EXIT
-listening() { grep -q '^accept: listening' "$1"; }
+listening() { file_has '^accept: listening' "$1"; }
 
 run() { # run NAME SERVICE_ID COUNT PARALLEL
 	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id "$2" --count "$3" --timeout-ms 30000 >"$out.$1.accept" 2>&1 &

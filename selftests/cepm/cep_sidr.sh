@@ -12,7 +12,7 @@ ktap_set_plan 8
 
 out=$CEPM_ROOT/out/cep_sidr.$$
 trap 'drop_rx 0 0; peer_ns_down; rm -f "$out".*' EXIT
-listening() { grep -q '^serve-ud: listening' "$1"; }
+listening() { file_has '^serve-ud: listening' "$1"; }
 
 "$CEPMCTL" serve-ud --service-id 0x0000000001114e60 --qpn 0x4242 --qkey 0x11111111 >"$out.s1" 2>&1 &
 spid=$!

@@ -12,8 +12,8 @@ ktap_set_plan 5
 SID=0x0000000001064e70
 out=$CEPM_ROOT/out/cep_stale.$$
 trap 'topology_down; rm -f "$out".*' EXIT
-listening() { grep -q '^accept: listening' "$out.accept"; }
-held() { grep -q 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.first"; }
+listening() { file_has '^accept: listening' "$out.accept"; }
+held() { file_has 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.first"; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
 # The passive side holds its connection, answers nothing else, and stops at the next event.

@@ -38,12 +38,12 @@ slow=(--answer-delay-ms 250)
 patient=("${timers[@]}" --cm-response-timeout 17)
 "$CEPMCTL" accept --service-id $SID --cm-only "${slow[@]}" --timeout-ms 30000 >"$out.accept" 2>&1 &
 apid=$!
-wait_until 10 grep -q '^accept: listening' "$out.accept"
+wait_until 10 file_has '^accept: listening' "$out.accept"
 "$CEPMCTL" connect --service-id $SID "${patient[@]}" "${slow[@]}" --hold --timeout-ms 30000 >"$out.connect" 2>&1 &
 cpid=$!
 wait $apid
 arc=$?
-timeout_rej() { grep -q 'event REJ_RECEIVED on CEP [0-9]* (status 4)' "$out.connect"; }
+timeout_rej() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 4\)' "$out.connect"; }
 wait_until 10 timeout_rej
 drop_rx 0 0
 sed 's/^/# /' "$out.accept" "$out.connect"

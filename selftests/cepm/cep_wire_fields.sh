@@ -25,7 +25,7 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 
 dumpcap -i veth0 -f "udp port 4791" -w "$out.pcap" >"$out.dumpcap" 2>&1 &
 tpid=$!
-wait_until 30 grep -q "Capturing on" "$out.dumpcap"
+wait_until 30 file_has "Capturing on" "$out.dumpcap"
 
 # pair SID SERVER_ARGS... -- CLIENT_ARGS...: accept on the server, connect from rxe0.
 pair() {
@@ -37,7 +37,7 @@ pair() {
 	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id "$sid" --cm-only --timeout-ms 30000 \
 		"${server[@]}" >"$out.a$sid" 2>&1 &
 	local apid=$!
-	wait_until 10 grep -q '^accept: listening' "$out.a$sid"
+	wait_until 10 file_has '^accept: listening' "$out.a$sid"
 	"$CEPMCTL" connect --service-id "$sid" --cm-only --timeout-ms 30000 "${TO_SERVER[@]}" "${client[@]}" \
 		>"$out.c$sid" 2>&1
 	wait $apid
@@ -54,7 +54,7 @@ ktap_check "a server sent its MRA at once" grep -q 'MRA sent for the REQ' "$out.
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID4 --cm-only --timeout-ms 30000 \
 	>"$out.a$SID4" 2>&1 &
 apid=$!
-wait_until 10 grep -q '^accept: listening' "$out.a$SID4"
+wait_until 10 file_has '^accept: listening' "$out.a$SID4"
 rejs_before=$(rx REJ)
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --to-gid ::ffff:10.77.0.2 --service-id $SID4 \
 	--remote-gid ::ffff:10.99.0.1 --local-comm-id 0x5eed0012

@@ -17,8 +17,8 @@ SID=0x0000000001064e24
 out=$CEPM_ROOT/out/device_removal.$$
 trap 'topology_down; rm -f "$out".*' EXIT
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
-listening() { grep -q '^accept: listening' "$out.accept"; }
-both_established() { grep -q 'in ESTABLISHED' "$out.connect" && grep -q 'in ESTABLISHED' "$out.accept"; }
+listening() { file_has '^accept: listening' "$out.accept"; }
+both_established() { file_has 'in ESTABLISHED' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
 listed_in() { "$CEPMCTL" list | grep -q " $1 "; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
@@ -45,7 +45,7 @@ sed 's/^/# /' "$out.list"
 # works are still queued when the device goes, and must not touch it when they fire.
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id 0x0000000001064e2d --count 20 >"$out.burst-accept" 2>&1 &
 bpid=$!
-wait_until 10 grep -q '^accept: listening' "$out.burst-accept"
+wait_until 10 file_has '^accept: listening' "$out.burst-accept"
 "$CEPMCTL" connect --cm-only --service-id 0x0000000001064e2d --count 20 --parallel 20 "${TO_SERVER[@]}" >"$out.burst" 2>&1
 wait $bpid
 sed 's/^/# /' "$out.burst-accept" "$out.burst"
@@ -57,7 +57,7 @@ wait $apid; arc=$?
 wait $rpid
 wait $spid
 sed 's/^/# /' "$out.accept" "$out.connect" "$out.req" "$out.sidr"
-listed() { grep -q "LISTEN .* $(printf '%#x' $SID) " "$out.list" && [ "$(grep -c ' ESTABLISHED ' "$out.list")" = 2 ]; }
+listed() { file_has "LISTEN .* $(printf '%#x' $SID) " "$out.list" && [ "$(grep -c ' ESTABLISHED ' "$out.list")" = 2 ]; }
 ktap_check "cepmctl list showed the listener, both established ends, REQ_SENT and SIDR_REQ_SENT" \
 	sh -c "grep -q ' REQ_SENT ' '$out.list' && grep -q ' SIDR_REQ_SENT ' '$out.list'" && listed
 ktap_check "the burst before the delete completed" grep -q '^connect: 20 connected and disconnected, 0 failed' "$out.burst"

@@ -24,7 +24,7 @@ mkdir -p "$(dirname "$pcap")"
 rm -f "$pcap"
 dumpcap -i veth0 -f "udp port 4791" -w "$out.pcap" >"$out.dumpcap" 2>&1 &
 tpid=$!
-wait_until 30 grep -q "Capturing on" "$out.dumpcap"
+wait_until 30 file_has "Capturing on" "$out.dumpcap"
 show_lines=12 tool_pair rping-to "stock_listens 7174" -- \
 	"${PEER[@]}" timeout 60 rping -s -a 10.77.0.2 -p 7174 -v -S 64 -- \
 	"${OVER_CEPM[@]}" timeout 60 rping -c -a 10.77.0.2 -I 10.77.0.1 -p 7174 -C 10 -S 64 -v -V

@@ -29,7 +29,7 @@ ktap_check "cepmctl -> cmtime server: $N connected and disconnected, none failed
 "$CEPMCTL" accept --device rxe0 --rdma-cm --cm-only --service-id "$(ip_service_id $TCP 7478)" --count $N --timeout-ms 60000 \
 	>"$out.many-acc" 2>&1 &
 apid=$!
-wait_until 10 grep -q '^accept: listening' "$out.many-acc"
+wait_until 10 file_has '^accept: listening' "$out.many-acc"
 "${PEER[@]}" timeout 100 cmtime -s 10.77.0.1 -b 10.77.0.2 -p 7478 -c $N >"$out.cmtime-c" 2>&1
 crc=$?
 wait $apid
@@ -57,7 +57,7 @@ ktap_check "... $N established and $N disconnected, none failed" \
 "$CEPMCTL" accept --device rxe0 --rdma-cm --cm-only --service-id "$(ip_service_id $TCP 7480)" --count $N --phases \
 	--timeout-ms 60000 >"$out.ucm-a" 2>&1 &
 apid=$!
-wait_until 10 grep -q '^accept: listening' "$out.ucm-a"
+wait_until 10 file_has '^accept: listening' "$out.ucm-a"
 "${PEER[@]}" timeout 100 ucmatose -s 10.77.0.1 -b 10.77.0.2 -p 7480 -c $N -C 0 >"$out.ucm-c2" 2>&1
 crc=$?
 wait $apid

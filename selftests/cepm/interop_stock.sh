@@ -35,7 +35,7 @@ ktap_check "a cma_hdr of version 1: the stock listener answers REJ 28" \
 # 2. A stock server that rejects with private data of its own (rdma_reject(3)).
 "${PEER[@]}" timeout 60 "$CEPM_ROOT/out/selftests/rdma_reject_server" 10.77.0.2 7479 "not today" >"$out.rj" 2>&1 &
 spid=$!
-wait_until 10 grep -q '^listening' "$out.rj"
+wait_until 10 file_has '^listening' "$out.rj"
 "$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7479)" "${TO_STOCK[@]}" --cm-only >"$out.rjc" 2>&1
 rc=$?
 wait $spid
@@ -54,7 +54,7 @@ tc qdisc add dev veth0 root netem loss 100%
 "$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7477)" "${TO_STOCK[@]}" --cm-only --max-cm-retries 3 \
 	--cm-response-timeout 17 --packet-life-time 8 >"$out.gone" 2>&1 &
 cpid=$!
-wait_until 10 grep -q '^connect: REQ sent' "$out.gone"
+wait_until 10 file_has '^connect: REQ sent' "$out.gone"
 "${PEER[@]}" rdma link delete rxe1
 ip -n $PEER_NS addr flush dev veth1
 wait $cpid

@@ -37,6 +37,23 @@ ktap_check() {
 	fi
 }
 
+# A process start costs the TCG guest about 0.1 s (docs/design.md), so the polls below start
+# none of their own.  A pipe that nobody writes to, held open for reading and writing: `read -t`
+# on it is a sleep inside the shell.
+exec {CEPM_NAP_FD}<> <(:)
+# nap SECONDS: sleep for SECONDS (fractions too) without a `sleep` process.
+nap() { read -rt "$1" -u "$CEPM_NAP_FD" _ || :; }
+
+# file_has REGEX FILE: a line of FILE matches the extended regular expression REGEX (read by the
+# shell, not by grep: a probe for wait_until).  False while FILE does not exist.
+file_has() {
+	local line
+	while IFS= read -r line || [ -n "$line" ]; do
+		[[ $line =~ $1 ]] && return 0
+	done 2>/dev/null <"$2"
+	return 1
+}
+
 # wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds; fail after SECONDS. CMD is
 # run afresh on each poll, so it must read what it tests itself: `wait_until 5 test "$(tx REJ)"
 # = 3` would test one value, read before the wait (selftests/check-waits.sh refuses it).
@@ -50,7 +67,7 @@ wait_until() {
 			echo "# wait_until: still false after $limit s: $*"
 			return 1
 		fi
-		sleep 0.05
+		nap 0.05
 	done
 }
 
@@ -65,15 +82,30 @@ rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 "$1"; }
 counter_is() { [ "$("$1" "$2")" = "$3" ]; }
 counter_reaches() { [ "$("$1" "$2")" -ge "$3" ]; }
 
+# `cepmctl ports` starts with "cepm ABI A, P managed port(s), C CEP(s)": matched by the shell
+# (one process start per probe, not a pipeline's two or three).
+PORTS_SUMMARY='^cepm ABI [0-9]+, ([0-9]+) managed port\(s\), ([0-9]+) CEP'
 # Number of ports cepm manages right now.
-managed_ports() { "$CEPMCTL" ports | sed -n 's/^cepm ABI [0-9]*, \([0-9]*\) managed port.*/\1/p'; }
+managed_ports() {
+	local ports
+	ports=$("$CEPMCTL" ports) && [[ $ports =~ $PORTS_SUMMARY ]] && echo "${BASH_REMATCH[1]}"
+}
 
 # Connection endpoints alive in the module, all processes together.
-live_ceps() { "$CEPMCTL" ports | sed -n 's/^cepm ABI [0-9]*, [0-9]* managed port(s), \([0-9]*\) CEP.*/\1/p'; }
+live_ceps() {
+	local ports
+	ports=$("$CEPMCTL" ports) && [[ $ports =~ $PORTS_SUMMARY ]] && echo "${BASH_REMATCH[2]}"
+}
 
-ceps_are() { [ "$(live_ceps)" = "$1" ]; }
+ceps_are() {
+	local ports
+	ports=$("$CEPMCTL" ports) && [[ $ports =~ $PORTS_SUMMARY ]] && [ "${BASH_REMATCH[2]}" = "$1" ]
+}
 
-port_listed() { "$CEPMCTL" ports | grep -q "^$1 port $2 "; }
+port_listed() {
+	local ports
+	ports=$("$CEPMCTL" ports) && [[ $'\n'$ports =~ $'\n'"$1 port $2 " ]]
+}
 port_not_listed() { ! port_listed "$@"; }
 
 # dmesg lines logged since mark_dmesg.
@@ -223,7 +255,7 @@ wait_pair() {
 			kill "$cpid" "$spid" 2>/dev/null
 			break
 		fi
-		sleep 0.1
+		nap 0.1
 	done
 	wait "$cpid" 2>/dev/null
 	crc=$?

@@ -29,12 +29,12 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 long_ms=$(((600 + count / 50) * 1000))
 "$CEPMCTL" serve --service-id $SID_SINK --count 1000000 --timeout-ms $long_ms >"$out.sink" 2>&1 &
 sink_pid=$!
-wait_until 10 grep -q '^serve: listening' "$out.sink"
+wait_until 10 file_has '^serve: listening' "$out.sink"
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID_HELD --cm-only --hold --timeout-ms $long_ms \
 	>"$out.held-accept" 2>&1 &
-wait_until 10 grep -q '^accept: listening' "$out.held-accept"
+wait_until 10 file_has '^accept: listening' "$out.held-accept"
 "$CEPMCTL" connect --service-id $SID_HELD --cm-only --hold --timeout-ms $long_ms "${TO_SERVER[@]}" >"$out.held" 2>&1 &
-held_up() { grep -q 'in ESTABLISHED' "$out.held"; }
+held_up() { file_has 'in ESTABLISHED' "$out.held"; }
 ktap_check "a held connection to aim at is established" wait_until 20 held_up
 # Harvested: the held connection's comm IDs (ours and the peer's), as cepmctl list shows them.
 ids=$("$CEPMCTL" list | awk '$2 == "ESTABLISHED" { print $1; print $4 }' | sort -u | paste -sd, -)
@@ -53,7 +53,7 @@ legit_round() {
 	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_LEGIT --count 100 \
 		--timeout-ms 60000 </dev/null >"$out.legit-accept" 2>&1 &
 	apid=$!
-	wait_until 30 grep -q '^accept: listening' "$out.legit-accept"
+	wait_until 30 file_has '^accept: listening' "$out.legit-accept"
 	"$CEPMCTL" connect --cm-only --service-id $SID_LEGIT --count 100 --parallel 8 --timeout-ms 60000 \
 		"${TO_SERVER[@]}" </dev/null >"$out.legit" 2>&1
 	crc=$?
@@ -97,7 +97,7 @@ wait 2>/dev/null
 ktap_check "no CEP is left once every process has gone" wait_until 60 ceps_are 0
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_AFTER --timeout-ms 30000 \
 	>"$out.after-accept" 2>&1 &
-wait_until 10 grep -q '^accept: listening' "$out.after-accept"
+wait_until 10 file_has '^accept: listening' "$out.after-accept"
 connect_after() {
 	"$CEPMCTL" connect --cm-only --service-id $SID_AFTER --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.after" 2>&1
 }

@@ -22,9 +22,9 @@ monitor_start() {
 	: >"$events"
 	udevadm monitor --kernel >"$events" 2>&1 &
 	monitor_pid=$!
-	wait_until 10 grep -q 'monitor will print' "$events"
+	wait_until 10 file_has 'monitor will print' "$events"
 }
-saw_sentinel() { grep -q "change *$SENTINEL " "$events"; }
+saw_sentinel() { file_has "change *$SENTINEL " "$events"; }
 monitor_finish() {
 	echo change >"/sys$SENTINEL/uevent" && wait_until 10 saw_sentinel
 	local rc=$?

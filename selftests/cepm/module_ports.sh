@@ -29,7 +29,7 @@ rdma dev set $RXE_DEV name $renamed
 ktap_check "after a rename, the port is listed as $renamed port 1" port_listed $renamed 1
 "$CEPMCTL" serve --service-id 0x0000000001064e7d --reason 28 --timeout-ms 20000 >"$out.serve" 2>&1 &
 spid=$!
-wait_until 10 grep -q '^serve: listening' "$out.serve"
+wait_until 10 file_has '^serve: listening' "$out.serve"
 "$CEPMCTL" send-mad $renamed 1 REQ --service-id 0x0000000001064e7d
 wait $spid
 sed 's/^/# /' "$out.serve"

@@ -53,7 +53,7 @@ ktap_check "a peer that stops answering mid-connect: UNREACHABLE, -ETIMEDOUT" \
 tool_pair rej "cepm_listens 7192" -- \
 	"${ON_SERVER_OVER_CEPM[@]}" timeout 60 "$progs/rdma_reject_server" $ADDR 7192 "not today" 5 6 -- \
 	"${OVER_CEPM[@]}" timeout 60 "$progs/rdma_reject_client" $ADDR 7192 "not today" 5 6
-rejected() { [ "$crc" = 0 ] && [ "$src" = 0 ] && grep -q 'status 28, 148 bytes of private data: not today' "$out.rej-c"; }
+rejected() { [ "$crc" = 0 ] && [ "$src" = 0 ] && file_has 'status 28, 148 bytes of private data: not today' "$out.rej-c"; }
 ktap_check "a consumer reject: REJECTED, status 28, with the server's private data; the REQ's retry counts (5, 6) reached the server ($crc, $src)" rejected
 
 # kill -9 mid-connection: rping pings without end until its client is killed; the client's

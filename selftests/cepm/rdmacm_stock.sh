@@ -37,8 +37,8 @@ pair() {
 	fi
 }
 both_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ]; }
-status_ok() { both_ok && grep -q 'return status 0' "$out.$1-c" && grep -q 'return status 0' "$out.$1-s"; }
-ends_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdma_server: end 0' "$out.$1-s"; }
+status_ok() { both_ok && file_has 'return status 0' "$out.$1-c" && file_has 'return status 0' "$out.$1-s"; }
+ends_ok() { both_ok && file_has '^rdma_client: end 0' "$out.$1-c" && file_has '^rdma_server: end 0' "$out.$1-s"; }
 
 # ucmatose: two connections at once, 10 messages each way on each; -m moves every ID (and the
 # listener) to a new event channel before the disconnect (rdma_migrate_id, cepm's MIGRATE).
@@ -75,7 +75,7 @@ stop_server=1 show_lines=9 pair cmtime-from 7508 from-stock cmtime -b $OURS -p 7
 ktap_check "stock cmtime -c 20 -> cmtime over cepm: the client exits 0 and times its connections ($crc)" cmtime_ok cmtime-from
 
 # A consumer reject: REJ reason 28, and the server's private data reaches the client.
-rejected_ok() { both_ok && grep -q 'status 28, 148 bytes of private data: not today' "$out.$1-c"; }
+rejected_ok() { both_ok && file_has 'status 28, 148 bytes of private data: not today' "$out.$1-c"; }
 progs=$CEPM_ROOT/out/selftests
 pair reject-to 7509 to-stock "$progs/rdma_reject_server" $STOCK 7509 "not today" 5 6 -- \
 	"$progs/rdma_reject_client" $STOCK 7509 "not today" 5 6
@@ -87,7 +87,7 @@ ktap_check "a stock client rejected by a server over cepm: reason 28 and its pri
 # An event channel's fd: readable for ADDR_RESOLVED and ROUTE_RESOLVED, which cepm's library
 # makes in userspace (POST_EVENT), and after rdma_migrate_id on the new channel only. The
 # stock stack answers the same program first, as the oracle.
-channel_ok() { [ "$1" = 0 ] && grep -q '^rdma_channel_events: end 0' "$out.$2"; }
+channel_ok() { [ "$1" = 0 ] && file_has '^rdma_channel_events: end 0' "$out.$2"; }
 "${PEER[@]}" timeout 60 "$progs/rdma_channel_events" $STOCK 7512 x >"$out.chan-stock" 2>&1
 rc=$?
 sed 's/^/# stock: /' "$out.chan-stock"
@@ -99,7 +99,7 @@ sed 's/^/# cepm: /' "$out.chan-cepm"
 ktap_check "cepm's librdmacm: the same ($rc)" channel_ok $rc chan-cepm
 
 # An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
-srq_ok() { both_ok && grep -q '^rdma_client: end 0' "$out.$1-c" && grep -q '^rdma_srq_server: end 0' "$out.$1-s"; }
+srq_ok() { both_ok && file_has '^rdma_client: end 0' "$out.$1-c" && file_has '^rdma_srq_server: end 0' "$out.$1-s"; }
 # It tears its QP down as rdma_server does, so rxe can lose an ACK here too.
 rxe_lost_ack_mark rxe0 rxe1
 linger=20 pair srq-to 7511 to-stock "$progs/rdma_srq_server" $STOCK 7511 -- rdma_client -s $STOCK -p 7511

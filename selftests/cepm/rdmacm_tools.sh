@@ -128,7 +128,7 @@ rxe_lost_ack_mark "$RXE_DEV" "$SERVER_DEV"
 linger=20 tool_pair srq "cepm_listens 7186" -- \
 	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$CEPM_ROOT/out/selftests/rdma_srq_server" $ADDR 7186 -- \
 	"${OVER_CEPM[@]}" timeout 120 rdma_client -s $ADDR -p 7186
-srq_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && grep -q '^rdma_srq_server: end 0' "$out.srq-s" && grep -q '^rdma_client: end 0' "$out.srq-c"; }
+srq_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && file_has '^rdma_srq_server: end 0' "$out.srq-s" && file_has '^rdma_client: end 0' "$out.srq-c"; }
 check_unless_lost_ack "rdma_client -> rdma_srq_server: one exchange, through the server's SRQ ($crc, $src)" \
 	srq '^rdma_client: end 0' '^rdma_srq_server: end 0' srq_ok
 

@@ -54,7 +54,7 @@ start_server() {
 		--timeout-ms $((bound * 1000)) >"$out.$1" 2>&1 &
 	pid=$!
 	all_pids+=("$pid")
-	wait_until 10 grep -qs '^storm: server listening' "$out.$1"
+	wait_until 10 file_has '^storm: server listening' "$out.$1"
 }
 # start_client NAME SERVICE_ID SEED ITERATIONS: a storm client to the server; pid in $pid.
 # It fails as stalled when its connections hear nothing for 90 s: longer than a REQ left
@@ -137,7 +137,7 @@ for v in $victim1 $victim2; do
 	fi
 done
 ktap_check "a: clients $victim1 and $victim2 killed with kill -9 mid-storm (${victim_rcs[*]})" all_are 137 "${victim_rcs[@]}"
-server_replaced() { [ "$server_rc" = 137 ] && grep -q '^storm: server listening' "$out.a.server.again"; }
+server_replaced() { [ "$server_rc" = 137 ] && file_has '^storm: server listening' "$out.a.server.again"; }
 ktap_check "a: the server killed with kill -9 mid-storm ($server_rc), and a new one listened" server_replaced
 for i in $(seq 0 $((clients - 1))); do
 	[ "$i" = "$victim1" ] || [ "$i" = "$victim2" ] || { survivors+=("${client_pid[$i]}") names+=("a.client$i"); }
@@ -153,7 +153,7 @@ show "${names[@]}" a.server a.server.again
 storm_done() { [ "$total" -ge "$iterations" ] && all_are 0 "${client_rcs[@]}"; }
 ktap_check "a: $total connections (at least $iterations) by the other clients and the replacements, all exited 0 (${client_rcs[*]})" \
 	storm_done
-server_done() { [ "$server_rc" = 0 ] && grep -q '^storm: server: ' "$out.$1"; }
+server_done() { [ "$server_rc" = 0 ] && file_has '^storm: server: ' "$out.$1"; }
 ktap_check "a: the server exits 0 on SIGTERM with its summary ($server_rc)" server_done a.server.again
 ktap_check "a: no CEP is left" wait_until 60 ceps_are 0
 
@@ -224,7 +224,7 @@ ktap_check "d: no CEP is left" wait_until 60 ceps_are 0
 "${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_AFTER --timeout-ms 30000 \
 	>"$out.after-accept" 2>&1 &
 apid=$!
-wait_until 10 grep -qs '^accept: listening' "$out.after-accept"
+wait_until 10 file_has '^accept: listening' "$out.after-accept"
 connect_after() {
 	"$CEPMCTL" connect --cm-only --service-id $SID_AFTER --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.after" 2>&1 &&
 		wait $apid
