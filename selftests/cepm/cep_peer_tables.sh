@@ -63,8 +63,7 @@ ktap_check "a connection is established (active comm ID $ours, passive $theirs)"
 #    passive side's IDs.
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
 "$CEPMCTL" connect --service-id 0x0000000001064e76 --cm-only --timeout-ms 60000 "${nowhere[@]}" >"$out.req" 2>&1 &
-req_sent() { "$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1 }' | grep -q .; }
-wait_until 20 req_sent
+wait_until 20 list_has_state REQ_SENT
 c3=$("$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1; exit }')
 rep0=$(rx REP)
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REP --local-comm-id "$theirs" --remote-comm-id "$c3" --ca-guid "$node_guid" --qpn 0x4321

@@ -69,9 +69,8 @@ client_id=0xabc10001
 apid=$!
 wait_until 10 listening
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_T --comm-id $client_id --ca-guid $guid
-rep_sent() { "$CEPMCTL" list | grep -q ' REP_SENT '; }
-wait_until 20 rep_sent
-ktap_check "the passive CEP answered the REQ and resends its REP" rep_sent
+wait_until 20 list_has_state REP_SENT
+ktap_check "the passive CEP answered the REQ and resends its REP" list_has_state REP_SENT
 spoof --local-comm-id $client_id --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
 timeout_rej_seen() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 4\)' "$out.accept"; }
 wait_until 10 timeout_rej_seen

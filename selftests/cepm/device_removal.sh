@@ -19,7 +19,6 @@ trap 'topology_down; rm -f "$out".*' EXIT
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
 listening() { file_has '^accept: listening' "$out.accept"; }
 both_established() { file_has 'in ESTABLISHED' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
-listed_in() { "$CEPMCTL" list | grep -q " $1 "; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
 ktap_check "$SERVER_DEV port 1 listed before" port_listed "$SERVER_DEV" 1
@@ -36,8 +35,8 @@ wait_until 20 both_established
 rpid=$!
 "$CEPMCTL" resolve --service-id 0x0000000001114e2f --timeout-ms 30000 "${nowhere[@]}" >"$out.sidr" 2>&1 &
 spid=$!
-wait_until 10 listed_in REQ_SENT
-wait_until 10 listed_in SIDR_REQ_SENT
+wait_until 10 list_has_state REQ_SENT
+wait_until 10 list_has_state SIDR_REQ_SENT
 "$CEPMCTL" list >"$out.list" 2>&1
 sed 's/^/# /' "$out.list"
 

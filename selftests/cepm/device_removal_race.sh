@@ -14,21 +14,20 @@ ktap_set_plan 5
 out=$CEPM_ROOT/out/device_removal_race.$$
 trap 'echo 0 >$CEPM_DEBUGFS/destroy_delay_ms; kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
-state_listed() { "$CEPMCTL" list | awk '{ print $2 }' | grep -qx "$1"; }
 
 "$CEPMCTL" connect --service-id 0x0000000001064e79 --cm-only --timeout-ms 60000 "${nowhere[@]}" >"$out.req" 2>&1 &
 cpid=$!
-ktap_check "a CEP waits in REQ_SENT with an address handle on $RXE_DEV" wait_until 20 state_listed REQ_SENT
+ktap_check "a CEP waits in REQ_SENT with an address handle on $RXE_DEV" wait_until 20 list_has_state REQ_SENT
 
 mark_dmesg
 echo 4000 >$CEPM_DEBUGFS/destroy_delay_ms
 kill -KILL $cpid
 # The destroy has run its transition and now sleeps with the CEP's lock released.
-ktap_check "its owner is killed and the destroy is held open" wait_until 10 state_listed DESTROYED
+ktap_check "its owner is killed and the destroy is held open" wait_until 10 list_has_state DESTROYED
 ktap_check "$RXE_DEV is deleted inside the window" rdma link delete "$RXE_DEV"
 wait $cpid 2>/dev/null
 echo 0 >$CEPM_DEBUGFS/destroy_delay_ms
-gone() { ! "$CEPMCTL" list | grep -q DESTROYED; }
+gone() { ! list_has_state DESTROYED; }
 wait_until 20 gone
 bad=$(dmesg_since_mark | grep -E 'WARNING:|BUG:|still has users|general protection|Oops' || true)
 [ -z "$bad" ] || dmesg_since_mark | sed 's/^/# /' | tail -60

@@ -108,6 +108,15 @@ port_listed() {
 }
 port_not_listed() { ! port_listed "$@"; }
 
+# list_has_state STATE: `cepmctl list` shows a CEP in STATE (its second column).
+list_has_state() {
+	local id state
+	while read -r id state _; do
+		[ "$state" = "$1" ] && return 0
+	done < <("$CEPMCTL" list)
+	return 1
+}
+
 # dmesg lines logged since mark_dmesg.
 mark_dmesg() { DMESG_MARK=$(dmesg | wc -l); }
 dmesg_since_mark() { dmesg | tail -n +"$((DMESG_MARK + 1))"; }
@@ -181,15 +190,25 @@ PEER=(ip netns exec "$PEER_NS")
 # The stock rdma-core tools the interop tests run.
 STOCK_TOOLS=(ucmatose rdma_server rdma_client cmtime rping udaddy)
 # stock_listens PORT: a stock tool listens on PORT (they print nothing when ready).
-stock_listens() { "${PEER[@]}" rdma resource show cm_id | grep 'state LISTEN' | grep -q ":$1 "; }
+stock_listens() {
+	local line
+	while IFS= read -r line; do
+		[[ $line == *"state LISTEN"* && $line == *":$1 "* ]] && return 0
+	done < <("${PEER[@]}" rdma resource show cm_id)
+	return 1
+}
 # ip_service_id PORT_SPACE PORT: rdma_cm's service ID, e.g. ip_service_id 0x0106 7471 (TCP).
 ip_service_id() { printf '0x%016x' $((($1 << 16) + $2)); }
 # cepm_listens PORT [PORT_SPACE]: a CEP listens on rdma_cm's service ID for PORT (TCP by
 # default); a tool over cepm's library is ready. cepmctl list prints the ID unpadded (0x1061c07),
 # and the whole field must match it, not a part. awk reads the whole list: no SIGPIPE.
 cepm_listens() {
-	"$CEPMCTL" list | awk -v sid="$(printf '0x%x' "$(ip_service_id "${2:-$TCP}" "$1")")" \
-		'$2 == "LISTEN" && $3 == sid { found = 1 } END { exit !found }'
+	local sid id state service
+	printf -v sid '%#x' $(((${2:-$TCP} << 16) + $1))
+	while read -r id state service _; do
+		[ "$state" = LISTEN ] && [ "$service" = "$sid" ] && return 0
+	done < <("$CEPMCTL" list)
+	return 1
 }
 # IPv6: ULA addresses (no duplicate detection to wait for), fd77::1 on veth0 and fd77::2 on
 # veth1; each gives its rxe device a RoCE v2 GID.
