@@ -102,11 +102,12 @@ baseline_note() { echo "# baseline: $*"; }
 
 # baseline_kill_tagged TAG: kill what the test TAG left running, and say so.
 baseline_kill_tagged() {
-	local tag=$1 pids
-	pids=$(baseline_tagged_pids "$tag" | tr '\n' ' ')
-	[ -n "${pids// /}" ] || return 0
-	baseline_note "killed processes the test left running: $(for p in $pids; do cat /proc/$p/comm 2>/dev/null; done | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')"
-	kill -KILL $pids 2>/dev/null
+	local tag=$1 pids=()
+	# Run after every test, usually to find nothing: one grep, no other process.
+	mapfile -t pids < <(baseline_tagged_pids "$tag")
+	[ ${#pids[@]} -gt 0 ] || return 0
+	baseline_note "killed processes the test left running: $(for p in "${pids[@]}"; do cat /proc/$p/comm 2>/dev/null; done | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')"
+	kill -KILL "${pids[@]}" 2>/dev/null
 	# Reaped by init; wait until they are gone so they release /dev/cepm and uverbs.
 	for _ in $(seq 100); do
 		[ -z "$(baseline_tagged_pids "$tag")" ] && break
