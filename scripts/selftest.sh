@@ -3,18 +3,18 @@
 # test guests booted side by side, each running its share with selftests/run.sh.
 #   scripts/selftest.sh [TEST[@TOPOLOGY][:LIMIT]...]
 #   scripts/selftest.sh --plan [TEST...]    which guest would run what (boots nothing)
-# A TCG guest busy with the tests keeps about two host CPUs busy (its two vCPUs: the tool and
-# the kernel's work, the server and the client), so a host with more CPUs than that runs
-# several guests to the one a 2-core host runs (where two side by side took each test about
-# twice as long: docs/design.md, "Guests side by side").  Each guest is a machine of its own
+# A TCG guest busy with the tests keeps more than one host CPU busy (its two vCPUs: the tool and
+# the kernel's work, the server and the client; 184 s of CPU in 131 s), so a 2-core host runs
+# one guest (two side by side took each test about twice as long: docs/design.md, "Guests side
+# by side") and a bigger host one per two CPUs.  Each guest is a machine of its own
 # (kernel, rxe, namespaces, cepm.ko), so the tests are no less isolated than in one guest,
 # where run.sh restores the baseline after each.  Every guest ends with dmesg_clean.sh
 # (run.sh appends it), so every kernel is judged.
 # The entries are spread by their usual time (selftests/durations), longest first, each onto
 # the guest with the least so far; each guest runs its share in run.sh's order.
 # Environment: CEPM_VM_SHARDS, the number of guests (default: one per two host CPUs, at most 4),
-# and scripts/vm's (CEPM_VM_CPUS, the vCPUs of each guest, included).  Output: every guest's lines as they come, prefixed
-# [1], [2]...; each guest's whole output is also kept in out/selftest-K.log.
+# and scripts/vm's (CEPM_VM_CPUS, the vCPUs of each guest, included).  Output: every guest's
+# lines as they come, prefixed [1], [2]...; each guest's whole output also in out/selftest-K.log.
 set -euo pipefail
 CEPM_LOG_TAG=selftest
 . "$(dirname "$0")/common.sh"
@@ -72,7 +72,7 @@ fi
 
 # run_guest G ENTRY...: one guest running its share; its output prefixed, and kept.
 run_guest() {
-	local g=$1 start=$SECONDS rc
+	local g=$1 rc
 	shift
 	scripts/vm -- selftests/run.sh "$@" 2>&1 | tee "out/selftest-$g.log" | sed -u "s/^/[$g] /"
 	rc=${PIPESTATUS[0]}
