@@ -84,23 +84,18 @@ counter_reaches() { [ "$("$1" "$2")" -ge "$3" ]; }
 
 # `cepmctl ports` starts with "cepm ABI A, P managed port(s), C CEP(s)": matched by the shell
 # (one process start per probe, not a pipeline's two or three).
-PORTS_SUMMARY='^cepm ABI [0-9]+, ([0-9]+) managed port\(s\), ([0-9]+) CEP'
-# Number of ports cepm manages right now.
-managed_ports() {
+# ports_summary: reads it; BASH_REMATCH[1] is then P, BASH_REMATCH[2] C.
+ports_summary() {
 	local ports
-	ports=$("$CEPMCTL" ports) && [[ $ports =~ $PORTS_SUMMARY ]] && echo "${BASH_REMATCH[1]}"
+	ports=$("$CEPMCTL" ports) && [[ $ports =~ ^cepm\ ABI\ [0-9]+,\ ([0-9]+)\ managed\ port\(s\),\ ([0-9]+)\ CEP ]]
 }
+# Number of ports cepm manages right now.
+managed_ports() { ports_summary && echo "${BASH_REMATCH[1]}"; }
 
 # Connection endpoints alive in the module, all processes together.
-live_ceps() {
-	local ports
-	ports=$("$CEPMCTL" ports) && [[ $ports =~ $PORTS_SUMMARY ]] && echo "${BASH_REMATCH[2]}"
-}
+live_ceps() { ports_summary && echo "${BASH_REMATCH[2]}"; }
 
-ceps_are() {
-	local ports
-	ports=$("$CEPMCTL" ports) && [[ $ports =~ $PORTS_SUMMARY ]] && [ "${BASH_REMATCH[2]}" = "$1" ]
-}
+ceps_are() { ports_summary && [ "${BASH_REMATCH[2]}" = "$1" ]; }
 
 port_listed() {
 	local ports
@@ -108,11 +103,12 @@ port_listed() {
 }
 port_not_listed() { ! port_listed "$@"; }
 
-# list_has_state STATE: `cepmctl list` shows a CEP in STATE (its second column).
+# list_has_state STATE [SERVICE_ID]: `cepmctl list` shows a CEP in STATE (its second column),
+# for SERVICE_ID (its third, compared as a number) if one is given.
 list_has_state() {
-	local id state
-	while read -r id state _; do
-		[ "$state" = "$1" ] && return 0
+	local id state service
+	while read -r id state service _; do
+		[ "$state" = "$1" ] && { [ $# -lt 2 ] || ((service == $2)); } && return 0
 	done < <("$CEPMCTL" list)
 	return 1
 }
@@ -200,16 +196,9 @@ stock_listens() {
 # ip_service_id PORT_SPACE PORT: rdma_cm's service ID, e.g. ip_service_id 0x0106 7471 (TCP).
 ip_service_id() { printf '0x%016x' $((($1 << 16) + $2)); }
 # cepm_listens PORT [PORT_SPACE]: a CEP listens on rdma_cm's service ID for PORT (TCP by
-# default); a tool over cepm's library is ready. cepmctl list prints the ID unpadded (0x1061c07),
-# and the whole field must match it, not a part. awk reads the whole list: no SIGPIPE.
-cepm_listens() {
-	local sid id state service
-	printf -v sid '%#x' $(((${2:-$TCP} << 16) + $1))
-	while read -r id state service _; do
-		[ "$state" = LISTEN ] && [ "$service" = "$sid" ] && return 0
-	done < <("$CEPMCTL" list)
-	return 1
-}
+# default); a tool over cepm's library is ready. The service ID column is compared whole, as a
+# number (cepmctl list prints it unpadded, ip_service_id padded).
+cepm_listens() { list_has_state LISTEN "$(ip_service_id "${2:-$TCP}" "$1")"; }
 # IPv6: ULA addresses (no duplicate detection to wait for), fd77::1 on veth0 and fd77::2 on
 # veth1; each gives its rxe device a RoCE v2 GID.
 ADDR6_LOCAL=fd77::1 ADDR6_PEER=fd77::2
