@@ -33,6 +33,8 @@ pub struct Config {
     pub timeout: Duration,
     /// CM only: no QP is created (a made-up QPN goes in the REQ/REP) and no data moves.
     pub cm_only: bool,
+    /// CM only: the QPN to announce instead of the process's own (`cm_only_qpn`).
+    pub cm_only_qpn: Option<u32>,
     /// Once established, wait for the next event (e.g. `DEVICE_REMOVAL`) instead of
     /// disconnecting.
     pub hold: bool,
@@ -72,12 +74,15 @@ pub struct Config {
     pub cma_version: u8,
 }
 
-/// The QPNs CM-only connections announce, one per side: any non-zero 24-bit values will do,
-/// but two live connections to the same QP of a CA make the older one stale, so the two
-/// ends of a loopback connection must differ.
-pub(crate) const CM_ONLY_ACTIVE_QPN: u32 = 0x00_c0de;
-/// See [`CM_ONLY_ACTIVE_QPN`].
-pub(crate) const CM_ONLY_PASSIVE_QPN: u32 = 0x00_acce;
+/// The QPN a CM-only connection announces: any non-zero 24-bit value will do, but a second
+/// live connection from the same QP of a CA makes the first one stale (the peer's CM rejects
+/// it with reason 10).  So each process has its own, from its PID (below 2^22 on Linux), and
+/// the two sides take different ranges, for the two ends of a loopback connection:
+/// active 0x400000..0x800000, passive 0x800000..0xc00000.
+pub(crate) fn cm_only_qpn(passive: bool, pid: u32) -> u32 {
+    let side = if passive { 0x80_0000 } else { 0x40_0000 };
+    side | (pid & 0x3f_ffff)
+}
 
 /// What one side saw.
 pub struct Outcome {
@@ -412,7 +417,14 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     } else {
         Some(create_qp(config)?)
     };
-    let qpn = qp.as_ref().map_or(CM_ONLY_ACTIVE_QPN, |q| q.qp.qp_num());
+    let qpn = qp.as_ref().map_or_else(
+        || {
+            config
+                .cm_only_qpn
+                .unwrap_or_else(|| cm_only_qpn(false, std::process::id()))
+        },
+        |q| q.qp.qp_num(),
+    );
     let handle = cepm.create(0xac71_0000)?;
     let route = Route::new(config)?;
     let req = connect_args(
@@ -644,7 +656,14 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     } else {
         Some(create_qp(config)?)
     };
-    let qpn = qp.as_ref().map_or(CM_ONLY_PASSIVE_QPN, |q| q.qp.qp_num());
+    let qpn = qp.as_ref().map_or_else(
+        || {
+            config
+                .cm_only_qpn
+                .unwrap_or_else(|| cm_only_qpn(true, std::process::id()))
+        },
+        |q| q.qp.qp_num(),
+    );
     let mut rep = sys::cepm_accept {
         handle,
         local_qpn: qpn,
@@ -714,4 +733,28 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
         trace: trace.lines,
         stats,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cm_only_qpn;
+
+    #[test]
+    fn cm_only_qpns_are_one_per_process_and_side() {
+        // Every PID Linux can hand out (pid_max is at most 2^22).
+        for pid in 1..0x40_0000u32 {
+            let (active, passive) = (cm_only_qpn(false, pid), cm_only_qpn(true, pid));
+            assert!(
+                (0x40_0000..0x80_0000).contains(&active),
+                "{pid}: {active:#x}"
+            );
+            assert!(
+                (0x80_0000..0xc0_0000).contains(&passive),
+                "{pid}: {passive:#x}"
+            );
+            // One QPN per process on each side: the low bits are the PID itself.
+            assert_eq!(active & 0x3f_ffff, pid);
+            assert_eq!(passive & 0x3f_ffff, pid);
+        }
+    }
 }

@@ -280,9 +280,14 @@ struct ConnectArgs {
     /// Milliseconds to wait for each event or completion.
     #[arg(long, default_value_t = 20_000)]
     timeout_ms: u64,
-    /// CM only: no QP, no data (a made-up QPN goes on the wire).
+    /// CM only: no QP, no data (a made-up QPN goes on the wire: one per process and side).
     #[arg(long)]
     cm_only: bool,
+    /// With --cm-only: the QPN to announce instead of the process's own.  Two processes that
+    /// announce the same one are one QP to the peer, whose CM then finds the older
+    /// connection stale.
+    #[arg(long, requires = "cm_only", value_parser = parse_qpn)]
+    qpn: Option<u32>,
     /// Once established, wait for the next event instead of disconnecting.
     #[arg(long)]
     hold: bool,
@@ -376,6 +381,7 @@ impl ConnectArgs {
             size: self.size,
             timeout: std::time::Duration::from_millis(self.timeout_ms),
             cm_only: self.cm_only,
+            cm_only_qpn: self.qpn,
             hold: self.hold,
             peer: self
                 .peer_ip
@@ -445,6 +451,15 @@ fn print_outcome(who: &str, outcome: &cepm::connect::Outcome) {
 
 fn parse_u32(s: &str) -> Result<u32, String> {
     u32::try_from(parse_u64(s)?).map_err(|e| format!("'{s}': {e}"))
+}
+
+fn parse_qpn(s: &str) -> Result<u32, String> {
+    let qpn = parse_u32(s)?;
+    if (1..=0xff_ffff).contains(&qpn) {
+        Ok(qpn)
+    } else {
+        Err(format!("'{s}': a QPN is a non-zero 24-bit number"))
+    }
 }
 
 fn parse_attr(s: &str) -> Result<AttrId, String> {

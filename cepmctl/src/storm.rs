@@ -437,6 +437,7 @@ impl<'o> Client<'o> {
             size: 0,
             timeout: o.timeout,
             cm_only: true,
+            cm_only_qpn: None,
             hold: false,
             peer: o.peer,
             max_cm_retries: o.max_cm_retries,

@@ -31,16 +31,16 @@ barrier() {
 }
 
 # 1. serve rejects both REQs and keeps the rejected CEPs; both connects come from the same
-#    (made-up, CM-only) QPN.
+#    (made-up, CM-only) QPN, given with --qpn.
 "$CEPMCTL" serve --service-id $SID --count 2 --keep-rejected --reason 28 --timeout-ms 30000 >"$out.serve" 2>&1 &
 spid=$!
 wait_until 10 file_has '^serve: listening' "$out.serve"
-"$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 20000 >"$out.c1" 2>&1
+"$CEPMCTL" connect --service-id $SID --cm-only --qpn 0x00c0de --timeout-ms 20000 >"$out.c1" 2>&1
 kept() { file_has 'serve: keeping CEP [0-9]* in IDLE' "$out.serve"; }
 wait_until 10 kept
 ktap_check "the first REQ is rejected with 28 and its CEP kept in IDLE" \
 	sh -c "grep -q 'got REJ_RECEIVED (status 28)' '$out.c1' && grep -q 'keeping CEP [0-9]* in IDLE' '$out.serve'"
-"$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 20000 >"$out.c2" 2>&1
+"$CEPMCTL" connect --service-id $SID --cm-only --qpn 0x00c0de --timeout-ms 20000 >"$out.c2" 2>&1
 sed 's/^/# /' "$out.c1" "$out.c2"
 ktap_check "a second REQ from the same QP is rejected by the server (28), not as stale (10)" \
 	grep -q 'got REJ_RECEIVED (status 28)' "$out.c2"
