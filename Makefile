@@ -82,6 +82,7 @@ host-test:
 	rdmacm/check-symbols-test.sh
 	selftests/check-waits.sh
 	selftests/check-plan.sh
+	scripts/check-config-missing.sh
 	proto/check.sh
 
 # C selftest programs, built on the host against the UAPI header and the kernel's kselftest harness.

@@ -28,6 +28,22 @@ virtiofsd_present() {
 	[ "$("$CEPM_TOOLS/bin/virtiofsd" --version 2>/dev/null | awk '{print $2}')" = "$CEPM_VIRTIOFSD_VERSION" ]
 }
 
+# config_missing CONFIG LINE...: prints each LINE of a config fragment (CONFIG_X=VALUE, or
+# "# CONFIG_X is not set") that the .config file CONFIG does not hold after Kconfig resolved it.
+config_missing() {
+	local config=$1 line opt
+	shift
+	for line; do
+		case $line in
+		CONFIG_*=*) grep -qx -- "$line" "$config" || printf '%s\n' "$line" ;;
+		"# CONFIG_"*" is not set")
+			opt=${line#\# } opt=${opt%% *}
+			! grep -q "^$opt=" "$config" || printf '%s\n' "$line"
+			;;
+		esac
+	done
+}
+
 # kill_tree PID: PID and every process under it (scripts/vm, vng, QEMU), leaving the process
 # group as it is, so that ^C still reaches them all.
 kill_tree() {

@@ -103,12 +103,12 @@ build_kernel() {
 		cp "$gcc_kdir/.config" .config
 		scripts/kconfig/merge_config.sh -m .config "$FRAGMENT" >config.log 2>&1
 		in_chroot make LLVM=$LLVM_SUFFIX olddefconfig >>config.log 2>&1
-		local bad=0 line
-		for line in $(grep '^CONFIG_' "$FRAGMENT") CONFIG_RUST=y CONFIG_CC_IS_CLANG=y CONFIG_PROVE_LOCKING=y \
-			CONFIG_DEBUG_KMEMLEAK=y CONFIG_DEBUG_ATOMIC_SLEEP=y CONFIG_DEBUG_LIST=y CONFIG_RDMA_RXE=m; do
-			grep -qx "$line" .config || { log "option lost: $line"; bad=1; }
-		done
-		[ $bad = 0 ] || die "the KASAN config did not resolve (see $kdir/config.log)"
+		local fragment lost
+		mapfile -t fragment < <(grep '^CONFIG_' "$FRAGMENT")
+		lost=$(config_missing .config "${fragment[@]}" CONFIG_RUST=y CONFIG_CC_IS_CLANG=y CONFIG_PROVE_LOCKING=y \
+			CONFIG_DEBUG_KMEMLEAK=y CONFIG_DEBUG_ATOMIC_SLEEP=y CONFIG_DEBUG_LIST=y CONFIG_RDMA_RXE=m)
+		[ -z "$lost" ] || { printf '%s\n' "$lost" | sed 's/^/[kasan] option lost: /' >&2
+			die "the KASAN config did not resolve (see $kdir/config.log)"; }
 		touch .cepm-configured
 	fi
 

@@ -73,15 +73,9 @@ if [ ! -e .config ] || [ "$(cat .cepm-fragment 2>/dev/null)" != "$(sha256sum <"$
 	scripts/kconfig/merge_config.sh -m .config "$FRAGMENT" >>config.log 2>&1
 	make olddefconfig >>config.log 2>&1
 	# Every option the fragment sets must have survived Kconfig's dependency resolution.
-	bad=0
-	while IFS= read -r line; do
-		case "$line" in
-		CONFIG_*=*) grep -qx "$line" .config || { log "fragment option lost: $line"; bad=1; } ;;
-		"# CONFIG_"*" is not set") opt=${line#\# }; opt=${opt%% *}
-			grep -q "^$opt=" .config && { log "fragment option still set: $opt"; bad=1; } ;;
-		esac
-	done <"$FRAGMENT"
-	[ $bad = 0 ] || die "config fragment did not apply cleanly"
+	mapfile -t fragment <"$FRAGMENT"
+	lost=$(config_missing .config "${fragment[@]}")
+	[ -z "$lost" ] || { printf '%s\n' "$lost" | sed 's/^/[kernel] not in .config: /' >&2; die "config fragment did not apply cleanly"; }
 	sha256sum <"$FRAGMENT" >.cepm-fragment
 fi
 
