@@ -30,12 +30,13 @@ virtiofsd_present() {
 
 # config_missing CONFIG LINE...: prints each LINE of a config fragment (CONFIG_X=VALUE, or
 # "# CONFIG_X is not set") that the .config file CONFIG does not hold after Kconfig resolved it.
+# Compared as text: a value may hold '*' or '.', which grep would take as a pattern.
 config_missing() {
 	local config=$1 line opt
 	shift
 	for line; do
 		case $line in
-		CONFIG_*=*) grep -qx -- "$line" "$config" || printf '%s\n' "$line" ;;
+		CONFIG_*=*) grep -qxF -- "$line" "$config" || printf '%s\n' "$line" ;;
 		"# CONFIG_"*" is not set")
 			opt=${line#\# } opt=${opt%% *}
 			! grep -q "^$opt=" "$config" || printf '%s\n' "$line"
