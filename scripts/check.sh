@@ -42,9 +42,10 @@ log "== host-test (beside the guests: its output in $host_log, shown at the end)
 host_pid=$!
 guest_summary=out/.check-guest-steps
 guest_steps() {
+	local first=${#summary[@]}
 	step vm-log scripts/check-vm-log.sh
 	step selftest make --no-print-directory selftest
-	printf '%s\n' "${summary[@]:${#summary[@]}-2}" >"$guest_summary"
+	printf '%s\n' "${summary[@]:first}" >"$guest_summary"
 }
 guest_steps &
 guest_pid=$!

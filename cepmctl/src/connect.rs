@@ -84,6 +84,15 @@ pub(crate) fn cm_only_qpn(passive: bool, pid: u32) -> u32 {
     side | (pid & 0x3f_ffff)
 }
 
+impl Config {
+    /// The QPN a CM-only connection announces on this side: `cm_only_qpn` if one was given,
+    /// else this process's own.
+    fn made_up_qpn(&self, passive: bool) -> u32 {
+        self.cm_only_qpn
+            .unwrap_or_else(|| cm_only_qpn(passive, std::process::id()))
+    }
+}
+
 /// What one side saw.
 pub struct Outcome {
     /// Lines describing the CM exchange, in order (also printed as they happened).
@@ -417,14 +426,9 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     } else {
         Some(create_qp(config)?)
     };
-    let qpn = qp.as_ref().map_or_else(
-        || {
-            config
-                .cm_only_qpn
-                .unwrap_or_else(|| cm_only_qpn(false, std::process::id()))
-        },
-        |q| q.qp.qp_num(),
-    );
+    let qpn = qp
+        .as_ref()
+        .map_or_else(|| config.made_up_qpn(false), |q| q.qp.qp_num());
     let handle = cepm.create(0xac71_0000)?;
     let route = Route::new(config)?;
     let req = connect_args(
@@ -656,14 +660,9 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     } else {
         Some(create_qp(config)?)
     };
-    let qpn = qp.as_ref().map_or_else(
-        || {
-            config
-                .cm_only_qpn
-                .unwrap_or_else(|| cm_only_qpn(true, std::process::id()))
-        },
-        |q| q.qp.qp_num(),
-    );
+    let qpn = qp
+        .as_ref()
+        .map_or_else(|| config.made_up_qpn(true), |q| q.qp.qp_num());
     let mut rep = sys::cepm_accept {
         handle,
         local_qpn: qpn,

@@ -5,8 +5,9 @@
 # the runner restores the guest's baseline and says so, and the test after it passes.  This
 # runs selftests/run.sh itself, nested, with a 15 s limit for the fixture, times
 # CEPM_LIMIT_SCALE up to 4 (breaking the guest takes it 5 to 8 s under TCG, 16 s under KASAN,
-# and the fixture prints how long; every second of the limit over that is idle).  A second nested run then starts with cepm unloaded, as one does after a
-# run that ended with dmesg_clean.sh, and the runner must load it first.
+# and the fixture prints how long; every second of the limit over that is idle).  A second
+# nested run then starts with cepm unloaded, as one does after a run that ended with
+# dmesg_clean.sh, and the runner must load it first.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
