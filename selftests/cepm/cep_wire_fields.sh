@@ -26,6 +26,8 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 dumpcap -i veth0 -f "udp port 4791" -w "$out.pcap" >"$out.dumpcap" 2>&1 &
 tpid=$!
 wait_until 30 file_has "Capturing on" "$out.dumpcap"
+# Every REJ rxe0 sends or receives from now on crosses veth0 (the stop waits for them below).
+rejs_before_capture=$(($(rx REJ) + $(tx REJ)))
 
 # pair SID SERVER_ARGS... -- CLIENT_ARGS...: accept on the server, connect from rxe0.
 pair() {
@@ -41,7 +43,7 @@ pair() {
 	"$CEPMCTL" connect --service-id "$sid" --cm-only --timeout-ms 30000 "${TO_SERVER[@]}" "${client[@]}" \
 		>"$out.c$sid" 2>&1
 	wait $apid
-	sed 's/^/# /' "$out.a$sid" "$out.c$sid"
+	show_files "$out.a$sid" "$out.c$sid"
 }
 pair $SID1 --
 pair $SID2 --rdma-cm --
@@ -61,7 +63,10 @@ rejs_before=$(rx REJ)
 wait_until 10 counter_reaches rx REJ $((rejs_before + 1)) || ktap_print_msg "no REJ came back to $RXE_DEV"
 kill $apid 2>/dev/null
 wait $apid 2>/dev/null
-# The last client saw its DREP, so every message is in the capture buffer.
+# That REJ is the last CM message: once dumpcap has written every REJ that crossed veth0, the
+# capture is whole.
+rejs_crossed=$(($(rx REJ) + $(tx REJ) - rejs_before_capture))
+wait_until 10 capture_has_mads "$out.pcap" 0012 "$rejs_crossed"
 kill -INT $tpid
 wait $tpid
 

@@ -28,7 +28,8 @@ wait_until 30 file_has "Capturing on" "$out.dumpcap"
 show_lines=12 tool_pair rping-to "stock_listens 7174" -- \
 	"${PEER[@]}" timeout 60 rping -s -a 10.77.0.2 -p 7174 -v -S 64 -- \
 	"${OVER_CEPM[@]}" timeout 60 rping -c -a 10.77.0.2 -I 10.77.0.1 -p 7174 -C 10 -S 64 -v -V
-# The DREP is the last CM message: once both ends exited, it is in the capture buffer.
+# The DREP is the last CM message: once dumpcap has written it, the capture is whole.
+wait_until 10 capture_has_mads "$out.pcap" 0016 1
 kill -INT $tpid
 wait $tpid
 cp "$out.pcap" "$pcap"

@@ -284,6 +284,23 @@ show_side() {
 		sed "s/^/# $1: /" "$2"
 	fi
 }
+# capture_mads FILE ATTR: how many CM MADs with attribute ATTR (four hex digits, e.g. 0016 for
+# DREP) dumpcap's capture FILE holds so far.  dumpcap reads packets a while after they cross the
+# link (its socket hands them over in blocks, every 250 ms at most) and loses what it has not
+# read when it is stopped: a test waits on capture_has_mads before it stops dumpcap.  A CM MAD
+# starts 01 07 02 03 00000000 (base version 1, class 7, version 2, method Send, status and
+# class-specific 0), then its TID, then ATTR.
+capture_mads() {
+	local hex n=0
+	hex=$(od -An -v -tx1 "$1" 2>/dev/null | tr -d ' \n')
+	while [[ $hex =~ 0107020300000000[0-9a-f]{16}$2 ]]; do
+		n=$((n + 1))
+		hex=${hex#*"${BASH_REMATCH[0]}"}
+	done
+	echo "$n"
+}
+# capture_has_mads FILE ATTR N: FILE holds at least N of them (a probe for wait_until).
+capture_has_mads() { [ "$(capture_mads "$1" "$2")" -ge "$3" ]; }
 # rxe_counter DEV NAME: port 1 of rxe device DEV's hardware counter NAME (every rxe is
 # visible from every namespace), empty if it has none.
 rxe_counter() {
