@@ -27,7 +27,7 @@ wait_until 10 listening
 crc=$?
 wait $apid
 arc=$?
-sed 's/^/# /' "$out.accept" "$out.connect"
+show_files "$out.accept" "$out.connect"
 
 ktap_check "connect succeeded" test $crc = 0
 ktap_check "accept succeeded" test $arc = 0
@@ -47,7 +47,7 @@ all_seen() { [ "$(events_seen)" -ge 7 ]; }
 wait_until 10 all_seen
 kill $epid
 wait $epid 2>/dev/null
-sed 's/^/# /' "$out.events"
+show_files "$out.events"
 # Each end's events name the peer's comm ID.
 saw() { file_has "events: .* peer 0x[1-9a-f][0-9a-f]* service $(printf '%#x' $SID): $1 \(status 0\) -> $2\$" "$out.events"; }
 saw_all() {
@@ -64,7 +64,7 @@ ktap_check "both sides left timewait and are idle again" \
 # Nobody listens on this service ID: the stock REJ 8 comes back and reaches the user.
 "$CEPMCTL" connect --service-id 0x0000000001064e23 --iterations 0 "${TO_SERVER[@]}" >"$out.rej" 2>&1
 rc=$?
-sed 's/^/# /' "$out.rej"
+show_files "$out.rej"
 ktap_check "connect to an unlistened service fails with REJ reason 8 (Invalid Service ID)" \
 	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 8)' '$out.rej'"
 

@@ -35,7 +35,7 @@ esac
 "$CEPMCTL" connect --service-id $SID --cm-only "${target[@]}" \
 	--max-cm-retries 2 --cm-response-timeout 12 --packet-life-time 8 --timeout-ms 20000 >"$out.timeout" 2>&1
 rc=$?
-sed 's/^/# /' "$out.timeout"
+show_files "$out.timeout"
 ktap_check "an unanswered REQ ends in REQ_ERROR (ETIMEDOUT)" \
 	sh -c "test $rc != 0 && grep -q 'got REQ_ERROR (status 110)' '$out.timeout'"
 if [ "$TOPOLOGY" = two-hosts ]; then
@@ -44,7 +44,7 @@ if [ "$TOPOLOGY" = two-hosts ]; then
 		sh -c "tc -s qdisc show dev veth0 | grep -q 'dropped [1-9]'"
 	tc qdisc del dev veth0 root
 	wait $spid
-	sed 's/^/# /' "$out.server"
+	show_files "$out.server"
 fi
 ktap_check "no CEP is left after the timeout" wait_until 10 ceps_are 0
 
@@ -55,7 +55,7 @@ wait_until 10 file_has '^serve: listening' "$out.unclaimed-s"
 "$CEPMCTL" connect --service-id 0x0000000001064e29 --cm-only "${TO_SERVER[@]}" >"$out.unclaimed" 2>&1
 rc=$?
 wait $spid
-sed 's/^/# /' "$out.unclaimed-s" "$out.unclaimed"
+show_files "$out.unclaimed-s" "$out.unclaimed"
 ktap_check "a REQ left unclaimed when its listener closes is rejected (REJ 28)" \
 	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 28)' '$out.unclaimed'"
 

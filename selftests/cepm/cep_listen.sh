@@ -26,7 +26,7 @@ ktap_check "cepm_listens sees the listener on TCP port 20001, and none on port 2
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00001
 wait $pid
 rc=$?
-sed 's/^/# /' "$out.1"
+show_files "$out.1"
 ktap_check "serve saw the REQ, claimed and rejected it" test $rc = 0
 ktap_check "the claimed CEP carries the REQ's fields, in REQ_RCVD" \
 	grep -q "REQ from comm ID 0xabc00001 QPN 0x1234 PSN 0x5678 for $SID on $RXE_DEV port 1, CEP [0-9]* in REQ_RCVD" "$out.1"
@@ -38,7 +38,7 @@ wait_until 10 listening "$out.2"
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00002
 wait $pid
 rc=$?
-sed 's/^/# /' "$out.2"
+show_files "$out.2"
 ktap_check "a second listener on the same service ID is possible once the first is gone" test $rc = 0
 ktap_check "closing a listener rejects the REQ it left unclaimed" wait_until 10 counter_is tx REJ $((rej0 + 2))
 
@@ -55,7 +55,7 @@ echo 1 >$CEPM_DEBUGFS/fail_handle_count
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00004
 wait $pid
 rc=$?
-sed 's/^/# /' "$out.3"
+show_files "$out.3"
 ktap_check "a GET_REQUEST without a handle to give fails with EMFILE" \
 	sh -c "test $rc != 0 && grep -q 'event REQ_RECEIVED' '$out.3' && grep -q 'os error 24' '$out.3'"
 ktap_check "... and the REQ stayed in the backlog: closing the listener rejects it" \

@@ -33,7 +33,7 @@ wait_until 10 listening
 crc=$?
 wait $apid
 arc=$?
-sed 's/^/# /' "$out.accept" "$out.connect"
+show_files "$out.accept" "$out.connect"
 tc -s qdisc show dev veth0 | sed 's/^/# veth0: /'
 
 ktap_check "both sides finished" sh -c "test $crc = 0 && test $arc = 0"

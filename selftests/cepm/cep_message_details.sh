@@ -29,7 +29,7 @@ kill -KILL $cpid
 wait $cpid 2>/dev/null
 wait $apid
 arc=$?
-sed 's/^/# /' "$out.connect" "$out.accept"
+show_files "$out.connect" "$out.accept"
 ktap_check "the server got the DREQ of the destroyed client and answered it" \
 	sh -c "test $arc = 0 && grep -q 'DREP sent' '$out.accept'"
 ktap_check "... and that DREQ carried no private data (not the RTU's)" \

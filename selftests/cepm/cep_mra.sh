@@ -45,7 +45,7 @@ run_pair() {
 pair_results() {
 	crc=unknown arc=unknown
 	read -r crc arc <"$out.r$1"
-	sed 's/^/# /' "$out.a$1" "$out.c$1"
+	show_files "$out.a$1" "$out.c$1"
 }
 pair() {
 	run_pair "$@"

@@ -41,12 +41,12 @@ wait_until 10 kept
 ktap_check "the first REQ is rejected with 28 and its CEP kept in IDLE" \
 	sh -c "grep -q 'got REJ_RECEIVED (status 28)' '$out.c1' && grep -q 'keeping CEP [0-9]* in IDLE' '$out.serve'"
 "$CEPMCTL" connect --service-id $SID --cm-only --qpn 0x00c0de --timeout-ms 20000 >"$out.c2" 2>&1
-sed 's/^/# /' "$out.c1" "$out.c2"
+show_files "$out.c1" "$out.c2"
 ktap_check "a second REQ from the same QP is rejected by the server (28), not as stale (10)" \
 	grep -q 'got REJ_RECEIVED (status 28)' "$out.c2"
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null
-sed 's/^/# /' "$out.serve"
+show_files "$out.serve"
 
 # 2. An established connection; the passive side's "timeout REJ" to the active side.
 "$CEPMCTL" accept --service-id $SID2 --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
@@ -76,7 +76,7 @@ ktap_check "... and dropped it: CEP $c3 is still in REQ_SENT" test "$(state_of "
 	--reason 4 --ari "${node_guid#0x}"
 timeout_rej() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 4\)' "$out.connect"; }
 wait_until 10 timeout_rej
-sed 's/^/# /' "$out.accept" "$out.connect"
+show_files "$out.accept" "$out.connect"
 ktap_check "the timeout REJ, matched by the passive side's comm ID and CA GUID, reached the active side" timeout_rej
 ktap_check "... and not the passive side" sh -c "! grep -q 'REJ_RECEIVED' '$out.accept'"
 kill $(jobs -p) 2>/dev/null
@@ -94,7 +94,7 @@ wait_until 10 file_has 'event SIDR_REQ_RECEIVED' "$out.serve4"
 ktap_check "a SIDR_REQ waits unclaimed in the listener's backlog" grep -q 'event SIDR_REQ_RECEIVED' "$out.serve4"
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --service-id $SID4 --local-comm-id 0x51d0 --ca-guid 0x0000ffff0a4d0001
 wait $spid
-sed 's/^/# /' "$out.serve4"
+show_files "$out.serve4"
 ktap_check "a REQ with the same ID and GUID is a new request, not a duplicate of the SIDR_REQ" \
 	grep -q "serve: REQ from comm ID 0x51d0 .* for $SID4" "$out.serve4"
 ktap_finished

@@ -37,7 +37,7 @@ run() { # run NAME SERVICE_ID [accept options]: a client and a server, both must
 	local crc=$?
 	wait $apid
 	local arc=$?
-	sed 's/^/# /' "$out.$name.accept" "$out.$name.connect"
+	show_files "$out.$name.accept" "$out.$name.connect"
 	[ $crc = 0 ] && [ $arc = 0 ]
 }
 
@@ -56,7 +56,7 @@ wait_until 10 listening cross
 crc=$?
 wait $apid
 arc=$?
-sed 's/^/# /' "$out.cross.accept" "$out.cross.connect"
+show_files "$out.cross.accept" "$out.cross.connect"
 ktap_check "crossing DREQs: both ends sent a DREQ and both finished" \
 	sh -c "test $crc = 0 && test $arc = 0 && grep -q 'DREQ sent' '$out.cross.accept' && grep -q 'DREQ sent' '$out.cross.connect'"
 ktap_check "... both DREQs were lost once" rx_dropped_is $((dropped0 + 2))

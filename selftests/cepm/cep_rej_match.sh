@@ -55,7 +55,7 @@ ktap_check "... and both ends are still ESTABLISHED" test "$(established_ceps)" 
 
 spoof --local-comm-id "$peer" --remote-comm-id "$victim" --msg-rejected OTHER --reason 28
 wait_until 10 anyone_saw 'event REJ_RECEIVED'
-sed 's/^/# /' "$out.accept" "$out.connect"
+show_files "$out.accept" "$out.connect"
 ktap_check "the genuine REJ (reason 28) reached the victim's owner" anyone_saw 'event REJ_RECEIVED on CEP [0-9]* (status 28)'
 ktap_check "... and no spoofed one did (reasons 1, 2, 3, 5)" \
 	sh -c "! grep -hq 'event REJ_RECEIVED on CEP [0-9]* (status [1235])' '$out.accept' '$out.connect'"
@@ -74,7 +74,7 @@ ktap_check "the passive CEP answered the REQ and resends its REP" list_has_state
 spoof --local-comm-id $client_id --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
 timeout_rej_seen() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 4\)' "$out.accept"; }
 wait_until 10 timeout_rej_seen
-sed 's/^/# /' "$out.accept"
+show_files "$out.accept"
 ktap_check "the timeout REJ, matched by CA GUID and comm ID, ended the passive side at once" timeout_rej_seen
 kill $apid 2>/dev/null
 wait
@@ -98,7 +98,7 @@ sink_case() {
 	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id "$sid" --comm-id $((comm + 1)) --ca-guid $guid
 	wait $spid
 	src=$?
-	sed 's/^/# /' "$file"
+	show_files "$file"
 }
 
 # 4: the sink claims a REQ; the client gives up (REJ 4) before the sink's REJ; a second REQ.

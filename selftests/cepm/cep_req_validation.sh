@@ -50,7 +50,7 @@ ktap_check "a REQ for XRC is rejected with reason 9, not offered to the listener
 ktap_check "a REQ with QPN 0 is rejected with reason 9" test "$(forged qpn0 --qpn 0)" = 9
 ktap_check "a REQ for a GID rxe0 does not have is rejected with reason 12, not offered to the listener" \
 	test "$(forged badgid --remote-gid ::ffff:10.99.0.1)" = 12
-sed 's/^/# /' "$out.serve"
+show_files "$out.serve"
 kill $(jobs -p) 2>/dev/null
 wait
 
@@ -66,7 +66,7 @@ theirs=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).
 	--reason 27 --ari 00112233 --ari-len 100
 heard() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 27\)' "$out.connect"; }
 wait_until 10 heard
-sed 's/^/# /' "$out.connect"
+show_files "$out.connect"
 ktap_check "a REJ with ARI length 100 and MessageRejected 3 from the peer is heard, not dropped" heard
 still_established() { "$CEPMCTL" list | awk -v id="$theirs" '$1 == id { print $2 }' | grep -qx ESTABLISHED; }
 ktap_check "... by the active side only: the passive side is still ESTABLISHED" still_established

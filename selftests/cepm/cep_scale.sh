@@ -21,7 +21,7 @@ run() { # run NAME SERVICE_ID COUNT PARALLEL
 	local crc=$?
 	wait $apid
 	local arc=$?
-	sed 's/^/# /' "$out.$1.accept" "$out.$1.connect"
+	show_files "$out.$1.accept" "$out.$1.connect"
 	[ $crc = 0 ] && [ $arc = 0 ]
 }
 

@@ -21,12 +21,12 @@ wait_until 10 listening "$out.s1"
 rrc=$?
 wait $spid
 src=$?
-sed 's/^/# /' "$out.s1" "$out.r1"
+show_files "$out.s1" "$out.r1"
 ktap_check "local SIDR: status 0, the server's QPN and Q_Key" \
 	sh -c "test $rrc = 0 && test $src = 0 && grep -q 'status 0, QPN 0x4242, Q_Key 0x11111111' '$out.r1'"
 
 "$CEPMCTL" resolve --service-id 0x0000000001114e61 >"$out.r2" 2>&1
-sed 's/^/# /' "$out.r2"
+show_files "$out.r2"
 ktap_check "a service nobody serves: status 1 (unsupported)" grep -q 'status 1, QPN 0x0' "$out.r2"
 
 "$CEPMCTL" serve-ud --service-id 0x0000000001114e62 --qpn 0x4242 --status 2 >"$out.s3" 2>&1 &
@@ -34,7 +34,7 @@ spid=$!
 wait_until 10 listening "$out.s3"
 "$CEPMCTL" resolve --service-id 0x0000000001114e62 >"$out.r3" 2>&1
 wait $spid
-sed 's/^/# /' "$out.r3"
+show_files "$out.r3"
 ktap_check "a server that refuses: status 2" grep -q 'status 2,' "$out.r3"
 
 # The server answers once and exits; its SIDR_REP is lost (the first one received is dropped),
@@ -50,7 +50,7 @@ drop_rx 0x18 1
 	--timeout-ms 20000 >"$out.r5" 2>&1
 rrc=$?
 wait $spid
-sed 's/^/# /' "$out.s5" "$out.r5"
+show_files "$out.s5" "$out.r5"
 ktap_check "the server's SIDR_REP was lost" test "$(rx_dropped)" = $((dropped0 + 1))
 ktap_check "... and the retry got the same answer: status 0, QPN 0x4343, Q_Key 0x33333333" \
 	sh -c "test $rrc = 0 && grep -q 'status 0, QPN 0x4343, Q_Key 0x33333333' '$out.r5'"
@@ -63,7 +63,7 @@ wait_until 10 listening "$out.s4"
 "$CEPMCTL" resolve --device rxe0 --service-id 0x0000000001114e63 --peer-ip 10.77.0.2 --peer-mac "$PEER_MAC" >"$out.r4" 2>&1
 rrc=$?
 wait $spid
-sed 's/^/# /' "$out.s4" "$out.r4"
+show_files "$out.s4" "$out.r4"
 ktap_check "SIDR across the veth pair to rxe1" sh -c "test $rrc = 0 && grep -q 'status 0, QPN 0x777, Q_Key 0x2222' '$out.r4'"
 ktap_check "no CEP is left in the module" wait_until 10 ceps_are 0
 ktap_finished

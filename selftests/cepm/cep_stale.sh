@@ -32,7 +32,7 @@ wait $fpid
 frc=$?
 kill $apid 2>/dev/null
 wait $apid 2>/dev/null
-sed 's/^/# /' "$out.first" "$out.second"
+show_files "$out.first" "$out.second"
 ktap_check "the new connection is rejected with REJ 10 (Stale Connection)" \
 	sh -c "test $src != 0 && grep -q 'got REJ_RECEIVED (status 10)' '$out.second'"
 ktap_check "the old connection's peer disconnects it (DREQ)" \

@@ -27,7 +27,7 @@ nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
 rej0=$(tx REJ)
 "$CEPMCTL" connect --service-id $SID "${fast[@]}" "${nowhere[@]}" --timeout-ms 20000 >"$out.req" 2>&1
 rc=$?
-sed 's/^/# /' "$out.req"
+show_files "$out.req"
 ktap_check "an unanswered REQ ends in REQ_ERROR (ETIMEDOUT)" \
 	sh -c "test $rc != 0 && grep -q 'got REQ_ERROR (status 110)' '$out.req'"
 ktap_check "... and one REJ went out after it" wait_until 5 counter_is tx REJ $((rej0 + 1))
@@ -46,7 +46,7 @@ arc=$?
 timeout_rej() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 4\)' "$out.connect"; }
 wait_until 10 timeout_rej
 drop_rx 0 0
-sed 's/^/# /' "$out.accept" "$out.connect"
+show_files "$out.accept" "$out.connect"
 ktap_check "the passive side's REP ran out of retries (REP_ERROR, ETIMEDOUT)" \
 	sh -c "test $arc != 0 && grep -q 'got REP_ERROR (status 110)' '$out.accept'"
 ktap_check "the active side believed it established" grep -q 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.connect"

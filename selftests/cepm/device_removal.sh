@@ -38,7 +38,7 @@ spid=$!
 wait_until 10 list_has_state REQ_SENT
 wait_until 10 list_has_state SIDR_REQ_SENT
 "$CEPMCTL" list >"$out.list" 2>&1
-sed 's/^/# /' "$out.list"
+show_files "$out.list"
 
 # Right before the delete, 20 connections that end with destroy in timewait: their timewait
 # works are still queued when the device goes, and must not touch it when they fire.
@@ -47,7 +47,7 @@ bpid=$!
 wait_until 10 file_has '^accept: listening' "$out.burst-accept"
 "$CEPMCTL" connect --cm-only --service-id 0x0000000001064e2d --count 20 --parallel 20 "${TO_SERVER[@]}" >"$out.burst" 2>&1
 wait $bpid
-sed 's/^/# /' "$out.burst-accept" "$out.burst"
+show_files "$out.burst-accept" "$out.burst"
 
 [ "$TOPOLOGY" = loopback ] || on_server rdma link delete "$SERVER_DEV"
 rdma link delete "$RXE_DEV"
@@ -55,7 +55,7 @@ wait $cpid; crc=$?
 wait $apid; arc=$?
 wait $rpid
 wait $spid
-sed 's/^/# /' "$out.accept" "$out.connect" "$out.req" "$out.sidr"
+show_files "$out.accept" "$out.connect" "$out.req" "$out.sidr"
 listed() { file_has "LISTEN .* $(printf '%#x' $SID) " "$out.list" && [ "$(grep -c ' ESTABLISHED ' "$out.list")" = 2 ]; }
 ktap_check "cepmctl list showed the listener, both established ends, REQ_SENT and SIDR_REQ_SENT" \
 	sh -c "grep -q ' REQ_SENT ' '$out.list' && grep -q ' SIDR_REQ_SENT ' '$out.list'" && listed

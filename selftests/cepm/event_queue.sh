@@ -18,7 +18,7 @@ ktap_check "cepm reloaded with event_queue_max=16" reload event_queue_max=16
 CEPM_EVENT_QUEUE_MAX=16 "$CEPM_ROOT/out/selftests/ioctl_abi" -t full_event_queue_says_overflow \
 	-t post_event_full_queue_is_enospc -t claimed_requests_leave_no_stale_events >"$out" 2>&1
 rc=$?
-sed 's/^/# /' "$out"
+show_files "$out"
 ran() { grep -Eq "^ok [0-9]+ cepm\.$1\$" "$out"; }
 all_ran() {
 	[ "$rc" = 0 ] && ran full_event_queue_says_overflow && ran post_event_full_queue_is_enospc &&

@@ -21,7 +21,7 @@ wait_until 10 stock_listens 7477
 crc=$?
 pkill -INT -x cmtime
 wait $cpid
-sed 's/^/# /' "$out.many" "$out.cmtime-s"
+show_files "$out.many" "$out.cmtime-s"
 ktap_check "cepmctl -> cmtime server: $N connected and disconnected, none failed" \
 	sh -c "test $crc = 0 && grep -q '^connect: $N connected and disconnected, 0 failed' '$out.many'"
 
@@ -34,7 +34,7 @@ wait_until 10 file_has '^accept: listening' "$out.many-acc"
 crc=$?
 wait $apid
 arc=$?
-sed 's/^/# /' "$out.cmtime-c" "$out.many-acc"
+show_files "$out.cmtime-c" "$out.many-acc"
 ktap_check "cmtime -c $N -> cepmctl: both ends succeed" sh -c "test $crc = 0 && test $arc = 0"
 ktap_check "... all $N connected and disconnected on our side" \
 	grep -q "^accept: $N connected and disconnected, 0 failed" "$out.many-acc"
@@ -48,7 +48,7 @@ wait_until 10 stock_listens 7479
 crc=$?
 wait $spid
 src=$?
-sed 's/^/# /' "$out.ucm-s" "$out.ucm-c"
+show_files "$out.ucm-s" "$out.ucm-c"
 ktap_check "cepmctl -> ucmatose -c $N server: both ends succeed" sh -c "test $crc = 0 && test $src = 0"
 ktap_check "... $N established and $N disconnected, none failed" \
 	sh -c "grep -q '^connect phase: $N established, 0 failed' '$out.ucm-c' && grep -q '^disconnect phase: $N disconnected' '$out.ucm-c'"
@@ -62,7 +62,7 @@ wait_until 10 file_has '^accept: listening' "$out.ucm-a"
 crc=$?
 wait $apid
 arc=$?
-sed 's/^/# /' "$out.ucm-c2" "$out.ucm-a"
+show_files "$out.ucm-c2" "$out.ucm-a"
 ktap_check "ucmatose -c $N client -> cepmctl: both ends succeed, none failed" \
 	sh -c "test $crc = 0 && test $arc = 0 && grep -q '^connect phase: $N established, 0 failed' '$out.ucm-a'"
 ktap_check "no CEP is left in the module" wait_until 20 ceps_are 0

@@ -18,7 +18,7 @@ ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_
 # 1. Failures against the stock CM: no listener (REJ 8); a bad cma_hdr version (REJ 28).
 "$CEPMCTL" connect --service-id "$(ip_service_id $TCP 7999)" "${TO_STOCK[@]}" --cm-only >"$out.rej8" 2>&1
 rc=$?
-sed 's/^/# /' "$out.rej8"
+show_files "$out.rej8"
 ktap_check "no stock listener: REJ 8 reaches the cepmctl user" \
 	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 8)' '$out.rej8'"
 "${PEER[@]}" timeout 60 ucmatose -b 10.77.0.2 -p 7475 -c 1 >"$out.ucm3" 2>&1 &
@@ -28,7 +28,7 @@ wait_until 10 stock_listens 7475
 rc=$?
 kill $spid 2>/dev/null
 wait $spid
-sed 's/^/# /' "$out.rej28"
+show_files "$out.rej28"
 ktap_check "a cma_hdr of version 1: the stock listener answers REJ 28" \
 	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 28)' '$out.rej28'"
 
@@ -61,7 +61,7 @@ wait $cpid
 rc=$?
 peer_ns_down
 tc qdisc del dev veth0 root
-sed 's/^/# /' "$out.gone"
+show_files "$out.gone"
 ktap_check "peer gone mid-connect: REQ_ERROR (ETIMEDOUT) reaches the user" \
 	sh -c "test $rc != 0 && grep -q 'got REQ_ERROR (status 110)' '$out.gone'"
 ktap_check "no CEP is left in the module" wait_until 20 ceps_are 0

@@ -10,7 +10,9 @@
 # printer, which every ktap_test_* result goes through.
 CEPM_LAST_RESULT_US=${EPOCHREALTIME//[!0-9]/}
 declare -F __ktap_test >/dev/null || { echo "Bail out! ktap_helpers.sh has no __ktap_test"; exit 1; }
-eval "ktap_print_result_line() $(declare -f __ktap_test | tail -n +2)"
+CEPM_KTAP_PRINTER=$(declare -f __ktap_test)
+eval "ktap_print_result_line() ${CEPM_KTAP_PRINTER#*$'\n'}"
+unset CEPM_KTAP_PRINTER
 __ktap_test() {
 	local now_us=${EPOCHREALTIME//[!0-9]/}
 	local ms=$(((now_us - CEPM_LAST_RESULT_US) / 1000))
@@ -122,16 +124,18 @@ dmesg_since_mark() { dmesg | tail -n +"$((DMESG_MARK + 1))"; }
 # before the namespace goes: deleting it there would delete veth0 too).
 PEER_NS=cepm_peer
 peer_has_gid() { grep -qs 'ffff:0a4d:0002' /sys/class/infiniband/rxe1/ports/1/gids/*; }
+# Two-host tests make and unmake the peer tens of times a run, and under TCG each process costs
+# 0.1 to 0.2 s: each `ip -batch` below does the work of several `ip` commands (its `netns exec`
+# lines fork a child, with no new ip to load).
 peer_ns_create() {
-	modprobe ib_uverbs
-	ip netns add $PEER_NS &&
-	ip link set veth1 netns $PEER_NS &&
-	ip -n $PEER_NS addr add 10.77.0.2/24 dev veth1 &&
-	ip -n $PEER_NS link set veth1 up &&
-	ip -n $PEER_NS link set lo up &&
-	ip netns exec $PEER_NS rdma link add rxe1 type rxe netdev veth1 &&
-	wait_until 20 peer_has_gid &&
-	PEER_MAC=$(ip -n $PEER_NS -br link show veth1 | awk '{print $3}')
+	[ -d /sys/module/ib_uverbs ] || modprobe ib_uverbs
+	# veth1 keeps its MAC address in the namespace; read it here, where sysfs shows it.
+	PEER_MAC=
+	read -r PEER_MAC </sys/class/net/veth1/address &&
+	printf '%s\n' "netns add $PEER_NS" "link set veth1 netns $PEER_NS" | ip -batch - &&
+	printf '%s\n' 'addr add 10.77.0.2/24 dev veth1' 'link set veth1 up' 'link set lo up' \
+		"netns exec $PEER_NS rdma link add rxe1 type rxe netdev veth1" | ip -n $PEER_NS -batch - &&
+	wait_until 20 peer_has_gid
 }
 peer_ns_up() { peer_ns_create && wait_until 20 port_listed rxe1 1; }
 # Fixed neighbour entries on both ends of the veth pair.  cepmctl is handed the peer's MAC, as
@@ -140,17 +144,21 @@ peer_ns_up() { peer_ns_create && wait_until 20 port_listed rxe1 1; }
 # outlast a short REQ retry budget while the REQs wait in the neighbour queue: a test of the
 # CM's retries fixes the entries so that it measures the CM and not ARP.
 peer_neighbours_fixed() {
-	ip neigh replace 10.77.0.2 lladdr "$PEER_MAC" dev veth0 nud permanent &&
-	ip -n $PEER_NS neigh replace 10.77.0.1 lladdr "$(cat /sys/class/net/veth0/address)" dev veth1 nud permanent
+	local mac0
+	read -r mac0 </sys/class/net/veth0/address &&
+	printf '%s\n' "neigh replace 10.77.0.2 lladdr $PEER_MAC dev veth0 nud permanent" \
+		"netns exec $PEER_NS ip neigh replace 10.77.0.1 lladdr $mac0 dev veth1 nud permanent" |
+		ip -batch -
 }
 peer_ns_down() {
 	# First the fixed entry (peer_neighbours_fixed), if any: it would outlive the peer, and
 	# while veth0 has no carrier below, rxe's sends through it would fail (docs/interop.md).
+	# -force: each step is tried whatever the one before did, as after a half-made peer.
 	ip neigh del 10.77.0.2 dev veth0 2>/dev/null
 	rdma link delete rxe1 2>/dev/null
-	ip -n $PEER_NS link set veth1 netns 1 2>/dev/null
-	ip netns del $PEER_NS 2>/dev/null
-	ip link set veth1 up 2>/dev/null
+	printf '%s\n' "netns exec $PEER_NS ip link set veth1 netns 1" "netns del $PEER_NS" \
+		'link set veth1 up' | ip -force -batch - 2>/dev/null
+	[ -e /sys/class/net/veth1 ]
 }
 
 # The stock Linux CM as the second host: cepm reloaded to manage rxe0 alone (cepm.devices),
@@ -244,7 +252,9 @@ tool_pair() {
 		src=$?
 	fi
 	# A server stopped on purpose has not failed.
-	show_side "$name server" "$out.$name-s" "$([ "${stop_server:-0}" = 1 ] && echo 0 || echo "$src")"
+	local server_rc=$src
+	[ "${stop_server:-0}" = 0 ] || server_rc=0
+	show_side "$name server" "$out.$name-s" "$server_rc"
 	show_side "$name client" "$out.$name-c" "$crc"
 }
 # wait_pair CLIENT_PID: waits for the client and the server ($spid) of tool_pair; once one
@@ -279,10 +289,25 @@ show_side() {
 	if [ ! -e "$2" ]; then
 		echo "# $1: (no output)"
 	elif [ "$3" = 0 ]; then
-		sed "s/^/# $1: /" "$2" | tail -n "${show_lines:-3}"
+		show_file "# $1: " "$2" "${show_lines:-3}"
 	else
-		sed "s/^/# $1: /" "$2"
+		show_file "# $1: " "$2"
 	fi
+}
+# show_files FILE...: every line of each FILE as a KTAP comment ("# LINE"), in order.
+show_files() {
+	local f
+	for f; do
+		if [ -e "$f" ]; then show_file '# ' "$f"; else echo "# ($f: missing)"; fi
+	done
+}
+# show_file PREFIX FILE [LAST]: FILE's lines (its LAST lines only, if given), each after PREFIX;
+# the shell's `sed "s/^/PREFIX/" FILE | tail -n LAST`, without their two processes.
+show_file() {
+	local lines=() i=0
+	mapfile -t lines 2>/dev/null <"$2"
+	[ $# -lt 3 ] || [ "${#lines[@]}" -le "$3" ] || i=$((${#lines[@]} - $3))
+	for (( ; i < ${#lines[@]}; i++)); do printf '%s%s\n' "$1" "${lines[i]}"; done
 }
 # capture_mads FILE ATTR: how many CM MADs with attribute ATTR (four hex digits, e.g. 0016 for
 # DREP) dumpcap's capture FILE holds so far.  dumpcap reads packets a while after they cross the
@@ -304,8 +329,9 @@ capture_has_mads() { [ "$(capture_mads "$1" "$2")" -ge "$3" ]; }
 # rxe_counter DEV NAME: port 1 of rxe device DEV's hardware counter NAME (every rxe is
 # visible from every namespace), empty if it has none.
 rxe_counter() {
-	rdma statistic show link "$1/1" |
-		awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) v = $(i + 1) } END { print v }'
+	local v=
+	read -r v 2>/dev/null <"/sys/class/infiniband/$1/ports/1/hw_counters/$2"
+	echo "$v"
 }
 # rxe (7.3) can lose the ACK of a SEND, two ways (docs/interop.md): the receiver's do_complete
 # posts the CQE and then sends no ACK if the QP has meanwhile gone to ERR, which is what the

@@ -75,7 +75,7 @@ on_server "$CEPMCTL" fuzz-mad "$SERVER_DEV" 1 --to-gid ::ffff:10.77.0.1 --seed "
 	done
 }
 frc=${PIPESTATUS[0]}
-sed 's/^/# /' "$out.fuzz"
+show_files "$out.fuzz"
 # The sink must still be listening, or the fuzzer's REQs for SID_SINK met no listener and the
 # run never exercised a live one.
 sink_alive() { ! exited "$sink_pid"; }

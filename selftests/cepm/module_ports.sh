@@ -32,7 +32,7 @@ spid=$!
 wait_until 10 file_has '^serve: listening' "$out.serve"
 "$CEPMCTL" send-mad $renamed 1 REQ --service-id 0x0000000001064e7d
 wait $spid
-sed 's/^/# /' "$out.serve"
+show_files "$out.serve"
 ktap_check "a REQ received there names the device $renamed" grep -q "for 0x0000000001064e7d on $renamed port 1," "$out.serve"
 rdma dev set $renamed name $RXE_DEV
 ktap_check "renamed back, it is $RXE_DEV port 1 again" port_listed $RXE_DEV 1

@@ -22,7 +22,7 @@ scale=$((${CEPM_LIMIT_SCALE:-1} < 4 ? ${CEPM_LIMIT_SCALE:-1} : 4))
 fixture_limit=15
 CEPM_LIMIT_SCALE=$scale CEPM_RUN_NESTED=1 "$CEPM_ROOT/selftests/run.sh" "$fixture:$fixture_limit" cep_connect.sh >"$out.ktap" 2>&1
 rc=$?
-sed 's/^/# /' "$out.ktap"
+show_files "$out.ktap"
 ktap_check "the nested run fails (one test failed)" test $rc != 0
 ktap_check "the fixture broke the guest before it hung" \
 	grep -q '^# hang_and_break: guest broken, now hanging' "$out.ktap"
@@ -46,7 +46,7 @@ rmmod cepm
 # mad_counted.sh: a short test that fails without cepm (it reads cepm's counters).
 CEPM_LIMIT_SCALE=$scale CEPM_RUN_NESTED=1 "$CEPM_ROOT/selftests/run.sh" mad_counted.sh >"$out.second" 2>&1
 rc=$?
-sed 's/^/# /' "$out.second"
+show_files "$out.second"
 ktap_check "a run that starts with cepm unloaded loads it and says so" \
 	grep -q '^# baseline: cepm was not loaded' "$out.second"
 ktap_check "... and its test passes" \

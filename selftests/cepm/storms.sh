@@ -173,7 +173,7 @@ for quarter in 1 2 3; do
 	elif grep -q 'in use' "$out.b.rmmod" && cepm_loaded; then
 		refused=$((refused + 1))
 	fi
-	sed 's/^/# /' "$out.b.rmmod"
+	show_files "$out.b.rmmod"
 done
 ktap_check "b: rmmod cepm refused ($refused of $attempts attempts, 3 due) while the storm runs" \
 	test "$refused" = 3
