@@ -60,9 +60,9 @@ file_has() {
 # run afresh on each poll, so it must read what it tests itself: `wait_until 5 test "$(tx REJ)"
 # = 3` would test one value, read before the wait (selftests/check-waits.sh refuses it).
 # Giving up is said in the log, for the many waits whose failure the next check reports
-# differently, or not at all.
+# differently, or not at all; so is a wait of 3 s or more, to show where a slow run's time went.
 wait_until() {
-	local limit=$1 deadline=$((SECONDS + $1))
+	local limit=$1 start=$SECONDS deadline=$((SECONDS + $1))
 	shift
 	until "$@"; do
 		if [ $SECONDS -ge $deadline ]; then
@@ -71,6 +71,7 @@ wait_until() {
 		fi
 		nap 0.05
 	done
+	[ $((SECONDS - start)) -lt 3 ] || echo "# wait_until: true after $((SECONDS - start)) s: $*"
 }
 
 cepm_loaded() { [ -d /sys/module/cepm ]; }
