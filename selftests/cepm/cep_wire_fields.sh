@@ -75,8 +75,8 @@ tshark -r "$out.pcap" -Y infiniband.mad.attributeid -T fields -e infiniband.mad.
 	-e infiniband.mad.transactionid -e infiniband.cm.rep.tgtackdelay -e infiniband.cm.rej.reason \
 	-e infiniband.cm.rej.rejinfolen -e infiniband.cm.rej.ari >"$out.frames" 2>"$out.tshark-err"
 trc=$?
-sed 's/^/# frame: /' "$out.frames"
-sed 's/^/# tshark: /' "$out.tshark-err"
+show_file '# frame: ' "$out.frames"
+show_file '# tshark: ' "$out.tshark-err"
 # tids ATTR: the TIDs of the frames with attribute ATTR, sorted.
 tids() { awk -F'\t' -v a="$1" '$1 == a { print $2 }' "$out.frames" | sort -u; }
 # replies_answer REQUEST REPLY...: every REPLY frame (at least one of each) has the TID of a

@@ -79,12 +79,12 @@ show_files "$out.fuzz"
 # The sink must still be listening, or the fuzzer's REQs for SID_SINK met no listener and the
 # run never exercised a live one.
 sink_alive() { ! exited "$sink_pid"; }
-sink_alive || tail -n 3 "$out.sink" | sed 's/^/# /'
+sink_alive || show_file '# ' "$out.sink" 3
 ktap_check "the sink listener outlived the fuzzer" sink_alive
 ktap_print_msg "the sink answered $(grep -c '^serve: rejected' "$out.sink") REQs and $(grep -c '^serve: answered the SIDR_REQ' "$out.sink") SIDR_REQs"
 ktap_check "the fuzzer sent its $count MADs (seed $seed)" sh -c "test $frc = 0 && grep -q '^fuzz-mad: seed .* MADs sent in' '$out.fuzz'"
 rounds=$(grep -c . "$out.rounds" 2>/dev/null)
-[ ! -s "$out.failed-rounds" ] || sed 's/^/# /' "$out.failed-rounds"
+[ ! -s "$out.failed-rounds" ] || show_files "$out.failed-rounds"
 # A round at the start and one for each progress line, which comes for every multiple of
 # 100,000 below the count: a run whose rounds stopped coming would show here.
 reports=$(grep -c ' MADs so far ' "$out.fuzz")

@@ -243,7 +243,7 @@ udev_rule_applies() {
 		udevd_pid=$!
 		# It answers once its control socket is bound; the uevents come after that.
 		if ! wait_until 30 udevadm control --ping -t 1 2>/dev/null; then
-			sed 's/^/# udevd: /' "$work/udevd.log"
+			show_file '# udevd: ' "$work/udevd.log"
 			return 1
 		fi
 	fi

@@ -27,7 +27,7 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 ADDR=10.77.0.2 TCP=0x0106
 OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
-show() { sed "s/^/# $1: /" "$2" | tail -n "${3:-3}"; }
+show() { show_file "# $1: " "$2" "${3:-3}"; }
 
 # No host at 10.77.0.99: its neighbour entry never resolves, within ucmatose's 2 s.
 "${OVER_CEPM[@]}" timeout 60 ucmatose -s 10.77.0.99 -p 7190 -c 1 -C 1 >"$out.noaddr" 2>&1

@@ -90,12 +90,12 @@ ktap_check "a stock client rejected by a server over cepm: reason 28 and its pri
 channel_ok() { [ "$1" = 0 ] && file_has '^rdma_channel_events: end 0' "$out.$2"; }
 "${PEER[@]}" timeout 60 "$progs/rdma_channel_events" $STOCK 7512 x >"$out.chan-stock" 2>&1
 rc=$?
-sed 's/^/# stock: /' "$out.chan-stock"
+show_file '# stock: ' "$out.chan-stock"
 ktap_check "stock librdmacm: ADDR/ROUTE_RESOLVED make the fd readable, and follow rdma_migrate_id ($rc)" \
 	channel_ok $rc chan-stock
 "${OVER_CEPM[@]}" timeout 60 "$progs/rdma_channel_events" $OURS 7512 x >"$out.chan-cepm" 2>&1
 rc=$?
-sed 's/^/# cepm: /' "$out.chan-cepm"
+show_file '# cepm: ' "$out.chan-cepm"
 ktap_check "cepm's librdmacm: the same ($rc)" channel_ok $rc chan-cepm
 
 # An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.

@@ -35,7 +35,7 @@ TCP=0x0106 UDP=0x0111
 # (env and ip netns exec exec it), which the test can signal.
 OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
-show() { sed "s/^/# $1: /" "$2"; }
+show() { show_file "# $1: " "$2"; }
 
 # rping: 10 pings of 64 bytes, each an RDMA read and write, the data verified (-V).
 tool_pair rping "cepm_listens 7174" -- \
