@@ -53,4 +53,10 @@ fi
 if [ "${CEPM_NO_SETUP:-0}" != 1 ]; then
 	setup
 fi
+# What the guest got, for scripts/check-vm-log.sh: the command's words and the text the host
+# announced (scripts/vm's CEPM_VM_ANNOUNCE), each counted and checksummed.
+if [ -n "${CEPM_ANNOUNCE:-}" ]; then
+	# shellcheck disable=SC2086 # the announced text's words, one a line
+	echo "vm-guest: $# arguments, $(printf '%s\n' "$@" | cksum); announced $(printf '%s\n' $CEPM_ANNOUNCE | cksum)" >&2
+fi
 exec "$@"

@@ -8,6 +8,8 @@
 #   TOPOLOGY  loopback or two-hosts (CEPM_TOPOLOGY, see cepm/lib.sh)
 #   LIMIT     seconds before the test is stopped, instead of its entry in cepm/limits
 #             (either multiplied by CEPM_LIMIT_SCALE, default 1)
+# A test still running at its limit gets SIGTERM, then SIGKILL CEPM_KILL_GRACE seconds later
+# (default 10: time for a test's own cleanup trap).
 # Each test is independent of the one before it: whatever its result, the runner puts the
 # guest back to its baseline afterwards (baseline.sh) and says so in a '#' line if it had to.
 # CEPM_RUN_NESTED=1 (a test of this runner running it) leaves kmemleak alone and skips
@@ -112,7 +114,7 @@ for t in "${tests[@]}"; do
 	# is added by a loop of builtins, not sed: one process fewer per test.
 	(
 		cd "$here/cepm" && CEPM_TEST_TAG=$tag CEPM_TOPOLOGY=${topology:-loopback} \
-			timeout -k 10 "$limit" "$prog"
+			timeout -k "${CEPM_KILL_GRACE:-10}" "$limit" "$prog"
 		test_rc=$?
 		baseline_kill_tagged "$tag"
 		exit $test_rc

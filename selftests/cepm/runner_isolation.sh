@@ -20,7 +20,9 @@ fixture=$CEPM_ROOT/selftests/runner/hang_and_break.sh
 # and the fixture then hangs 60 s, not the 375 s of the KASAN lane's scale of 25.
 scale=$((${CEPM_LIMIT_SCALE:-1} < 4 ? ${CEPM_LIMIT_SCALE:-1} : 4))
 fixture_limit=15
-CEPM_LIMIT_SCALE=$scale CEPM_RUN_NESTED=1 "$CEPM_ROOT/selftests/run.sh" "$fixture:$fixture_limit" cep_connect.sh >"$out.ktap" 2>&1
+# The fixture ignores SIGTERM: only the KILL ends it, and the 10 s the runner usually leaves a
+# test's cleanup trap before it would be idle here.
+CEPM_KILL_GRACE=1 CEPM_LIMIT_SCALE=$scale CEPM_RUN_NESTED=1 "$CEPM_ROOT/selftests/run.sh" "$fixture:$fixture_limit" cep_connect.sh >"$out.ktap" 2>&1
 rc=$?
 show_files "$out.ktap"
 ktap_check "the nested run fails (one test failed)" test $rc != 0
