@@ -81,7 +81,7 @@ fi
 
 # 4. Build, with a progress line every minute.
 JOBS=${CEPM_JOBS:-$(($(nproc) + 1))}
-log "building bzImage and modules with -j$JOBS (cold: 9 to 18 minutes on 2 cores); log: $KDIR/build.log"
+log "building bzImage and modules with -j$JOBS (cold: 9 to 21 minutes on 2 cores); log: $KDIR/build.log"
 start=$(date +%s)
 make -j"$JOBS" >build.log 2>&1 &
 pid=$!

@@ -101,6 +101,12 @@ for t in "${tests[@]}"; do
 	# A slower kernel (KASAN: five to six times) scales every limit alike.
 	limit=$((limit * ${CEPM_LIMIT_SCALE:-1}))
 	warm_up_tshark_for "$prog"
+	# A script that asks for bash through env gets it straight away: one exec fewer (about
+	# 0.1 s under TCG).
+	cmd=("$prog")
+	shebang=
+	read -r shebang <"$prog" 2>/dev/null
+	[ "$shebang" != '#!/usr/bin/env bash' ] || cmd=(bash "$prog")
 	echo "# selftests: cepm: $t"
 	start=$SECONDS
 	# Under TCG a process start costs 0.06 to 0.2 s: how many a test starts shows where its
@@ -114,7 +120,7 @@ for t in "${tests[@]}"; do
 	# is added by a loop of builtins, not sed: one process fewer per test.
 	(
 		cd "$here/cepm" && CEPM_TEST_TAG=$tag CEPM_TOPOLOGY=${topology:-loopback} \
-			timeout -k "${CEPM_KILL_GRACE:-10}" "$limit" "$prog"
+			timeout -k "${CEPM_KILL_GRACE:-10}" "$limit" "${cmd[@]}"
 		test_rc=$?
 		baseline_kill_tagged "$tag"
 		exit $test_rc
@@ -132,7 +138,7 @@ for t in "${tests[@]}"; do
 		rdma link delete rxe0
 	fi
 	# dmesg_clean.sh ends the run with cepm unloaded on purpose.
-	[ "$name" = dmesg_clean.sh ] || baseline_restore "$tag" || [ "$rc" != 0 ] || rc=1
+	[ "$name" = dmesg_clean.sh ] || baseline_restore || [ "$rc" != 0 ] || rc=1
 	case $rc in
 	0) echo "ok $n selftests: cepm: $t # $took" ;;
 	4) echo "ok $n selftests: cepm: $t # SKIP" ;;
