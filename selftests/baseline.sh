@@ -56,8 +56,9 @@ baseline_snapshot() {
 	while read -r line; do
 		case $line in
 		*": veth0 "*inet\ *) read -r _ _ _ v _ <<<"$line" && echo "addr veth0 $v" ;;
-		*": veth0: "*) [[ $line =~ \ qdisc\ ([^ ]+) ]] && [ "${BASH_REMATCH[1]}" != noqueue ] &&
-			echo "qdisc ${BASH_REMATCH[1]}" ;;
+		# veth0's link line names it "veth0@veth1:", or "veth0@ifN:" with veth1 elsewhere.
+		*": veth0@"* | *": veth0: "*) [[ $line =~ \ qdisc\ ([^ ]+) ]] &&
+			[ "${BASH_REMATCH[1]}" != noqueue ] && echo "qdisc ${BASH_REMATCH[1]}" ;;
 		*) echo "neighbour $line" ;;
 		esac
 	done < <(printf '%s\n' 'addr show dev veth0' 'link show dev veth0' 'neigh show dev veth0 nud permanent' |
@@ -126,60 +127,65 @@ baseline_kill_tagged() {
 
 # baseline_restore: put the guest back as baseline_snapshot's $BASELINE_EXPECTED describes it,
 # once run.sh has killed what the test left running (baseline_kill_tagged, right after the
-# test, before its output's pipe closes).
+# test, before its output's pipe closes).  Only what differs is repaired (each step costs
+# processes, seconds under TCG); the snapshot after the repairs must then match.
 baseline_restore() {
-	local m started=$SECONDS
-	local now
+	local m started=$SECONDS now differs await_rxe0=''
 	now=$(baseline_snapshot)
 	[ "$now" = "$BASELINE_EXPECTED" ] && return 0
 	baseline_note "the guest differs from the baseline after the test:"
-	diff <(echo "$BASELINE_EXPECTED") <(echo "$now") | grep '^[<>]' | sed 's/^</#   missing:/; s/^>/#   extra:  /'
+	differs=$(diff <(echo "$BASELINE_EXPECTED") <(echo "$now") | grep '^[<>]')
+	sed 's/^</#   missing:/; s/^>/#   extra:  /' <<<"$differs"
+	# differ REGEX: a fact that differs, missing or extra, starts with REGEX.
+	differ() { [[ $'\n'$differs =~ $'\n'[\<\>]\ ($1) ]]; }
 
-	if tc qdisc show dev veth0 2>/dev/null | grep -qv noqueue; then
-		tc qdisc del dev veth0 root 2>/dev/null
+	differ qdisc && tc qdisc del dev veth0 root 2>/dev/null
+	if differ neighbour; then
+		ip neigh show dev veth0 nud permanent 2>/dev/null | awk '{ print $1 }' | while read -r ip; do
+			ip neigh del "$ip" dev veth0
+		done
 	fi
-	ip neigh show dev veth0 nud permanent 2>/dev/null | awk '{ print $1 }' | while read -r ip; do
-		ip neigh del "$ip" dev veth0
-	done
 	# Every rxe device but rxe0 goes; veth1 comes home before its namespace is deleted (deleting
 	# it there would delete veth0 too).
-	rdma link show 2>/dev/null | awk '{ print $2 }' | cut -d/ -f1 | grep -vx rxe0 | while read -r dev; do
-		rdma link delete "$dev" 2>/dev/null
-	done
-	if ip netns list 2>/dev/null | grep -q "^$BASELINE_PEER_NS\\b"; then
-		ip -n $BASELINE_PEER_NS link set veth1 netns 1 2>/dev/null
-		ip netns del $BASELINE_PEER_NS 2>/dev/null
+	if differ 'rdma|netns|link veth1'; then
+		rdma link show 2>/dev/null | awk '{ print $2 }' | cut -d/ -f1 | grep -vx rxe0 | while read -r dev; do
+			rdma link delete "$dev" 2>/dev/null
+		done
+		if ip netns list 2>/dev/null | grep -q "^$BASELINE_PEER_NS\\b"; then
+			ip -n $BASELINE_PEER_NS link set veth1 netns 1 2>/dev/null
+			ip netns del $BASELINE_PEER_NS 2>/dev/null
+		fi
 	fi
 	# Any other tool still running (not tagged: started by a leftover we did not see).
 	# One pkill for all: each pkill reads every process's name, half a second under TCG.
-	pkill -KILL -x "$BASELINE_TOOLS_PKILL" 2>/dev/null
-	local loaded=()
-	for m in "${BASELINE_STOCK_MODULES[@]}"; do [ -d "/sys/module/$m" ] && loaded+=("$m"); done
-	if [ ${#loaded[@]} -gt 0 ]; then
+	differ process && pkill -KILL -x "$BASELINE_TOOLS_PKILL" 2>/dev/null
+	if differ "module ($(IFS='|'; echo "${BASELINE_STOCK_MODULES[*]}")) "; then
+		local loaded=()
+		for m in "${BASELINE_STOCK_MODULES[@]}"; do [ -d "/sys/module/$m" ] && loaded+=("$m"); done
 		# A tool that just died may hold rdma_ucm for a moment.
 		for _ in $(seq 100); do modprobe -r "${loaded[@]}" 2>/dev/null && break; sleep 0.1; done
 	fi
-	if ! ip link show veth0 >/dev/null 2>&1 || ! ip link show veth1 >/dev/null 2>&1; then
-		rdma link delete rxe0 2>/dev/null
-		ip link del veth0 2>/dev/null
-		ip link del veth1 2>/dev/null
-		ip link add veth0 type veth peer name veth1
+	if differ 'link|addr|rdma rxe0'; then
+		if ! ip link show veth0 >/dev/null 2>&1 || ! ip link show veth1 >/dev/null 2>&1; then
+			rdma link delete rxe0 2>/dev/null
+			ip link del veth0 2>/dev/null
+			ip link del veth1 2>/dev/null
+			ip link add veth0 type veth peer name veth1
+		fi
+		ip -br -4 addr show dev veth0 | grep -q '10\.77\.0\.1/24' || ip addr replace 10.77.0.1/24 dev veth0
+		ip link set veth0 up
+		ip link set veth1 up
+		rdma link show rxe0/1 >/dev/null 2>&1 || { rdma link add rxe0 type rxe netdev veth0; await_rxe0=1; }
 	fi
-	ip -br -4 addr show dev veth0 | grep -q '10\.77\.0\.1/24' || ip addr replace 10.77.0.1/24 dev veth0
-	ip link set veth0 up
-	ip link set veth1 up
-	rdma link show rxe0/1 >/dev/null 2>&1 || rdma link add rxe0 type rxe netdev veth0
-	local cepm_now cepm_base
-	cepm_now=$(baseline_snapshot | grep '^module cepm\|^cepm parameter')
-	cepm_base=$(echo "$BASELINE_EXPECTED" | grep '^module cepm\|^cepm parameter')
-	if [ "$cepm_now" != "$cepm_base" ]; then
+	if differ 'module cepm|cepm parameter'; then
 		[ -d /sys/module/cepm ] && rmmod cepm
 		baseline_load_cepm
+		await_rxe0=1
 	fi
 	for knob in drop_rx_count destroy_delay_ms fail_handle_count pretend_ib; do
-		[ -w /sys/kernel/debug/cepm/$knob ] && echo 0 >/sys/kernel/debug/cepm/$knob
+		differ "$knob " && [ -w /sys/kernel/debug/cepm/$knob ] && echo 0 >/sys/kernel/debug/cepm/$knob
 	done
-	baseline_await_rxe0
+	[ -z "$await_rxe0" ] || baseline_await_rxe0
 
 	now=$(baseline_snapshot)
 	if [ "$now" = "$BASELINE_EXPECTED" ]; then
