@@ -86,16 +86,23 @@ host-test:
 	proto/check.sh
 
 # C selftest programs, built on the host against the UAPI header and the kernel's kselftest harness.
-selftest-progs: need-kdir
+# The guest's C test programs, each rebuilt only when its source or a header changed.
+SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
+	rdma_reject_client rdma_srq_server rdma_channel_events)
+SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
+selftest-progs: $(SELFTEST_PROGS)
+
+out/selftests/%: selftests/cepm/%.c $(SELFTEST_HEADERS)
 	@mkdir -p out/selftests
-	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -I$(KDIR)/tools/testing/selftests \
-		-o out/selftests/ioctl_abi selftests/cepm/ioctl_abi.c
-	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -o out/selftests/ioctl_fuzz selftests/cepm/ioctl_fuzz.c
-	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -Iinclude/uapi -o out/selftests/privileges selftests/cepm/privileges.c
-	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_server selftests/cepm/rdma_reject_server.c -lrdmacm
-	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_reject_client selftests/cepm/rdma_reject_client.c -lrdmacm
-	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_srq_server selftests/cepm/rdma_srq_server.c -lrdmacm -libverbs
-	$(CC) -Wall -Werror -O2 -o out/selftests/rdma_channel_events selftests/cepm/rdma_channel_events.c -lrdmacm
+	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE $(PROG_CFLAGS) -o $@ $< $(PROG_LIBS)
+
+# ioctl_abi uses the kernel's kselftest harness: rebuilt for another kernel tree too.
+out/selftests/ioctl_abi: $(wildcard $(KDIR)/tools/testing/selftests/kselftest_harness.h) | need-kdir
+out/selftests/ioctl_abi: PROG_CFLAGS = -Iinclude/uapi -I$(KDIR)/tools/testing/selftests
+out/selftests/ioctl_fuzz out/selftests/privileges: PROG_CFLAGS = -Iinclude/uapi
+out/selftests/rdma_reject_server out/selftests/rdma_reject_client out/selftests/rdma_channel_events: \
+	PROG_LIBS = -lrdmacm
+out/selftests/rdma_srq_server: PROG_LIBS = -lrdmacm -libverbs
 
 selftest: module user selftest-progs
 	scripts/selftest.sh

@@ -5,11 +5,12 @@
 # guest whole: `make selftest` hands the guest all 48 entries, and the kernel's command line,
 # which vng once carried the command in, holds 2048 bytes.
 #   scripts/check-vm-log.sh              one quick boot, no guest setup, 400 words to echo
-#   scripts/check-vm-log.sh --selftest   `make selftest` itself, its output in
-#                                        out/check-selftest.log and shown as it comes: the
-#                                        check rides on the boot make check needs anyway
+#   scripts/check-vm-log.sh --selftest   the selftests (scripts/selftest.sh, once `make module
+#                                        user selftest-progs` has built what they need), their
+#                                        output in out/check-selftest.log and shown as it
+#                                        comes: the check rides on the boot make check needs
 # Both ways the guest must get a command of over 2048 bytes whole: the quick boot's 400 words
-# are its arguments; `make selftest` takes them in the guest's environment (scripts/vm's
+# are its arguments; the selftests take them in the guest's environment (scripts/vm's
 # CEPM_VM_ANNOUNCE), and each guest states on its stderr what it got, counted and checksummed,
 # which must match `scripts/selftest.sh --plan`'s share for it.  The exit status is the
 # command's, or 1 when it passed but the log lacks something.
@@ -35,7 +36,7 @@ for i in $(seq 1000 1399); do long+=("w$i"); done
 long_sum=$(printf '%s\n' "${long[@]}" | cksum)
 guest_cmd() {
 	if [ -n "$selftest" ]; then
-		CEPM_VM_ANNOUNCE="${long[*]}" make --no-print-directory selftest
+		CEPM_VM_ANNOUNCE="${long[*]}" scripts/selftest.sh
 	else
 		CEPM_VM_NO_SETUP=1 scripts/vm -- sh -c 'echo "guest: stdout"; echo "guest: stderr" >&2
 			echo "guest: $# arguments, $(printf "%s\n" "$@" | cksum)"' sh "${long[@]}"

@@ -24,7 +24,7 @@ step deps scripts/deps.sh
 step kernel scripts/kernel.sh
 step module make --no-print-directory module
 step lint make --no-print-directory lint
-step user make --no-print-directory user
+step user make --no-print-directory user selftest-progs
 
 # The host tests need no guest, and a TCG guest leaves part of the host idle: they run beside
 # the guests' steps, at nice 19 so that the guests are not slowed, their output kept in
@@ -44,7 +44,8 @@ guest_summary=out/.check-guest-steps
 guest_steps() {
 	local first=${#summary[@]}
 	# The selftests' boot also shows that a redirected log keeps the host's and the guest's
-	# output whole (scripts/check-vm-log.sh): one boot fewer than a check of its own.
+	# output whole (scripts/check-vm-log.sh): one boot fewer than a check of its own.  What
+	# `make selftest` would build first, the steps above have built.
 	step selftest scripts/check-vm-log.sh --selftest
 	printf '%s\n' "${summary[@]:first}" >"$guest_summary"
 }
