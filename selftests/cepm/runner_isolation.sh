@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 
 out=$CEPM_ROOT/out/runner_isolation.$$
 trap 'rm -f "$out".*' EXIT
@@ -34,6 +34,16 @@ ktap_check "the hanging test is stopped at its $limit s limit and reported as a 
 	grep -q "^not ok 1 selftests: cepm: $fixture # TIMEOUT ${limit}s" "$out.ktap"
 ktap_check "the runner reports what it found broken and that it restored the baseline" \
 	sh -c "grep -q '^# baseline: the guest differs' '$out.ktap' && grep -q '^# baseline: restored' '$out.ktap'"
+# Each kind of breakage is a fact of its own in the runner's report, so that its repair runs
+# (baseline_restore repairs only what differs).
+named() {
+	local fact
+	for fact in 'qdisc netem' 'neighbour 10\.77\.0\.2 lladdr .* PERMANENT' 'netns cepm_peer' 'rdma rxe1 veth1' \
+		'module rdma_ucm loaded' 'cepm parameter event_queue_max=16' 'drop_rx_count 3'; do
+		grep -q "^#   extra:   $fact\$" "$out.ktap" || { echo "# not named: $fact"; return 1; }
+	done
+}
+ktap_check "the runner names each thing the fixture broke" named
 ktap_check "the test after it passes" grep -q '^ok 2 selftests: cepm: cep_connect.sh # ' "$out.ktap"
 ktap_check "the nested run counts exactly one failure" grep -q '^# cepm selftests: 1 passed, 1 failed' "$out.ktap"
 # The fixture reloaded cepm with other parameters: they must show in sysfs, for users and for
