@@ -422,7 +422,7 @@ stock_down() {
 	insmod "$CEPM_KO"
 }
 
-need_root() { [ "$(id -u)" = 0 ] || { ktap_skip_all "needs root"; exit "$KSFT_SKIP"; }; }
+need_root() { [ "$EUID" = 0 ] || { ktap_skip_all "needs root"; exit "$KSFT_SKIP"; }; }
 
 # Where the two ends of a test run (selftests/run.sh sets CEPM_TOPOLOGY from "test@topology"):
 #  loopback   both on rxe0, the MADs looped back inside rxe (the default);
@@ -451,6 +451,7 @@ CEPM_DEBUGFS=/sys/kernel/debug/cepm
 drop_rx() {
 	echo "$1" >$CEPM_DEBUGFS/drop_rx_attr && echo "$2" >$CEPM_DEBUGFS/drop_rx_count
 }
-rx_dropped() { cat $CEPM_DEBUGFS/rx_dropped; }
+# Read by the shell, not cat: they are polled.
+rx_dropped() { local v; read -r v <$CEPM_DEBUGFS/rx_dropped && echo "$v"; }
 rx_dropped_is() { [ "$(rx_dropped)" = "$1" ]; }
-drops_pending() { cat $CEPM_DEBUGFS/drop_rx_count; }
+drops_pending() { local v; read -r v <$CEPM_DEBUGFS/drop_rx_count && echo "$v"; }
