@@ -81,6 +81,7 @@ host-test:
 	rdmacm/check-symbols.sh
 	rdmacm/check-symbols-test.sh
 	selftests/check-waits.sh
+	scripts/check-vm-log-test.sh
 	selftests/check-plan.sh
 	scripts/check-config-missing.sh
 	proto/check.sh

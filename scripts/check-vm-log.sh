@@ -24,6 +24,8 @@ selftest=
 if [ -n "$selftest" ]; then
 	mkdir -p out
 	log=out/check-selftest.log
+	# Emptied before tail opens it: tail would otherwise show a previous run's log first.
+	: >"$log"
 else
 	log=$(mktemp)
 	trap 'rm -f "$log"' EXIT
