@@ -86,8 +86,8 @@ host-test:
 	scripts/check-config-missing.sh
 	proto/check.sh
 
-# C selftest programs, built on the host against the UAPI header and the kernel's kselftest harness.
-# The guest's C test programs, each rebuilt only when its source or a header changed.
+# The guest's C test programs, built on the host against the UAPI header (ioctl_abi also against
+# the kernel's kselftest harness), each rebuilt only when its source or a header changed.
 SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
 	rdma_reject_client rdma_srq_server rdma_channel_events)
 SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h

@@ -62,7 +62,8 @@ wait $writer || rc=$?
 wait
 
 missing=0
-need() { grep -qxF "$1" <(tr -d '\r' <"$log") || { log "missing from the redirected log: '$1'"; missing=1; }; }
+text=$(tr -d '\r' <"$log")
+need() { grep -qxF "$1" <<<"$text" || { log "missing from the redirected log: '$1'"; missing=1; }; }
 need "host: before the guest"
 need "host: stderr before the guest"
 need "host: after the guest"
@@ -70,10 +71,11 @@ if [ -n "$selftest" ]; then
 	# What each guest must have got: selftests/run.sh and its share of the entries (one guest
 	# per two host CPUs; their lines prefixed [K] when there are several).
 	plan=$(scripts/selftest.sh --plan)
+	mapfile -t guests <<<"$plan"
 	while read -r _ g _ _ _ share; do
 		read -ra words <<<"$share"
-		prefix="[$g] "
-		[ "$(wc -l <<<"$plan")" != 1 ] || prefix=
+		prefix=
+		[ ${#guests[@]} = 1 ] || prefix="[$g] "
 		need "${prefix}vm-guest: $((${#words[@]} + 1)) arguments, $(printf '%s\n' selftests/run.sh "${words[@]}" |
 			cksum); announced $long_sum"
 	done <<<"$plan"

@@ -163,7 +163,8 @@ baseline_restore() {
 		local loaded=()
 		for m in "${BASELINE_STOCK_MODULES[@]}"; do [ -d "/sys/module/$m" ] && loaded+=("$m"); done
 		# A tool that just died may hold rdma_ucm for a moment.
-		for _ in $(seq 100); do modprobe -r "${loaded[@]}" 2>/dev/null && break; sleep 0.1; done
+		[ ${#loaded[@]} = 0 ] ||
+			for _ in $(seq 100); do modprobe -r "${loaded[@]}" 2>/dev/null && break; sleep 0.1; done
 	fi
 	if differ 'link|addr|rdma rxe0'; then
 		if ! ip link show veth0 >/dev/null 2>&1 || ! ip link show veth1 >/dev/null 2>&1; then
