@@ -261,16 +261,23 @@ tool_pair() {
 # wait_pair CLIENT_PID: waits for the client and the server ($spid) of tool_pair; once one
 # has exited, the other has $linger seconds (times CEPM_LIMIT_SCALE) more, and is then killed
 # and counted as timed out (124), as its own timeout would have, sooner. For pairs whose ends
-# exit together, so that a hung end costs seconds rather than its whole timeout.
+# exit together, so that a hung end costs seconds rather than its whole timeout. If the end
+# that exited printed a line matching $void_if (grep's pattern), the attempt is void whatever
+# the other does, and the other is stopped at once.
 wait_pair() {
-	local cpid=$1 grace=$((linger * ${CEPM_LIMIT_SCALE:-1})) deadline='' killed=''
+	local cpid=$1 grace=$((linger * ${CEPM_LIMIT_SCALE:-1})) deadline='' killed='' why
 	while ! exited "$cpid" || ! exited "$spid"; do
 		if [ -z "$deadline" ] && { exited "$cpid" || exited "$spid"; }; then
 			deadline=$((SECONDS + grace))
+			why="was still running $grace s after the other end had exited: stopped"
+			if [ -n "${void_if:-}" ] && grep -qs -- "$void_if" "$out.$name-c" "$out.$name-s"; then
+				deadline=$SECONDS
+				why="was stopped at once: the other end printed \"$void_if\" and exited"
+			fi
 		elif [ -n "$deadline" ] && [ "$SECONDS" -ge "$deadline" ]; then
 			exited "$cpid" || killed=client
 			exited "$spid" || killed=server
-			echo "# $name: the $killed was still running $grace s after the other end had exited: stopped"
+			echo "# $name: the $killed $why"
 			kill "$cpid" "$spid" 2>/dev/null
 			break
 		fi
@@ -389,13 +396,14 @@ check_unless_lost_ack() {
 # perftest measures its CPU clock against gettimeofday before it reports (sample_get_cpu_mhz,
 # src/get_clock.c) and exits 1 with "Can't produce a report" when the two correlate too poorly
 # (r^2 < 0.9), as they can in a busy TCG guest: after the data has moved, whatever the CM.
-# The other end then waits for it until its timeout (or its linger).
+# The other end then waits for it until its timeout, or, in a pair with a $linger, is
+# stopped at once ($void_if).
 # again_if_uncalibrated NAME CMD...: runs CMD (a tool_pair named NAME), and again, up to
 # $PERFTEST_ATTEMPTS times in all, while that is how either end failed. Each attempt must pass
 # whole; only the clock's verdict is retried (one retry failed twice on one host in stop 33).
 PERFTEST_ATTEMPTS=3
 again_if_uncalibrated() {
-	local name=$1 attempt=1
+	local name=$1 attempt=1 void_if="Can't produce a report"
 	shift
 	"$@"
 	while [ "$crc$src" != 00 ] && [ $attempt -lt $PERFTEST_ATTEMPTS ] &&

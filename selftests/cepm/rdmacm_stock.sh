@@ -112,8 +112,9 @@ check_unless_lost_ack "stock rdma_client -> rdma_srq_server over cepm: one excha
 
 # perftest over rdma_cm (-R): 200 sends, then 200 RDMA writes, of 4 KiB, each way. Each names
 # its device: the stock end rxe1, ours rxe0. Both ends finish together; an end that could not
-# calibrate its clock exits alone, and the other is stopped 20 s later (linger), not at its
-# 120 s timeout.
+# calibrate its clock exits alone, and the other is stopped at once (again_if_uncalibrated's
+# void_if), not at its 120 s timeout; an end still running 20 s after the other's normal
+# exit is stopped too (linger).
 perftest_pair() {
 	local tool=$1 port=$2 direction=$3 name=$1-${3%-stock} linger=20
 	if [ "$direction" = to-stock ]; then

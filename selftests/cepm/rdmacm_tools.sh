@@ -90,7 +90,8 @@ ktap_check "udaddy -s -> udaddy: both complete with status 0 ($crc, $src)" \
 # perftest over rdma_cm (-R): 200 sends, then 200 RDMA writes, of 4 KiB (rxe under TCG moves
 # about 1 MB/s). Each device named (-d): with two hosts, both are visible from either namespace.
 # Both ends finish together; an end that could not calibrate its clock exits alone, and the
-# other is stopped 20 s later (linger), not at its 120 s timeout.
+# other is stopped at once (again_if_uncalibrated's void_if), not at its 120 s timeout; an end
+# still running 20 s after the other's normal exit is stopped too (linger).
 perftest_pair() {
 	local tool=$1 port=$2 linger=20
 	again_if_uncalibrated "$tool" tool_pair "$tool" "cepm_listens $port" -- \

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Host test of selftests/cepm/lib.sh's tool_pair with a $linger (wait_pair) and of
+# again_if_uncalibrated, without a guest: the two ends are shell one-liners. An end that exits
+# normally leaves the other $linger seconds; one that printed $void_if (perftest's "Can't
+# produce a report") voids the attempt, and the other end is stopped at once and the pair run
+# again, while that is how it failed, up to $PERFTEST_ATTEMPTS times in all.
+set -o pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+tree=$(mktemp -d)
+trap 'rm -rf "$tree"' EXIT
+# lib.sh reads the kernel's KTAP helpers; these few stand in for them.
+mkdir -p "$tree/kdir/tools/testing/selftests/kselftest"
+cat >"$tree/kdir/tools/testing/selftests/kselftest/ktap_helpers.sh" <<'EOF'
+__ktap_test() { echo "$1 $2"; }
+ktap_test_pass() { __ktap_test ok "$1"; }
+ktap_test_fail() { __ktap_test "not ok" "$1"; }
+EOF
+export CEPM_ROOT=$tree CEPM_KDIR=$tree/kdir
+# shellcheck source=selftests/cepm/lib.sh
+. "$here/cepm/lib.sh"
+out=$tree/pair
+
+n=0 failed=0
+# expect DESCRIPTION CMD...: one result.
+expect() {
+	n=$((n + 1))
+	if "${@:2}"; then
+		echo "ok $n $1"
+	else
+		echo "not ok $n $1"
+		failed=$((failed + 1))
+		show_file "#   " "$tree/shown"
+	fi
+}
+uncalibrated='echo "Correlation coefficient r^2: 0.5 < 0.9"; echo "Can'"'"'t produce a report"; exit 1'
+
+# 1. The client exits 0, the server hangs: stopped after the linger, and counted as timed out.
+linger=1 tool_pair hang true -- sleep 30 -- true >"$tree/shown"
+expect "an end still running 1 s after the other's normal exit is stopped (124)" \
+	eval '[ "$crc $src" = "0 124" ] && grep -q "the server was still running 1 s after the other end had exited: stopped" "$tree/shown"'
+
+# 2. Each attempt's client cannot calibrate; the server would run 30 s: it is stopped at once,
+# and the pair runs three times in all. With the old wait_pair each attempt took the linger.
+calls=$tree/calls
+count_calls() { echo x >>"$calls"; "$@"; }
+start=$SECONDS
+linger=20 again_if_uncalibrated void tool_pair void true -- sleep 30 -- count_calls sh -c "$uncalibrated" \
+	>"$tree/shown"
+took=$((SECONDS - start))
+expect "an uncalibrated end voids its attempt: the other is stopped at once, each time" \
+	eval '[ "$(grep -c "the server was stopped at once: the other end printed" "$tree/shown")" = 3 ]'
+expect "... and the pair ran $PERFTEST_ATTEMPTS times in all ($(wc -l <"$calls") runs, ${took} s), then failed ($crc, $src)" \
+	eval '[ "$(wc -l <"$calls")" = "$PERFTEST_ATTEMPTS" ] && [ "$crc" = 1 ]'
+
+# 3. Any other failure is not retried, and leaves the other end its linger.
+rm -f "$calls"
+linger=1 again_if_uncalibrated other tool_pair other true -- sleep 30 -- count_calls sh -c 'echo broken; exit 2' \
+	>"$tree/shown"
+expect "another failure runs once, the other end stopped after its linger ($crc, $src)" \
+	eval '[ "$(wc -l <"$calls")" = 1 ] && [ "$crc $src" = "2 124" ] && grep -q "still running 1 s" "$tree/shown"'
+
+# 4. A second attempt that succeeds ends the retries.
+rm -f "$calls"
+flip() { if [ -e "$tree/flip" ]; then echo "4096 200 1.0 1.0"; else touch "$tree/flip"; sh -c "$uncalibrated"; fi; }
+linger=20 again_if_uncalibrated flip tool_pair flip true -- sh -c 'sleep 0.2' -- count_calls flip >"$tree/shown"
+expect "a retry that succeeds is the result: two runs, both ends 0 ($crc, $src)" \
+	eval '[ "$(wc -l <"$calls")" = 2 ] && [ "$crc $src" = "0 0" ]'
+
+echo "# check-tool-pair: $((n - failed)) of $n passed"
+[ "$failed" = 0 ]
