@@ -116,9 +116,19 @@ list_has_state() {
 	return 1
 }
 
-# dmesg lines logged since mark_dmesg.
-mark_dmesg() { DMESG_MARK=$(dmesg | wc -l); }
-dmesg_since_mark() { dmesg | tail -n +"$((DMESG_MARK + 1))"; }
+# dmesg lines logged since mark_dmesg. The mark is the last line's timestamp, not a line
+# count: once the ring buffer is full, each new line pushes out the oldest and the count stays
+# put (stop 34's KASAN lane). A line logged in the same microsecond as the mark's is missed.
+mark_dmesg() {
+	local lines=()
+	mapfile -t lines < <(dmesg)
+	DMESG_MARK=0
+	[ "${#lines[@]}" = 0 ] || [[ ${lines[-1]} =~ ^\[\ *([0-9]+\.[0-9]+)\] ]] && DMESG_MARK=${BASH_REMATCH[1]:-0}
+}
+dmesg_since_mark() {
+	dmesg | awk -v mark="$DMESG_MARK" \
+		'match($0, /^\[ *[0-9]+\.[0-9]+\]/) { t = substr($0, 2, RLENGTH - 2) + 0 } t > mark + 0'
+}
 
 # A second "host": veth1 moved into network namespace $PEER_NS with 10.77.0.2/24 and rxe1 on
 # it, managed by cepm like rxe0.  peer_ns_down puts everything back (veth1 must come home
