@@ -411,7 +411,9 @@ check_unless_lost_ack() {
 # again_if_uncalibrated NAME CMD...: runs CMD (a tool_pair named NAME), and again, up to
 # $PERFTEST_ATTEMPTS times in all, while that is how either end failed. Each attempt must pass
 # whole; only the clock's verdict is retried (one retry failed twice on one host in stop 33).
-PERFTEST_ATTEMPTS=3
+# CEPM_PERFTEST_ATTEMPTS sets the number: the KASAN lane gives 6, since under KASAN one end
+# failed its calibration in 4 of 5 attempts in a row in stop 34's lane (r^2 0.53 to 0.84).
+PERFTEST_ATTEMPTS=${CEPM_PERFTEST_ATTEMPTS:-3}
 again_if_uncalibrated() {
 	local name=$1 attempt=1 void_if="Can't produce a report"
 	shift
