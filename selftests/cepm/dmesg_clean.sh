@@ -28,11 +28,11 @@ else
 	ktap_test_fail "kmemleak is not available (CONFIG_DEBUG_KMEMLEAK, debugfs)"
 fi
 
-first=
-read -r first < <(dmesg)
+kernel_log=$(dmesg)
+first=${kernel_log%%$'\n'*}
 ktap_check "the kernel log still begins with the boot (its first line: ${first:0:60})" \
 	eval '[[ $first =~ ^\[\ *0\.000000\]\  ]]'
-bad=$(dmesg | grep -E "$splats" || true)
-[ -z "$bad" ] || { ktap_print_msg "kernel log:"; dmesg | sed 's/^/# /' | tail -120; }
+bad=$(grep -E "$splats" <<<"$kernel_log" || true)
+[ -z "$bad" ] || { ktap_print_msg "kernel log:"; sed 's/^/# /' <<<"$kernel_log" | tail -120; }
 ktap_check "kernel log has no BUG, WARN, lockdep or leak report" test -z "$bad"
 ktap_finished
