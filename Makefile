@@ -90,7 +90,7 @@ host-test:
 # The guest's C test programs, built on the host against the UAPI header (ioctl_abi also against
 # the kernel's kselftest harness), each rebuilt only when its source or a header changed.
 SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
-	rdma_reject_client rdma_srq_server rdma_channel_events)
+	rdma_reject_client rdma_srq_server rdma_channel_events late_listen.so)
 SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
 selftest-progs: $(SELFTEST_PROGS)
 
@@ -105,6 +105,10 @@ out/selftests/ioctl_fuzz out/selftests/privileges: PROG_CFLAGS = -Iinclude/uapi
 out/selftests/rdma_reject_server out/selftests/rdma_reject_client out/selftests/rdma_channel_events: \
 	PROG_LIBS = -lrdmacm
 out/selftests/rdma_srq_server: PROG_LIBS = -lrdmacm -libverbs
+# An LD_PRELOAD library, not a program: it finds the real rdma_listen with dlsym.
+out/selftests/late_listen.so: selftests/cepm/late_listen.c
+	@mkdir -p out/selftests
+	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -shared -fPIC -o $@ $< -ldl
 
 selftest: module user selftest-progs
 	scripts/selftest.sh

@@ -20,7 +20,7 @@ for tool in rping ucmatose cmtime rdma_server rdma_client udaddy ib_send_bw ib_w
 done
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 16
+ktap_set_plan 17
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; ipv6_down; topology_down; rm -f "$out".*' EXIT
@@ -104,6 +104,24 @@ perftest_pair ib_send_bw 18515
 ktap_check "ib_send_bw -R: 200 sends of 4 KiB measured, both exit 0 ($crc, $src)" measured ib_send_bw
 perftest_pair ib_write_bw 18516
 ktap_check "ib_write_bw -R: 200 writes of 4 KiB measured, both exit 0 ($crc, $src)" measured ib_write_bw
+
+# perftest -R's server listens for its data connection only after a handshake on its first
+# listener, and a client that connects in between is rejected with reason 8 (stop 34 saw it
+# once). The client then retries, and perftest 4.5-0.17 (Debian 12's) retries with what it has
+# freed: rdma_resolve_addr on an ID pointer read from its freed array, then
+# rdma_destroy_event_channel on the channel it destroyed (its src/perftest_communication.c,
+# rdma_cm_client_connection and create_rdma_cm_connection; fixed upstream in 2025). Our
+# library must turn such pointers away with an error, not crash: the client exits by itself.
+# late_listen.so opens the window at will: the server's second rdma_listen starts 3 s late.
+linger=3 tool_pair late "cepm_listens 18517" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" LD_PRELOAD="$CEPM_ROOT/out/selftests/late_listen.so" CEPM_LATE_LISTEN=2:3000 \
+	timeout 60 ib_send_bw -R -d "$SERVER_DEV" -p 18517 -n 200 -s 4096 -- \
+	"${OVER_CEPM[@]}" timeout 60 ib_send_bw -R -d "$RXE_DEV" -p 18517 -n 200 -s 4096 $ADDR
+rejected_early() {
+	grep -q '^late_listen: rdma_listen 2 starts 3000 ms late' "$out.late-s" &&
+		grep -q 'Event: RDMA_CM_EVENT_REJECTED; error: 8\.' "$out.late-c" && [ "$crc" -lt 124 ]
+}
+ktap_check "ib_send_bw -R, the server's data listener 3 s late: the client is rejected (status 8) and exits by itself, no crash ($crc)" rejected_early
 
 # No one listens on port 7177: the peer's cepm answers with a REJ, reason 8.
 "${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7177 -c 1 -C 1 >"$out.nolisten" 2>&1
