@@ -21,7 +21,7 @@ use std::{
 
 use cepm::Cepm;
 
-use crate::{event::Event, id::Id, sys};
+use crate::{event::Event, id::Id, live, sys};
 
 mod handout;
 
@@ -64,7 +64,7 @@ impl Channel {
         }
         // SAFETY: A new descriptor, ours alone.
         let wake = unsafe { OwnedFd::from_raw_fd(wake) };
-        Ok(Box::new(Self {
+        let channel = Box::new(Self {
             public: sys::rdma_event_channel {
                 fd: cepm.as_raw_fd(),
             },
@@ -73,7 +73,25 @@ impl Channel {
             ids: Mutex::new(BTreeMap::new()),
             waiting: Handout::new(),
             wake,
-        }))
+        });
+        live::CHANNELS.insert(&*channel);
+        Ok(channel)
+    }
+
+    /// The channel behind an application's pointer, if it is a live channel of this library
+    /// (`EINVAL` for NULL, for one destroyed, or for any other pointer: see [`crate::live`]).
+    ///
+    /// # Safety
+    ///
+    /// No other thread frees the channel during the call (librdmacm's contract).
+    pub(crate) unsafe fn of_app<'a>(
+        channel: *mut sys::rdma_event_channel,
+    ) -> Result<&'a Channel, core::ffi::c_int> {
+        if !live::CHANNELS.contains(channel.cast::<Channel>()) {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: A live channel (checked), alive for the call (the caller's promise).
+        Ok(unsafe { Self::from_public(channel) })
     }
 
     /// The channel behind an application's pointer.
@@ -216,5 +234,11 @@ impl Channel {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_empty()
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        live::CHANNELS.remove(self);
     }
 }

@@ -29,7 +29,7 @@ use std::{
     },
 };
 
-use crate::{channel::Channel, resolve::address::Resolved, sys};
+use crate::{channel::Channel, live, resolve::address::Resolved, sys};
 
 /// Where an ID is in its life, as far as the library's own checks go (the CEP's state in the
 /// kernel has the last word).
@@ -120,7 +120,7 @@ impl Id {
         qp_type: sys::ibv_qp_type,
         sync: bool,
     ) -> Box<Self> {
-        Box::new(Self {
+        let id = Box::new(Self {
             public: UnsafeCell::new(sys::rdma_cm_id {
                 channel,
                 context,
@@ -145,7 +145,21 @@ impl Id {
                 endpoint_qp: None,
             }),
             acked: Condvar::new(),
-        })
+        });
+        live::IDS.insert(&*id);
+        id
+    }
+
+    /// The ID behind an application's pointer, if it is a live ID of this library.
+    ///
+    /// # Safety
+    ///
+    /// No other thread frees the ID during the call that asks (librdmacm's contract).
+    pub(crate) unsafe fn of_app<'a>(id: *mut sys::rdma_cm_id) -> Option<&'a Id> {
+        let id = id.cast::<Id>();
+        // SAFETY: A live ID (checked), which stays so for the call (the caller's promise);
+        // `public` is its first field, so the application's pointer is the ID's.
+        live::IDS.contains(id).then(|| unsafe { &*id })
     }
 
     /// The ID as a raw pointer, to name it (in a channel's map, as an event's owner) and to reach
@@ -307,6 +321,12 @@ pub(crate) unsafe fn socket_addr(addr: *const sys::sockaddr) -> Result<SocketAdd
 
 fn c_int_of(family: sys::sa_family_t) -> i32 {
     i32::from(family)
+}
+
+impl Drop for Id {
+    fn drop(&mut self) {
+        live::IDS.remove(self);
+    }
 }
 
 #[cfg(test)]

@@ -20,20 +20,26 @@ pub extern "C" fn rdma_create_event_channel() -> *mut sys::rdma_event_channel {
 
 /// `void rdma_destroy_event_channel(struct rdma_event_channel *channel)`: closes the file.
 /// As with librdmacm, every ID on the channel must have been destroyed first; a channel that
-/// still has IDs is left open (their events would have nowhere to go).
+/// still has IDs is left open (their events would have nowhere to go), with `errno` `EBUSY`.
+/// A pointer that is no live channel (NULL, or one destroyed already) is left alone, with
+/// `errno` `EINVAL`.
 ///
 /// # Safety
 ///
-/// `channel` came from [`rdma_create_event_channel`] and is not used afterwards.
+/// `channel` is not used afterwards, and no other thread uses it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_event_channel(channel: *mut sys::rdma_event_channel) {
-    if channel.is_null() {
-        return;
-    }
-    // SAFETY: The caller passes a live channel of ours.
-    if unsafe { Channel::from_public(channel) }.has_ids() {
-        errno::set(libc::EBUSY);
-        return;
+    // SAFETY: As the caller promises.
+    match unsafe { Channel::of_app(channel) } {
+        Err(e) => {
+            errno::set(e);
+            return;
+        }
+        Ok(live) if live.has_ids() => {
+            errno::set(libc::EBUSY);
+            return;
+        }
+        Ok(_) => {}
     }
     // SAFETY: The caller gives the channel up; it came from Box::into_raw.
     drop(unsafe { Box::from_raw(channel.cast::<Channel>()) });

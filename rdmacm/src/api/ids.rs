@@ -24,17 +24,15 @@ pub(crate) fn port_space(ps: sys::rdma_port_space) -> Option<PortSpace> {
     PortSpace::from_value(u16::try_from(ps).ok()?)
 }
 
-/// The ID behind `id`, or `EINVAL` for NULL.
+/// The ID behind `id`, or `EINVAL` for NULL or for any pointer that is not a live ID of this
+/// library (one destroyed, or read from freed memory: see [`crate::live`]).
 ///
 /// # Safety
 ///
-/// `id` is NULL or a live ID of this library.
+/// No other thread frees the ID during the call (librdmacm's contract).
 pub(crate) unsafe fn id_of<'a>(id: *mut sys::rdma_cm_id) -> Result<&'a Id, c_int> {
-    if id.is_null() {
-        return Err(libc::EINVAL);
-    }
-    // SAFETY: The caller vouches for a live ID; `public` is its first field.
-    Ok(unsafe { &*id.cast::<Id>() })
+    // SAFETY: As the caller promises.
+    unsafe { Id::of_app(id) }.ok_or(libc::EINVAL)
 }
 
 /// `int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void
@@ -90,8 +88,9 @@ pub(crate) unsafe fn create_id(
     } else {
         channel
     };
-    // SAFETY: A live channel, the caller's or the one just made.
-    let chan = unsafe { Channel::from_public(channel) };
+    // SAFETY: The caller's channel is not freed during the call (librdmacm's contract); the one
+    // just made is ours.
+    let chan = unsafe { Channel::of_app(channel) }?;
     let handle = match chan.cepm.create(0) {
         Ok(h) => h,
         Err(e) => {
@@ -391,11 +390,15 @@ pub unsafe extern "C" fn rdma_get_cm_event(
     channel: *mut sys::rdma_event_channel,
     event: *mut *mut sys::rdma_cm_event,
 ) -> c_int {
-    if channel.is_null() || event.is_null() {
+    if event.is_null() {
         return errno::fail(libc::EINVAL);
     }
-    // SAFETY: The caller passes a live channel.
-    match event::next(unsafe { Channel::from_public(channel) }, None) {
+    // SAFETY: The channel is not freed during the call (librdmacm's contract).
+    let channel = match unsafe { Channel::of_app(channel) } {
+        Ok(channel) => channel,
+        Err(e) => return errno::fail(e),
+    };
+    match event::next(channel, None) {
         Ok(e) => {
             // SAFETY: The caller passes `event` valid for a write.
             unsafe { *event = Box::into_raw(e).cast() };

@@ -50,6 +50,8 @@ pub(crate) unsafe fn migrate(
     let new_ptr: *mut sys::rdma_event_channel = if to_private {
         Box::into_raw(Channel::open(true).map_err(errno::of_io)?).cast()
     } else {
+        // SAFETY: The channel is not freed during the call (librdmacm's contract).
+        unsafe { Channel::of_app(channel) }?;
         channel
     };
     // SAFETY: Both channels are alive: the ID's (its invariant) and the caller's, or the one

@@ -1,0 +1,98 @@
+//! The IDs and event channels the library has made and not yet freed, by address: a call
+//! given any other pointer fails with `EINVAL` instead of reading through it.
+//!
+//! librdmacm reads through whatever pointer it is given, and C applications do pass stale
+//! ones: perftest 4.5-0.17 (Debian 12's), when a connection is rejected, retries with an ID
+//! pointer read from an array it has freed, and destroys its event channel twice
+//! (docs/rdmacm.md). Both crashed the application; here they are errors it can report.
+//!
+//! The check costs one lock of one of [`SHARDS`] shards, chosen by address, so that calls on
+//! different objects seldom meet on a lock. It cannot tell a freed object from a new one made
+//! at the same address, nor make a call on an object that another thread frees meanwhile safe:
+//! librdmacm's contract still forbids both.
+
+use std::{collections::BTreeSet, sync::Mutex};
+
+/// How many locks share the addresses.
+const SHARDS: usize = 16;
+
+/// A set of live objects' addresses.
+pub(crate) struct Live {
+    shards: [Mutex<BTreeSet<usize>>; SHARDS],
+}
+
+/// The IDs: each [`Id`](crate::id::Id) from its making to its drop.
+pub(crate) static IDS: Live = Live::new();
+
+/// The event channels: each [`Channel`](crate::channel::Channel) from its opening to its drop.
+pub(crate) static CHANNELS: Live = Live::new();
+
+impl Live {
+    const fn new() -> Self {
+        Self {
+            shards: [const { Mutex::new(BTreeSet::new()) }; SHARDS],
+        }
+    }
+
+    fn shard(&self, addr: usize) -> std::sync::MutexGuard<'_, BTreeSet<usize>> {
+        // Heap addresses are 16-byte aligned: the bits above those, mixed (Fibonacci hashing),
+        // pick the shard.
+        let mixed = ((addr >> 4) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let index = (mixed >> (u64::BITS - SHARDS.trailing_zeros())) as usize;
+        self.shards[index].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the object at `p` as live.
+    pub(crate) fn insert<T>(&self, p: *const T) {
+        self.shard(p as usize).insert(p as usize);
+    }
+
+    /// The object at `p` is gone.
+    pub(crate) fn remove<T>(&self, p: *const T) {
+        self.shard(p as usize).remove(&(p as usize));
+    }
+
+    /// Whether `p` is a live object's address.
+    pub(crate) fn contains<T>(&self, p: *const T) -> bool {
+        !p.is_null() && self.shard(p as usize).contains(&(p as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_is_live_from_insert_to_remove() {
+        let live = Live::new();
+        let objects: Vec<Box<[u64; 4]>> = (0..1000).map(|i| Box::new([i; 4])).collect();
+        for o in &objects {
+            assert!(!live.contains(&**o));
+            live.insert(&**o);
+        }
+        for (i, o) in objects.iter().enumerate() {
+            assert!(live.contains(&**o));
+            if i % 2 == 0 {
+                live.remove(&**o);
+            }
+        }
+        for (i, o) in objects.iter().enumerate() {
+            assert_eq!(live.contains(&**o), i % 2 == 1);
+            // An address inside a live object is not the object.
+            assert!(!live.contains(o.as_ptr().wrapping_add(1)));
+        }
+        assert!(!live.contains(core::ptr::null::<u64>()));
+    }
+
+    #[test]
+    fn the_shards_share_the_addresses() {
+        let live = Live::new();
+        for addr in (0x5555_0000_0000_usize..).step_by(48).take(SHARDS * 64) {
+            live.insert(addr as *const u8);
+        }
+        for shard in &live.shards {
+            let n = shard.lock().unwrap().len();
+            assert!(n > 16, "a shard holds {n} of {} addresses", SHARDS * 64);
+        }
+    }
+}
