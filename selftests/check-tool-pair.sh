@@ -66,5 +66,19 @@ linger=20 again_if_uncalibrated flip tool_pair flip true -- sh -c 'sleep 0.2' --
 expect "a retry that succeeds is the result: two runs, both ends 0 ($crc, $src)" \
 	eval '[ "$(wc -l <"$calls")" = 2 ] && [ "$crc $src" = "0 0" ]'
 
+# 5. perftest -R's client connected before the server's data listener was up: rejected with
+# reason 8, it exits 1 (over cepm's librdmacm: rdmacm_tools check 11) while the server waits.
+# The attempt is void as well: the server is stopped at once, and the pair runs again.
+rm -f "$calls" "$tree/flip"
+early='echo "RDMA CM event error:"; echo "Event: RDMA_CM_EVENT_REJECTED; error: 8."; exit 1'
+flip() { if [ -e "$tree/flip" ]; then echo "4096 200 1.0 1.0"; else touch "$tree/flip"; sh -c "$early"; fi; }
+# The server waits for ever the first time (exec: the signal reaches the sleep), not the second.
+server() { if [ -e "$tree/served" ]; then sleep 0.2; else touch "$tree/served"; exec sleep 30; fi; }
+start=$SECONDS
+linger=20 again_if_uncalibrated early tool_pair early true -- server -- count_calls flip >"$tree/shown"
+took=$((SECONDS - start))
+expect "a client rejected for a listener not up yet voids its attempt: the server stopped at once, a second run, both ends 0 (${took} s; $crc, $src)" \
+	eval '[ "$(wc -l <"$calls")" = 2 ] && [ "$crc $src" = "0 0" ] && grep -q "the server was stopped at once" "$tree/shown" && [ "$took" -lt 10 ]'
+
 echo "# check-tool-pair: $((n - failed)) of $n passed"
 [ "$failed" = 0 ]
