@@ -77,7 +77,7 @@ rxe_trouble() {
 # the packets rxe0 sent and the rxe trouble counters' growth (rxe_trouble); or "-" and status
 # 1 if it failed.
 # perftest exits 1 with "Can't produce a report" when it cannot calibrate its clock in a busy
-# TCG guest (selftests/cepm/lib.sh, again_if_uncalibrated): then it runs once more.
+# TCG guest (selftests/cepm/lib.sh, again_if_void): then it runs once more.
 bw_pair() {
 	local name=$1 port=$2 way=() try spid rc sent0 trouble0
 	[ "$3" = cepm ] && way=("${OVER_CEPM[@]}")

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Host test of selftests/cepm/lib.sh's tool_pair with a $linger (wait_pair) and of
-# again_if_uncalibrated, without a guest: the two ends are shell one-liners. An end that exits
-# normally leaves the other $linger seconds; one that printed $void_if (perftest's "Can't
-# produce a report") voids the attempt, and the other end is stopped at once and the pair run
-# again, while that is how it failed, up to $PERFTEST_ATTEMPTS times in all.
+# again_if_void, without a guest: the two ends are shell one-liners. An end that exits
+# normally leaves the other $linger seconds; one that printed $void_if (lib.sh's PERFTEST_VOID:
+# perftest's "Can't produce a report", or its client's reason-8 REJ) voids the attempt, and the
+# other end is stopped at once and the pair run again, while that is how it failed, up to
+# $PERFTEST_ATTEMPTS times in all.
 set -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tree=$(mktemp -d)
@@ -44,7 +45,7 @@ expect "an end still running 1 s after the other's normal exit is stopped (124)"
 calls=$tree/calls
 count_calls() { echo x >>"$calls"; "$@"; }
 start=$SECONDS
-linger=20 again_if_uncalibrated void tool_pair void true -- sleep 30 -- count_calls sh -c "$uncalibrated" \
+linger=20 again_if_void void tool_pair void true -- sleep 30 -- count_calls sh -c "$uncalibrated" \
 	>"$tree/shown"
 took=$((SECONDS - start))
 expect "an uncalibrated end voids its attempt: the other is stopped at once, each time" \
@@ -54,7 +55,7 @@ expect "... and the pair ran $PERFTEST_ATTEMPTS times in all ($(wc -l <"$calls")
 
 # 3. Any other failure is not retried, and leaves the other end its linger.
 rm -f "$calls"
-linger=1 again_if_uncalibrated other tool_pair other true -- sleep 30 -- count_calls sh -c 'echo broken; exit 2' \
+linger=1 again_if_void other tool_pair other true -- sleep 30 -- count_calls sh -c 'echo broken; exit 2' \
 	>"$tree/shown"
 expect "another failure runs once, the other end stopped after its linger ($crc, $src)" \
 	eval '[ "$(wc -l <"$calls")" = 1 ] && [ "$crc $src" = "2 124" ] && grep -q "still running 1 s" "$tree/shown"'
@@ -62,7 +63,7 @@ expect "another failure runs once, the other end stopped after its linger ($crc,
 # 4. A second attempt that succeeds ends the retries.
 rm -f "$calls"
 flip() { if [ -e "$tree/flip" ]; then echo "4096 200 1.0 1.0"; else touch "$tree/flip"; sh -c "$uncalibrated"; fi; }
-linger=20 again_if_uncalibrated flip tool_pair flip true -- sh -c 'sleep 0.2' -- count_calls flip >"$tree/shown"
+linger=20 again_if_void flip tool_pair flip true -- sh -c 'sleep 0.2' -- count_calls flip >"$tree/shown"
 expect "a retry that succeeds is the result: two runs, both ends 0 ($crc, $src)" \
 	eval '[ "$(wc -l <"$calls")" = 2 ] && [ "$crc $src" = "0 0" ]'
 
@@ -75,7 +76,7 @@ flip() { if [ -e "$tree/flip" ]; then echo "4096 200 1.0 1.0"; else touch "$tree
 # The server waits for ever the first time (exec: the signal reaches the sleep), not the second.
 server() { if [ -e "$tree/served" ]; then sleep 0.2; else touch "$tree/served"; exec sleep 30; fi; }
 start=$SECONDS
-linger=20 again_if_uncalibrated early tool_pair early true -- server -- count_calls flip >"$tree/shown"
+linger=20 again_if_void early tool_pair early true -- server -- count_calls flip >"$tree/shown"
 took=$((SECONDS - start))
 expect "a client rejected for a listener not up yet voids its attempt: the server stopped at once, a second run, both ends 0 (${took} s; $crc, $src)" \
 	eval '[ "$(wc -l <"$calls")" = 2 ] && [ "$crc $src" = "0 0" ] && grep -q "the server was stopped at once" "$tree/shown" && [ "$took" -lt 10 ]'
