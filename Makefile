@@ -90,7 +90,7 @@ host-test:
 # The guest's C test programs, built on the host against the UAPI header (ioctl_abi also against
 # the kernel's kselftest harness), each rebuilt only when its source or a header changed.
 SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
-	rdma_reject_client rdma_srq_server rdma_channel_events late_listen.so)
+	rdma_reject_client rdma_srq_server rdma_channel_events rdma_stale_pointers late_listen.so busy_clock)
 SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
 selftest-progs: $(SELFTEST_PROGS)
 
@@ -102,9 +102,14 @@ out/selftests/%: selftests/cepm/%.c $(SELFTEST_HEADERS)
 out/selftests/ioctl_abi: $(wildcard $(KDIR)/tools/testing/selftests/kselftest_harness.h) | need-kdir
 out/selftests/ioctl_abi: PROG_CFLAGS = -Iinclude/uapi -I$(KDIR)/tools/testing/selftests
 out/selftests/ioctl_fuzz out/selftests/privileges: PROG_CFLAGS = -Iinclude/uapi
-out/selftests/rdma_reject_server out/selftests/rdma_reject_client out/selftests/rdma_channel_events: \
+out/selftests/rdma_reject_server out/selftests/rdma_reject_client out/selftests/rdma_channel_events \
+	out/selftests/rdma_stale_pointers: \
 	PROG_LIBS = -lrdmacm
 out/selftests/rdma_srq_server: PROG_LIBS = -lrdmacm -libverbs
+# A fixture (selftests/runner/), used by hand.
+out/selftests/busy_clock: selftests/runner/busy_clock.c
+	@mkdir -p out/selftests
+	$(CC) -Wall -Werror -O2 -o $@ $<
 # An LD_PRELOAD library, not a program: it finds the real rdma_listen with dlsym.
 out/selftests/late_listen.so: selftests/cepm/late_listen.c
 	@mkdir -p out/selftests
