@@ -270,14 +270,14 @@ tool_pair() {
 # that exited printed a line matching $void_if (grep's pattern), the attempt is void whatever
 # the other does, and the other is stopped at once.
 wait_pair() {
-	local cpid=$1 grace=$((linger * ${CEPM_LIMIT_SCALE:-1})) deadline='' killed='' why
+	local cpid=$1 grace=$((linger * ${CEPM_LIMIT_SCALE:-1})) deadline='' killed='' why void
 	while ! exited "$cpid" || ! exited "$spid"; do
 		if [ -z "$deadline" ] && { exited "$cpid" || exited "$spid"; }; then
 			deadline=$((SECONDS + grace))
 			why="was still running $grace s after the other end had exited: stopped"
-			if [ -n "${void_if:-}" ] && grep -qs -- "$void_if" "$out.$name-c" "$out.$name-s"; then
+			if [ -n "${void_if:-}" ] && void=$(grep -ohs -m1 -- "$void_if" "$out.$name-c" "$out.$name-s"); then
 				deadline=$SECONDS
-				why="was stopped at once: the other end printed \"$void_if\" and exited"
+				why="was stopped at once: the other end printed \"${void%%$'\n'*}\" and exited"
 			fi
 		elif [ -n "$deadline" ] && [ "$SECONDS" -ge "$deadline" ]; then
 			exited "$cpid" || killed=client

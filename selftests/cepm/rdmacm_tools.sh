@@ -22,7 +22,7 @@ for tool in rping ucmatose cmtime rdma_server rdma_client udaddy ib_send_bw ib_w
 done
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 17
+ktap_set_plan 18
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; ipv6_down; topology_down; rm -f "$out".*' EXIT
@@ -125,6 +125,12 @@ rejected_early() {
 		grep -q 'Event: RDMA_CM_EVENT_REJECTED; error: 8\.' "$out.late-c" && [ "$crc" -lt 124 ]
 }
 ktap_check "ib_send_bw -R, the server's data listener 3 s late: the client is rejected (status 8) and exits by itself, no crash ($crc)" rejected_early
+# The same on purpose: destroyed IDs and channels, and wild pointers (rdma_stale_pointers).
+"${OVER_CEPM[@]}" timeout 60 "$CEPM_ROOT/out/selftests/rdma_stale_pointers" >"$out.stale" 2>&1
+stale_rc=$?
+show stale "$out.stale"
+ktap_check "calls on a destroyed ID or channel, or on a wild pointer, fail with EINVAL, no crash ($stale_rc)" \
+	sh -c "test $stale_rc = 0 && grep -q '^rdma_stale_pointers: end 0' '$out.stale'"
 
 # No one listens on port 7177: the peer's cepm answers with a REJ, reason 8.
 "${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7177 -c 1 -C 1 >"$out.nolisten" 2>&1

@@ -3,7 +3,7 @@
 
 use core::{ffi::c_int, ptr};
 
-use crate::{errno, sys};
+use crate::{errno, id::Id, sys};
 
 /// The port of a socket address, in network byte order as it is stored: that of an IPv4 or
 /// IPv6 address, the low 16 bits of an `AF_IB` service ID, 0 for any other family.
@@ -29,27 +29,37 @@ fn port_of(storage: &sys::sockaddr_storage) -> u16 {
     }
 }
 
-/// `__be16 rdma_get_src_port(struct rdma_cm_id *id)`: the local port, network byte order.
+/// `__be16 rdma_get_src_port(struct rdma_cm_id *id)`: the local port, network byte order; 0
+/// for a pointer that is no live ID.
 ///
 /// # Safety
 ///
-/// `id` is a valid ID.
+/// No other thread frees the ID during the call (librdmacm's contract).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_get_src_port(id: *mut sys::rdma_cm_id) -> u16 {
-    // SAFETY: The caller passes a valid ID; every member of the address union is plain data,
-    // and the storage member covers the others.
-    port_of(unsafe { &(*id).route.addr.__bindgen_anon_1.src_storage })
+    // SAFETY: As the caller promises.
+    unsafe { Id::of_app(id) }.map_or(0, |id| {
+        let public = id.public();
+        // SAFETY: Every member of the address union is plain data, and the storage member
+        // covers the others.
+        port_of(unsafe { &public.route.addr.__bindgen_anon_1.src_storage })
+    })
 }
 
-/// `__be16 rdma_get_dst_port(struct rdma_cm_id *id)`: the peer's port, network byte order.
+/// `__be16 rdma_get_dst_port(struct rdma_cm_id *id)`: the peer's port, network byte order; 0
+/// for a pointer that is no live ID.
 ///
 /// # Safety
 ///
-/// `id` is a valid ID.
+/// As for [`rdma_get_src_port`].
 #[no_mangle]
 pub unsafe extern "C" fn rdma_get_dst_port(id: *mut sys::rdma_cm_id) -> u16 {
-    // SAFETY: As in rdma_get_src_port.
-    port_of(unsafe { &(*id).route.addr.__bindgen_anon_2.dst_storage })
+    // SAFETY: As the caller promises.
+    unsafe { Id::of_app(id) }.map_or(0, |id| {
+        let public = id.public();
+        // SAFETY: As in rdma_get_src_port.
+        port_of(unsafe { &public.route.addr.__bindgen_anon_2.dst_storage })
+    })
 }
 
 /// `struct ibv_context **rdma_get_devices(int *num_devices)`: a NULL-terminated array of the
