@@ -12,6 +12,7 @@
 //! is a pointer to the whole [`Channel`]. Every ID in `ids` is alive: an ID leaves the map
 //! before it is freed, and its queued events leave the queue before that.
 
+use core::ffi::c_int;
 use std::{
     collections::{BTreeMap, VecDeque},
     io,
@@ -86,7 +87,7 @@ impl Channel {
     /// No other thread frees the channel during the call (librdmacm's contract).
     pub(crate) unsafe fn of_app<'a>(
         channel: *mut sys::rdma_event_channel,
-    ) -> Result<&'a Channel, core::ffi::c_int> {
+    ) -> Result<&'a Channel, c_int> {
         if !live::CHANNELS.contains(channel.cast::<Channel>()) {
             return Err(libc::EINVAL);
         }

@@ -19,6 +19,7 @@
 //! the thread reading events, on an ID the application does not have yet (a
 //! CONNECT_REQUEST's).
 
+use core::ffi::c_int;
 use std::{
     cell::UnsafeCell,
     net::{IpAddr, SocketAddr},
@@ -150,16 +151,20 @@ impl Id {
         id
     }
 
-    /// The ID behind an application's pointer, if it is a live ID of this library.
+    /// The ID behind an application's pointer, if it is a live ID of this library (`EINVAL`
+    /// for NULL, for one destroyed, or for any other pointer: see [`crate::live`]).
     ///
     /// # Safety
     ///
-    /// No other thread frees the ID during the call that asks (librdmacm's contract).
-    pub(crate) unsafe fn of_app<'a>(id: *mut sys::rdma_cm_id) -> Option<&'a Id> {
+    /// No other thread frees the ID during the call (librdmacm's contract).
+    pub(crate) unsafe fn of_app<'a>(id: *mut sys::rdma_cm_id) -> Result<&'a Id, c_int> {
         let id = id.cast::<Id>();
+        if !live::IDS.contains(id) {
+            return Err(libc::EINVAL);
+        }
         // SAFETY: A live ID (checked), which stays so for the call (the caller's promise);
         // `public` is its first field, so the application's pointer is the ID's.
-        live::IDS.contains(id).then(|| unsafe { &*id })
+        Ok(unsafe { &*id })
     }
 
     /// The ID as a raw pointer, to name it (in a channel's map, as an event's owner) and to reach

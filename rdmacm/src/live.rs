@@ -13,8 +13,10 @@
 
 use std::{collections::BTreeSet, sync::Mutex};
 
-/// How many locks share the addresses.
+/// How many locks share the addresses: a power of two, as [`Live::shard`] picks one by the
+/// top bits of a hash.
 const SHARDS: usize = 16;
+const _: () = assert!(SHARDS.is_power_of_two() && SHARDS > 1);
 
 /// A set of live objects' addresses.
 pub(crate) struct Live {

@@ -27,12 +27,14 @@ int main(void)
 {
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(7), .sin_addr.s_addr = htonl(0x7f000001) };
 	struct rdma_event_channel *channel = rdma_create_event_channel();
+	struct rdma_event_channel *second = rdma_create_event_channel();
 	struct rdma_cm_event *event;
 	struct rdma_cm_id *id, *other;
+	unsigned int ports;
 	/* What a freed array might hold where a pointer was: glibc's mangled tcache link. */
 	struct rdma_cm_id *garbage = (struct rdma_cm_id *)(uintptr_t)0x5a5a5a5a5a5a5a50ULL;
 
-	if (!channel)
+	if (!channel || !second)
 		return fail("rdma_create_event_channel");
 	if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP) || rdma_create_id(channel, &other, NULL, RDMA_PS_TCP))
 		return fail("rdma_create_id");
@@ -44,13 +46,13 @@ int main(void)
 	einval("rdma_resolve_addr on a wild pointer",
 	       rdma_resolve_addr(garbage, NULL, (struct sockaddr *)&dst, 100));
 	einval("rdma_listen on a pointer into an ID", rdma_listen((struct rdma_cm_id *)((char *)other + 16), 1));
-	printf("rdma_get_src_port of a destroyed ID: %u: %s\n", rdma_get_src_port(id),
-	       rdma_get_src_port(id) ? "WRONG (want 0)" : "ok");
-	failed |= rdma_get_src_port(id) != 0;
-	/* The live ID is untouched by all that. */
-	if (rdma_destroy_id(other))
-		return fail("rdma_destroy_id of the live ID");
-
+	ports = rdma_get_src_port(id) | rdma_get_dst_port(id);
+	printf("rdma_get_src_port and rdma_get_dst_port of a destroyed ID: %u: %s\n", ports,
+	       ports ? "WRONG (want 0)" : "ok");
+	failed |= ports != 0;
+	/* The live ID is untouched by all that: it moves to a second channel, and the first goes. */
+	if (rdma_migrate_id(other, second))
+		return fail("rdma_migrate_id");
 	rdma_destroy_event_channel(channel);
 	errno = 0;
 	rdma_destroy_event_channel(channel);
@@ -59,6 +61,10 @@ int main(void)
 	failed |= errno != EINVAL;
 	einval("rdma_get_cm_event on a destroyed channel", rdma_get_cm_event(channel, &event));
 	einval("rdma_create_id on a destroyed channel", rdma_create_id(channel, &id, NULL, RDMA_PS_TCP));
+	einval("rdma_migrate_id to a destroyed channel", rdma_migrate_id(other, channel));
+	if (rdma_destroy_id(other))
+		return fail("rdma_destroy_id of the live ID");
+	rdma_destroy_event_channel(second);
 	printf("rdma_stale_pointers: end %d\n", failed);
 	return failed;
 }

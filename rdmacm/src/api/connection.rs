@@ -98,7 +98,7 @@ fn local_qp(
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `conn_param` NULL or valid.
+/// `id` is not destroyed during the call (see [`crate::api`]); `conn_param` NULL or valid.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_connect(
     id: *mut sys::rdma_cm_id,
@@ -176,7 +176,7 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `conn_param` NULL or valid.
+/// `id` is not destroyed during the call (see [`crate::api`]); `conn_param` NULL or valid.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_accept(
     id: *mut sys::rdma_cm_id,
@@ -271,14 +271,15 @@ fn accept(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> 
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `private_data` valid for `private_data_len` bytes, or NULL.
+/// `id` is not destroyed during the call (see [`crate::api`]); `private_data` valid for
+/// `private_data_len` bytes, or NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_reject(
     id: *mut sys::rdma_cm_id,
     private_data: *const c_void,
     private_data_len: u8,
 ) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
@@ -315,10 +316,10 @@ pub unsafe extern "C" fn rdma_reject(
 ///
 /// # Safety
 ///
-/// `id` is a live ID.
+/// `id` is not destroyed during the call (see [`crate::api`]).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_disconnect(id: *mut sys::rdma_cm_id) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
@@ -349,10 +350,10 @@ pub unsafe extern "C" fn rdma_disconnect(id: *mut sys::rdma_cm_id) -> c_int {
 ///
 /// # Safety
 ///
-/// `id` is a live ID.
+/// `id` is not destroyed during the call (see [`crate::api`]).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_establish(id: *mut sys::rdma_cm_id) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
@@ -374,13 +375,13 @@ pub unsafe extern "C" fn rdma_establish(id: *mut sys::rdma_cm_id) -> c_int {
 ///
 /// # Safety
 ///
-/// `id` is a live ID.
+/// `id` is not destroyed during the call (see [`crate::api`]).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_notify(
     id: *mut sys::rdma_cm_id,
     event: sys::ibv_event_type,
 ) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
@@ -402,7 +403,7 @@ pub unsafe extern "C" fn rdma_notify(
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `qp_attr` and `qp_attr_mask` valid.
+/// `id` is not destroyed during the call (see [`crate::api`]); `qp_attr` and `qp_attr_mask` valid.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_init_qp_attr(
     id: *mut sys::rdma_cm_id,
@@ -473,7 +474,7 @@ pub unsafe extern "C" fn rdma_init_qp_attr(
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `optval` valid for `optlen` bytes.
+/// `id` is not destroyed during the call (see [`crate::api`]); `optval` valid for `optlen` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_set_option(
     id: *mut sys::rdma_cm_id,
@@ -482,7 +483,7 @@ pub unsafe extern "C" fn rdma_set_option(
     optval: *mut c_void,
     optlen: usize,
 ) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };

@@ -118,10 +118,10 @@ unsafe fn set_up(
 ///
 /// # Safety
 ///
-/// `id` is a live ID, not used afterwards.
+/// `id` is not used afterwards, nor destroyed during the call (see [`crate::api`]).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_ep(id: *mut sys::rdma_cm_id) {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     unsafe {
         rdma_destroy_qp(id);
         rdma_destroy_srq(id);
@@ -137,13 +137,13 @@ pub unsafe extern "C" fn rdma_destroy_ep(id: *mut sys::rdma_cm_id) {
 ///
 /// # Safety
 ///
-/// `listen` is a live ID; `id` valid for a write.
+/// `listen` is not destroyed during the call (see [`crate::api`]); `id` valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_get_request(
     listen: *mut sys::rdma_cm_id,
     id: *mut *mut sys::rdma_cm_id,
 ) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(listener) = (unsafe { id_of(listen) }) else {
         return errno::fail(libc::EINVAL);
     };

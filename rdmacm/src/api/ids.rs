@@ -32,7 +32,7 @@ pub(crate) fn port_space(ps: sys::rdma_port_space) -> Option<PortSpace> {
 /// No other thread frees the ID during the call (librdmacm's contract).
 pub(crate) unsafe fn id_of<'a>(id: *mut sys::rdma_cm_id) -> Result<&'a Id, c_int> {
     // SAFETY: As the caller promises.
-    unsafe { Id::of_app(id) }.ok_or(libc::EINVAL)
+    unsafe { Id::of_app(id) }
 }
 
 /// `int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void
@@ -41,7 +41,7 @@ pub(crate) unsafe fn id_of<'a>(id: *mut sys::rdma_cm_id) -> Result<&'a Id, c_int
 ///
 /// # Safety
 ///
-/// `channel` is NULL or a live channel; `id` is valid for a write.
+/// `channel` is not destroyed during the call (see [`crate::api`]); `id` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_create_id(
     channel: *mut sys::rdma_event_channel,
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn rdma_create_id(
 ///
 /// # Safety
 ///
-/// `channel` is NULL or a live channel.
+/// `channel` is not destroyed during the call (see [`crate::api`]).
 pub(crate) unsafe fn create_id(
     channel: *mut sys::rdma_event_channel,
     context: *mut c_void,
@@ -113,10 +113,10 @@ pub(crate) unsafe fn create_id(
 ///
 /// # Safety
 ///
-/// `id` is a live ID, not used afterwards.
+/// `id` is not used afterwards, nor destroyed during the call (see [`crate::api`]).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
@@ -170,7 +170,7 @@ fn attach_device(this: &Id, ip: IpAddr) -> Result<(), c_int> {
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `addr` NULL or a socket address.
+/// `id` is not destroyed during the call (see [`crate::api`]); `addr` NULL or a socket address.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_bind_addr(
     id: *mut sys::rdma_cm_id,
@@ -208,7 +208,8 @@ fn ephemeral_port() -> u16 {
 ///
 /// # Safety
 ///
-/// `id` is a live ID; the addresses NULL (`src_addr` only) or socket addresses.
+/// `id` is not destroyed during the call (see [`crate::api`]); the addresses NULL (`src_addr`
+/// only) or socket addresses.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_resolve_addr(
     id: *mut sys::rdma_cm_id,
@@ -278,10 +279,10 @@ pub(crate) const ROCE_PACKET_LIFETIME: u8 = 16;
 ///
 /// # Safety
 ///
-/// `id` is a live ID.
+/// `id` is not destroyed during the call (see [`crate::api`]).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_ms: c_int) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
@@ -325,10 +326,10 @@ pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_m
 ///
 /// # Safety
 ///
-/// `id` is a live ID.
+/// `id` is not destroyed during the call (see [`crate::api`]).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };
@@ -384,7 +385,7 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
 ///
 /// # Safety
 ///
-/// `channel` is a live channel; `event` valid for a write.
+/// `channel` is not destroyed during the call (see [`crate::api`]); `event` valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_get_cm_event(
     channel: *mut sys::rdma_event_channel,

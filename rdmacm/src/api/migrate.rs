@@ -15,14 +15,14 @@ use crate::{api::ids::id_of, channel::Channel, errno, id::Id, sync, sys};
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `channel` NULL or a live channel. No other thread uses the ID, or takes
-/// events from its old channel, during the call.
+/// Neither `id` nor `channel` is destroyed during the call (see [`crate::api`]). No other
+/// thread uses the ID, or takes events from its old channel, during the call.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_migrate_id(
     id: *mut sys::rdma_cm_id,
     channel: *mut sys::rdma_event_channel,
 ) -> c_int {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
     };

@@ -171,7 +171,8 @@ pub(crate) fn create_qp(
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `pd` NULL or alive; `qp_init_attr` valid.
+/// `id` is not destroyed during the call (see [`crate::api`]); `pd` NULL or alive;
+/// `qp_init_attr` valid.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_create_qp(
     id: *mut sys::rdma_cm_id,
@@ -191,7 +192,7 @@ pub unsafe extern "C" fn rdma_create_qp(
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `qp_init_attr` valid.
+/// `id` is not destroyed during the call (see [`crate::api`]); `qp_init_attr` valid.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_create_qp_ex(
     id: *mut sys::rdma_cm_id,
@@ -232,10 +233,10 @@ pub unsafe extern "C" fn rdma_create_qp_ex(
 ///
 /// # Safety
 ///
-/// `id` is a live ID.
+/// `id` is not destroyed during the call (see [`crate::api`]).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_qp(id: *mut sys::rdma_cm_id) {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return;
     };

@@ -58,7 +58,7 @@ fn create_srq(this: &Id, attr: &mut sys::ibv_srq_init_attr_ex) -> Result<(), c_i
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `attr` valid.
+/// `id` is not destroyed during the call (see [`crate::api`]); `attr` valid.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_create_srq_ex(
     id: *mut sys::rdma_cm_id,
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn rdma_create_srq_ex(
 ///
 /// # Safety
 ///
-/// `id` is a live ID; `pd` NULL or alive; `attr` valid.
+/// `id` is not destroyed during the call (see [`crate::api`]); `pd` NULL or alive; `attr` valid.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_create_srq(
     id: *mut sys::rdma_cm_id,
@@ -112,10 +112,10 @@ pub unsafe extern "C" fn rdma_create_srq(
 ///
 /// # Safety
 ///
-/// `id` is a live ID.
+/// `id` is not destroyed during the call (see [`crate::api`]).
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_srq(id: *mut sys::rdma_cm_id) {
-    // SAFETY: The caller passes a live ID.
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return;
     };
