@@ -6,6 +6,8 @@
  * crash, as it may. Each step prints a line; exits 0 if all hold.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,6 +15,17 @@
 #include "rdma_test.h"
 
 static int failed;
+static int waiter_returned;
+
+/* A CM thread's loop, once: the next event of @arg. */
+static void *get_event(void *arg)
+{
+	struct rdma_cm_event *event;
+
+	rdma_get_cm_event(arg, &event);
+	__atomic_store_n(&waiter_returned, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
 
 /* A call that must fail with -1 and EINVAL. */
 static void einval(const char *what, int rc)
@@ -31,6 +44,8 @@ int main(void)
 	struct rdma_cm_event *event;
 	struct rdma_cm_id *id, *other;
 	unsigned int ports;
+	pthread_t waiter;
+	int returned;
 	/* What a freed array might hold where a pointer was: glibc's mangled tcache link. */
 	struct rdma_cm_id *garbage = (struct rdma_cm_id *)(uintptr_t)0x5a5a5a5a5a5a5a50ULL;
 
@@ -59,12 +74,26 @@ int main(void)
 	printf("rdma_destroy_event_channel of a destroyed channel: %s: %s\n", strerror(errno),
 	       errno == EINVAL ? "ok" : "WRONG (want EINVAL)");
 	failed |= errno != EINVAL;
-	einval("rdma_get_cm_event on a destroyed channel", rdma_get_cm_event(channel, &event));
+	einval("rdma_get_cm_event on a wild pointer",
+	       rdma_get_cm_event((struct rdma_event_channel *)garbage, &event));
+	/*
+	 * On a channel destroyed a moment ago the call waits for ever instead: rping of rdma-core
+	 * 44 destroys its channel while its CM thread goes back for the next event, and exits
+	 * with the error if it gets one (stop 35). The waiter must still be waiting in 300 ms.
+	 */
+	if (pthread_create(&waiter, NULL, get_event, channel))
+		return fail("pthread_create");
+	usleep(300000);
+	returned = __atomic_load_n(&waiter_returned, __ATOMIC_SEQ_CST);
+	printf("rdma_get_cm_event on a channel destroyed a moment ago: %s\n",
+	       returned ? "WRONG (it returned, want it to wait)" : "still waiting: ok");
+	failed |= returned;
 	einval("rdma_create_id on a destroyed channel", rdma_create_id(channel, &id, NULL, RDMA_PS_TCP));
 	einval("rdma_migrate_id to a destroyed channel", rdma_migrate_id(other, channel));
 	if (rdma_destroy_id(other))
 		return fail("rdma_destroy_id of the live ID");
 	rdma_destroy_event_channel(second);
 	printf("rdma_stale_pointers: end %d\n", failed);
-	return failed;
+	/* exit, not return: the waiter above never returns. */
+	exit(failed);
 }
