@@ -16,7 +16,7 @@ mod errno;
 pub(crate) mod event;
 pub mod event_str;
 pub(crate) mod id;
-mod live;
+pub(crate) mod live;
 pub(crate) mod qp;
 mod resolve;
 pub(crate) mod route;

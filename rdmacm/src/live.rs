@@ -11,17 +11,24 @@
 //! at the same address, nor make a call on an object that another thread frees meanwhile safe:
 //! librdmacm's contract still forbids both.
 
-use std::{collections::BTreeSet, sync::Mutex};
+use std::{
+    collections::{BTreeSet, VecDeque},
+    sync::Mutex,
+};
 
 /// How many locks share the addresses: a power of two, as [`Live::shard`] picks one by the
 /// top bits of a hash.
 const SHARDS: usize = 16;
 const _: () = assert!(SHARDS.is_power_of_two() && SHARDS > 1);
 
-/// A set of live objects' addresses.
+/// A set of live objects' addresses, and the last few that went.
 pub(crate) struct Live {
     shards: [Mutex<BTreeSet<usize>>; SHARDS],
+    gone: Mutex<VecDeque<usize>>,
 }
+
+/// How many of the addresses that went [`Live::went`] remembers.
+const GONE: usize = 64;
 
 /// The IDs: each [`Id`](crate::id::Id) from its making to its drop.
 pub(crate) static IDS: Live = Live::new();
@@ -33,6 +40,7 @@ impl Live {
     const fn new() -> Self {
         Self {
             shards: [const { Mutex::new(BTreeSet::new()) }; SHARDS],
+            gone: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -52,6 +60,21 @@ impl Live {
     /// The object at `p` is gone.
     pub(crate) fn remove<T>(&self, p: *const T) {
         self.shard(p as usize).remove(&(p as usize));
+        let mut gone = self.gone.lock().unwrap_or_else(|e| e.into_inner());
+        if gone.len() == GONE {
+            gone.pop_front();
+        }
+        gone.push_back(p as usize);
+    }
+
+    /// Whether `p` is not live but was one of the last [`GONE`] objects to go.
+    pub(crate) fn went<T>(&self, p: *const T) -> bool {
+        !self.contains(p)
+            && self
+                .gone
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&(p as usize))
     }
 
     /// Whether `p` is a live object's address.
@@ -84,6 +107,10 @@ mod tests {
             assert!(!live.contains(o.as_ptr().wrapping_add(1)));
         }
         assert!(!live.contains(core::ptr::null::<u64>()));
+        // The last GONE removed are remembered, the live ones and the older ones are not.
+        assert!(live.went(&*objects[998]));
+        assert!(!live.went(&*objects[999]));
+        assert!(!live.went(&*objects[0]));
     }
 
     #[test]

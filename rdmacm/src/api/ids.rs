@@ -15,6 +15,7 @@ use crate::{
     device, errno,
     event::{self, Event},
     id::{socket_addr, Id, Phase},
+    live,
     resolve::{address, gid_table},
     sync, sys,
 };
@@ -383,6 +384,11 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
 /// **event)`: the next event, waiting for it unless the channel's file is non-blocking
 /// (`EAGAIN`).
 ///
+/// A thread that asks a channel destroyed a moment ago (one of the last 64 to go) waits for
+/// ever, as it would had it been waiting already: rping of rdma-core 44 (Debian 12's) destroys
+/// its channel while its CM thread goes back for the next event, and would exit with the
+/// error instead of with its result. Any other pointer that is no live channel gets `EINVAL`.
+///
 /// # Safety
 ///
 /// `channel` is not destroyed during the call (see [`crate::api`]); `event` valid for a write.
@@ -393,6 +399,11 @@ pub unsafe extern "C" fn rdma_get_cm_event(
 ) -> c_int {
     if event.is_null() {
         return errno::fail(libc::EINVAL);
+    }
+    if live::CHANNELS.went(channel.cast::<Channel>()) {
+        loop {
+            std::thread::park();
+        }
     }
     // SAFETY: The channel is not freed during the call (librdmacm's contract).
     let channel = match unsafe { Channel::of_app(channel) } {
