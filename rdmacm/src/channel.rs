@@ -240,6 +240,6 @@ impl Channel {
 
 impl Drop for Channel {
     fn drop(&mut self) {
-        live::CHANNELS.remove(self);
+        live::CHANNELS.retire(self);
     }
 }

@@ -27,7 +27,7 @@ pub(crate) struct Live {
     gone: Mutex<VecDeque<usize>>,
 }
 
-/// How many of the addresses that went [`Live::went`] remembers.
+/// How many of the retired addresses [`Live::went`] remembers.
 const GONE: usize = 64;
 
 /// The IDs: each [`Id`](crate::id::Id) from its making to its drop.
@@ -60,6 +60,12 @@ impl Live {
     /// The object at `p` is gone.
     pub(crate) fn remove<T>(&self, p: *const T) {
         self.shard(p as usize).remove(&(p as usize));
+    }
+
+    /// The object at `p` is gone, and [`Live::went`] remembers it (the one lock all share:
+    /// for channels, not for every ID).
+    pub(crate) fn retire<T>(&self, p: *const T) {
+        self.remove(p);
         let mut gone = self.gone.lock().unwrap_or_else(|e| e.into_inner());
         if gone.len() == GONE {
             gone.pop_front();
@@ -67,7 +73,7 @@ impl Live {
         gone.push_back(p as usize);
     }
 
-    /// Whether `p` is not live but was one of the last [`GONE`] objects to go.
+    /// Whether `p` is not live but was one of the last [`GONE`] objects retired.
     pub(crate) fn went<T>(&self, p: *const T) -> bool {
         !self.contains(p)
             && self
@@ -98,7 +104,7 @@ mod tests {
         for (i, o) in objects.iter().enumerate() {
             assert!(live.contains(&**o));
             if i % 2 == 0 {
-                live.remove(&**o);
+                live.retire(&**o);
             }
         }
         for (i, o) in objects.iter().enumerate() {

@@ -400,17 +400,15 @@ pub unsafe extern "C" fn rdma_get_cm_event(
     if event.is_null() {
         return errno::fail(libc::EINVAL);
     }
-    if live::CHANNELS.went(channel.cast::<Channel>()) {
-        loop {
-            std::thread::park();
-        }
-    }
     // SAFETY: The channel is not freed during the call (librdmacm's contract).
-    let channel = match unsafe { Channel::of_app(channel) } {
-        Ok(channel) => channel,
+    let live_channel = match unsafe { Channel::of_app(channel) } {
+        Ok(live_channel) => live_channel,
+        Err(_) if live::CHANNELS.went(channel.cast::<Channel>()) => loop {
+            std::thread::park();
+        },
         Err(e) => return errno::fail(e),
     };
-    match event::next(channel, None) {
+    match event::next(live_channel, None) {
         Ok(e) => {
             // SAFETY: The caller passes `event` valid for a write.
             unsafe { *event = Box::into_raw(e).cast() };
