@@ -7,9 +7,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <unistd.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include "rdma_test.h"
@@ -27,6 +30,91 @@ static void *get_event(void *arg)
 	return NULL;
 }
 
+/* A thread blocked in rdma_get_cm_event while another destroys its channel. */
+static struct {
+	struct rdma_event_channel *channel;
+	pid_t tid;
+	int rc, err;
+	int returned;
+} blocked;
+
+static void *get_event_blocked(void *arg)
+{
+	struct rdma_cm_event *event;
+
+	(void)arg;
+	__atomic_store_n(&blocked.tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	blocked.rc = rdma_get_cm_event(blocked.channel, &event);
+	blocked.err = errno;
+	__atomic_store_n(&blocked.returned, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/* Whether thread @tid sleeps (its state in /proc is S): inside the call, waiting. */
+static int sleeping(pid_t tid)
+{
+	char path[64], buf[256], *state;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	state = strrchr(buf, ')');
+	return state && state[1] == ' ' && state[2] == 'S';
+}
+
+/*
+ * The channel stays alive until the last call in it returns: a thread already waiting in
+ * rdma_get_cm_event when another destroys the channel keeps waiting, as over rdma-core's
+ * blocked read, and a signal then ends its wait with EINTR, as on a live channel. Freed
+ * memory is poisoned (main's GLIBC_TUNABLES), so a library that freed the channel under the
+ * waiter reads garbage there: it hangs on a poisoned lock, or crashes.
+ */
+static int destroy_under_a_waiter(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct timespec deadline;
+	pthread_t waiter;
+	int ok, i;
+
+	blocked.channel = rdma_create_event_channel();
+	if (!blocked.channel)
+		return fail("rdma_create_event_channel");
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: the wait ends with EINTR. */
+	if (sigaction(SIGUSR1, &sa, NULL))
+		return fail("sigaction");
+	if (pthread_create(&waiter, NULL, get_event_blocked, NULL))
+		return fail("pthread_create");
+	/* Until the waiter sleeps in the call (60 s at most). */
+	for (i = 0; i < 60000 && !(__atomic_load_n(&blocked.tid, __ATOMIC_SEQ_CST) && sleeping(blocked.tid)); i++)
+		usleep(1000);
+	rdma_destroy_event_channel(blocked.channel);
+	printf("rdma_destroy_event_channel while a thread waits in rdma_get_cm_event on it: %s\n",
+	       __atomic_load_n(&blocked.returned, __ATOMIC_SEQ_CST) ? "WRONG (the waiter returned)" : "ok, it still waits");
+	pthread_kill(waiter, SIGUSR1);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 10;
+	if (pthread_timedjoin_np(waiter, NULL, &deadline)) {
+		printf("... a signal to the waiter: it did not return in 10 s: WRONG (want -1, EINTR)\n");
+		return 1;
+	}
+	ok = blocked.rc == -1 && blocked.err == EINTR;
+	printf("... a signal to the waiter: %d, %s: %s\n", blocked.rc, strerror(blocked.err),
+	       ok ? "ok" : "WRONG (want -1, EINTR)");
+	return !ok;
+}
+
 /* A call that must fail with -1 and EINVAL. */
 static void einval(const char *what, int rc)
 {
@@ -36,11 +124,10 @@ static void einval(const char *what, int rc)
 	failed |= !ok;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(7), .sin_addr.s_addr = htonl(0x7f000001) };
-	struct rdma_event_channel *channel = rdma_create_event_channel();
-	struct rdma_event_channel *second = rdma_create_event_channel();
+	struct rdma_event_channel *channel, *second;
 	struct rdma_cm_event *event;
 	struct rdma_cm_id *id, *other;
 	unsigned int ports;
@@ -49,6 +136,14 @@ int main(void)
 	/* What a freed array might hold where a pointer was: glibc's mangled tcache link. */
 	struct rdma_cm_id *garbage = (struct rdma_cm_id *)(uintptr_t)0x5a5a5a5a5a5a5a50ULL;
 
+	/* Every block freed is poisoned at once (no thread cache to hold it unpoisoned). */
+	if (argc == 1 && !getenv("GLIBC_TUNABLES")) {
+		setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0:glibc.malloc.perturb=165", 1);
+		execv("/proc/self/exe", argv);
+		return fail("execv");
+	}
+	channel = rdma_create_event_channel();
+	second = rdma_create_event_channel();
 	if (!channel || !second)
 		return fail("rdma_create_event_channel");
 	if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP) || rdma_create_id(channel, &other, NULL, RDMA_PS_TCP))
@@ -93,6 +188,7 @@ int main(void)
 	if (rdma_destroy_id(other))
 		return fail("rdma_destroy_id of the live ID");
 	rdma_destroy_event_channel(second);
+	failed |= destroy_under_a_waiter();
 	printf("rdma_stale_pointers: end %d\n", failed);
 	/* exit, not return: the waiter above never returns. */
 	exit(failed);
