@@ -22,7 +22,12 @@ use std::{
 
 use cepm::Cepm;
 
-use crate::{event::Event, id::Id, live, sys};
+use crate::{
+    event::Event,
+    id::Id,
+    live::{self, Call},
+    sys,
+};
 
 mod handout;
 
@@ -80,19 +85,23 @@ impl Channel {
     }
 
     /// The channel behind an application's pointer, if it is a live channel of this library
-    /// (`EINVAL` for NULL, for one destroyed, or for any other pointer: see [`crate::live`]).
+    /// (`EINVAL` for NULL, for one destroyed, or for any other pointer: see [`crate::live`]),
+    /// held for a call: a destroy meanwhile frees it only once the call is over.
+    pub(crate) fn of_app(channel: *mut sys::rdma_event_channel) -> Result<Call<Channel>, c_int> {
+        live::CHANNELS
+            .enter(channel.cast::<Channel>())
+            .ok_or(libc::EINVAL)
+    }
+
+    /// Frees a channel made by [`Channel::open`] (through `Box::into_raw`): now, or when the
+    /// last call in it returns. `EINVAL` if it is no live channel, or one freed already.
     ///
     /// # Safety
     ///
-    /// No other thread frees the channel during the call (librdmacm's contract).
-    pub(crate) unsafe fn of_app<'a>(
-        channel: *mut sys::rdma_event_channel,
-    ) -> Result<&'a Channel, c_int> {
-        if !live::CHANNELS.contains(channel.cast::<Channel>()) {
-            return Err(libc::EINVAL);
-        }
-        // SAFETY: A live channel (checked), alive for the call (the caller's promise).
-        Ok(unsafe { Self::from_public(channel) })
+    /// `channel` is not used afterwards, except by the calls in progress.
+    pub(crate) unsafe fn free(channel: *mut sys::rdma_event_channel) -> Result<(), c_int> {
+        // SAFETY: As the caller promises.
+        unsafe { live::CHANNELS.release(channel.cast::<Channel>()) }.map_err(|()| libc::EINVAL)
     }
 
     /// The channel behind an application's pointer.
@@ -240,6 +249,6 @@ impl Channel {
 
 impl Drop for Channel {
     fn drop(&mut self) {
-        live::CHANNELS.retire(self);
+        live::CHANNELS.remove(self);
     }
 }

@@ -22,25 +22,24 @@ pub extern "C" fn rdma_create_event_channel() -> *mut sys::rdma_event_channel {
 /// As with librdmacm, every ID on the channel must have been destroyed first; a channel that
 /// still has IDs is left open (their events would have nowhere to go), with `errno` `EBUSY`.
 /// A pointer that is no live channel (NULL, or one destroyed already) is left alone, with
-/// `errno` `EINVAL`.
+/// `errno` `EINVAL`. A thread waiting in `rdma_get_cm_event` on the channel meanwhile keeps
+/// waiting, as over rdma-core's blocked read (a signal ends its wait); the channel is freed
+/// when that call returns.
 ///
 /// # Safety
 ///
-/// `channel` is not used afterwards, and no other thread uses it meanwhile.
+/// `channel` is not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_event_channel(channel: *mut sys::rdma_event_channel) {
-    // SAFETY: As the caller promises.
-    match unsafe { Channel::of_app(channel) } {
-        Err(e) => {
-            errno::set(e);
-            return;
-        }
-        Ok(live) if live.has_ids() => {
-            errno::set(libc::EBUSY);
-            return;
-        }
-        Ok(_) => {}
+    let busy = match Channel::of_app(channel) {
+        Ok(live) => live.has_ids(),
+        Err(e) => return errno::set(e),
+    };
+    if busy {
+        return errno::set(libc::EBUSY);
     }
-    // SAFETY: The caller gives the channel up; it came from Box::into_raw.
-    drop(unsafe { Box::from_raw(channel.cast::<Channel>()) });
+    // SAFETY: The caller gives the channel up.
+    if let Err(e) = unsafe { Channel::free(channel) } {
+        errno::set(e); // another thread's destroy came first
+    }
 }

@@ -46,15 +46,13 @@ pub unsafe extern "C" fn rdma_create_ep(
         return errno::fail(libc::EOPNOTSUPP);
     }
     let qp_type = res.ai_qp_type as sys::ibv_qp_type;
-    // SAFETY: A NULL channel: a synchronous ID on a channel of its own.
-    let new = match unsafe {
-        create_id(
-            ptr::null_mut(),
-            ptr::null_mut(),
-            res.ai_port_space as _,
-            qp_type,
-        )
-    } {
+    // A NULL channel: a synchronous ID on a channel of its own.
+    let new = match create_id(
+        ptr::null_mut(),
+        ptr::null_mut(),
+        res.ai_port_space as _,
+        qp_type,
+    ) {
         Ok(new) => new,
         Err(e) => return errno::fail(e),
     };

@@ -42,7 +42,7 @@ pub(crate) unsafe fn id_of<'a>(id: *mut sys::rdma_cm_id) -> Result<&'a Id, c_int
 ///
 /// # Safety
 ///
-/// `channel` is not destroyed during the call (see [`crate::api`]); `id` is valid for a write.
+/// `id` is valid for a write. (`channel` is checked, and held for the call: see [`crate::api`].)
 #[no_mangle]
 pub unsafe extern "C" fn rdma_create_id(
     channel: *mut sys::rdma_event_channel,
@@ -57,8 +57,7 @@ pub unsafe extern "C" fn rdma_create_id(
     if id.is_null() {
         return errno::fail(libc::EINVAL);
     }
-    // SAFETY: The caller's pointers, as documented.
-    match unsafe { create_id(channel, context, ps, qp_type) } {
+    match create_id(channel, context, ps, qp_type) {
         Ok(new) => {
             // SAFETY: The caller passes `id` valid for a write.
             unsafe { *id = new.cast() };
@@ -69,12 +68,8 @@ pub unsafe extern "C" fn rdma_create_id(
 }
 
 /// A new ID on `channel`, or a synchronous one on a channel of its own when `channel` is NULL
-/// (librdmacm's `rdma_create_id2`).
-///
-/// # Safety
-///
-/// `channel` is not destroyed during the call (see [`crate::api`]).
-pub(crate) unsafe fn create_id(
+/// (librdmacm's `rdma_create_id2`). `channel` is checked, and held for the call.
+pub(crate) fn create_id(
     channel: *mut sys::rdma_event_channel,
     context: *mut c_void,
     ps: sys::rdma_port_space,
@@ -89,15 +84,14 @@ pub(crate) unsafe fn create_id(
     } else {
         channel
     };
-    // SAFETY: The caller's channel is not freed during the call (librdmacm's contract); the one
-    // just made is ours.
-    let chan = unsafe { Channel::of_app(channel) }?;
+    let chan = Channel::of_app(channel)?;
     let handle = match chan.cepm.create(0) {
         Ok(h) => h,
         Err(e) => {
+            drop(chan);
             if sync {
                 // SAFETY: Made above, known to no one else.
-                drop(unsafe { Box::from_raw(channel.cast::<Channel>()) });
+                let _ = unsafe { Channel::free(channel) };
             }
             return Err(errno::of_io(e));
         }
@@ -141,7 +135,7 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
     drop(unsafe { Box::from_raw(idp) });
     if last && private {
         // SAFETY: A private channel belongs to its IDs, and this was the last.
-        drop(unsafe { Box::from_raw(channel_ptr.cast::<Channel>()) });
+        let _ = unsafe { Channel::free(channel_ptr) };
     }
     0
 }
@@ -391,7 +385,7 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
 ///
 /// # Safety
 ///
-/// `channel` is not destroyed during the call (see [`crate::api`]); `event` valid for a write.
+/// `event` valid for a write. (`channel` is checked, and held for the call: see [`crate::api`].)
 #[no_mangle]
 pub unsafe extern "C" fn rdma_get_cm_event(
     channel: *mut sys::rdma_event_channel,
@@ -400,15 +394,15 @@ pub unsafe extern "C" fn rdma_get_cm_event(
     if event.is_null() {
         return errno::fail(libc::EINVAL);
     }
-    // SAFETY: The channel is not freed during the call (librdmacm's contract).
-    let live_channel = match unsafe { Channel::of_app(channel) } {
+    // Held for the call: a destroy meanwhile frees the channel only after it.
+    let live_channel = match Channel::of_app(channel) {
         Ok(live_channel) => live_channel,
         Err(_) if live::CHANNELS.went(channel.cast::<Channel>()) => loop {
             std::thread::park();
         },
         Err(e) => return errno::fail(e),
     };
-    match event::next(live_channel, None) {
+    match event::next(&live_channel, None) {
         Ok(e) => {
             // SAFETY: The caller passes `event` valid for a write.
             unsafe { *event = Box::into_raw(e).cast() };

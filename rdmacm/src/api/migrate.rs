@@ -15,8 +15,9 @@ use crate::{api::ids::id_of, channel::Channel, errno, id::Id, sync, sys};
 ///
 /// # Safety
 ///
-/// Neither `id` nor `channel` is destroyed during the call (see [`crate::api`]). No other
-/// thread uses the ID, or takes events from its old channel, during the call.
+/// `id` is not destroyed during the call (see [`crate::api`]; `channel` is checked, and held
+/// for the call). No other thread uses the ID, or takes events from its old channel, during
+/// the call.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_migrate_id(
     id: *mut sys::rdma_cm_id,
@@ -47,11 +48,12 @@ pub(crate) unsafe fn migrate(
     if channel == old_ptr {
         return Ok(());
     }
+    // The application's channel, held for the call.
+    let mut target = None;
     let new_ptr: *mut sys::rdma_event_channel = if to_private {
         Box::into_raw(Channel::open(true).map_err(errno::of_io)?).cast()
     } else {
-        // SAFETY: The channel is not freed during the call (librdmacm's contract).
-        unsafe { Channel::of_app(channel) }?;
+        target = Some(Channel::of_app(channel)?);
         channel
     };
     // SAFETY: Both channels are alive: the ID's (its invariant) and the caller's, or the one
@@ -63,7 +65,7 @@ pub(crate) unsafe fn migrate(
         Err(e) => {
             if to_private {
                 // SAFETY: Made above, known to no one else.
-                drop(unsafe { Box::from_raw(new_ptr.cast::<Channel>()) });
+                let _ = unsafe { Channel::free(new_ptr) };
             }
             return Err(errno::of_io(e));
         }
@@ -77,8 +79,9 @@ pub(crate) unsafe fn migrate(
     this.update(|p| p.channel = new_ptr);
     if last && old.private {
         // SAFETY: A private channel belongs to its IDs, and this was the last.
-        drop(unsafe { Box::from_raw(old_ptr.cast::<Channel>()) });
+        let _ = unsafe { Channel::free(old_ptr) };
     }
     this.wait_for_acks();
+    drop(target);
     Ok(())
 }
