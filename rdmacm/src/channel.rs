@@ -33,6 +33,14 @@ mod handout;
 
 use handout::Handout;
 
+/// The IDs on a channel, by their CEP's handle, and whether the channel is closed: destroyed,
+/// it takes no new ID.
+#[derive(Default)]
+struct Ids {
+    map: BTreeMap<u32, IdPtr>,
+    closed: bool,
+}
+
 /// An ID as the channel's map holds it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct IdPtr(pub(crate) *mut Id);
@@ -51,8 +59,8 @@ pub(crate) struct Channel {
     /// Made by `rdma_create_id` for a synchronous ID (and shared with the IDs its listens
     /// give): freed with the last of its IDs, never by the application.
     pub(crate) private: bool,
-    /// The IDs on this channel, by their CEP's handle.
-    ids: Mutex<BTreeMap<u32, IdPtr>>,
+    /// The IDs on this channel.
+    ids: Mutex<Ids>,
     /// The events waiting to be handed out.
     waiting: Handout<Box<Event>>,
     /// An eventfd that wakes the thread reading the file when an event is queued.
@@ -76,7 +84,7 @@ impl Channel {
             },
             cepm,
             private,
-            ids: Mutex::new(BTreeMap::new()),
+            ids: Mutex::new(Ids::default()),
             waiting: Handout::new(),
             wake,
         });
@@ -98,7 +106,9 @@ impl Channel {
     ///
     /// # Safety
     ///
-    /// `channel` is not used afterwards, except by the calls in progress.
+    /// `channel` is not used afterwards, except by the calls in progress, and no ID is or will
+    /// be on it: it was closed ([`Channel::close`]), or it is a private channel whose last ID
+    /// has left.
     pub(crate) unsafe fn free(channel: *mut sys::rdma_event_channel) -> Result<(), c_int> {
         // SAFETY: As the caller promises.
         unsafe { live::CHANNELS.release(channel.cast::<Channel>()) }.map_err(|()| libc::EINVAL)
@@ -114,28 +124,45 @@ impl Channel {
         unsafe { &*channel.cast::<Channel>() }
     }
 
-    /// Records `id` as the owner of CEP `handle`.
-    pub(crate) fn add(&self, handle: u32, id: *mut Id) {
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(handle, IdPtr(id));
+    fn ids(&self) -> std::sync::MutexGuard<'_, Ids> {
+        self.ids.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Closes the channel for its destroy: from now on it takes no ID (`EBUSY` if it has IDs,
+    /// `EINVAL` if it is closed already). Checked and closed under one lock, so that no ID
+    /// made meanwhile is left on a freed channel.
+    pub(crate) fn close(&self) -> Result<(), c_int> {
+        let mut ids = self.ids();
+        if ids.closed {
+            return Err(libc::EINVAL);
+        }
+        if !ids.map.is_empty() {
+            return Err(libc::EBUSY);
+        }
+        ids.closed = true;
+        Ok(())
+    }
+
+    /// Records `id` as the owner of CEP `handle`; `EINVAL` if the channel is closed.
+    pub(crate) fn add(&self, handle: u32, id: *mut Id) -> Result<(), c_int> {
+        let mut ids = self.ids();
+        if ids.closed {
+            return Err(libc::EINVAL);
+        }
+        ids.map.insert(handle, IdPtr(id));
+        Ok(())
     }
 
     /// Forgets CEP `handle`'s ID, before it is freed: whether it was the channel's last.
     pub(crate) fn remove(&self, handle: u32) -> bool {
-        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
-        ids.remove(&handle);
-        ids.is_empty()
+        let mut ids = self.ids();
+        ids.map.remove(&handle);
+        ids.map.is_empty()
     }
 
     /// The ID that owns CEP `handle`, if it is still alive.
     pub(crate) fn find(&self, handle: u32) -> Option<IdPtr> {
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&handle)
-            .copied()
+        self.ids().map.get(&handle).copied()
     }
 
     /// Queues an event the library made (address and route resolution) for `id`, whose CEP is
@@ -160,11 +187,15 @@ impl Channel {
     /// (`CEPM_IOC_MIGRATE`): the CEP's unread events go with it in the kernel, and the events
     /// `from` read for it and has not handed out yet go here. Returns the CEP's handle here.
     /// This channel's map stays locked until the ID is in it under that handle, so that a
-    /// thread reading this file meanwhile finds the ID for the events that moved.
+    /// thread reading this file meanwhile finds the ID for the events that moved. `EINVAL` if
+    /// this channel is closed.
     pub(crate) fn adopt(&self, from: &Channel, id: *mut Id, handle: u32) -> io::Result<u32> {
-        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids = self.ids();
+        if ids.closed {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
         let (new_handle, _) = self.cepm.migrate(&from.cepm, handle)?;
-        ids.insert(new_handle, IdPtr(id));
+        ids.map.insert(new_handle, IdPtr(id));
         drop(ids);
         for event in from.waiting.take(|e| e.owner == id) {
             self.post(event);
@@ -236,19 +267,12 @@ impl Channel {
         self.waiting
             .take(|e| e.owner == id || e.public.id == id.cast())
     }
-
-    /// Whether IDs are still on the channel.
-    pub(crate) fn has_ids(&self) -> bool {
-        !self
-            .ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
-    }
 }
 
 impl Drop for Channel {
     fn drop(&mut self) {
+        // Every channel is freed through live::CHANNELS, which forgets it first.
+        debug_assert!(!live::CHANNELS.contains(self));
         live::CHANNELS.remove(self);
     }
 }

@@ -291,7 +291,12 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         // other way round.
         state.requested = (info.initiator_depth, info.responder_resources);
     }
-    channel.add(handle, new);
+    if channel.add(handle, new).is_err() {
+        // The channel was destroyed meanwhile, its listener with it.
+        // SAFETY: Just made, and in no table: ours alone.
+        drop(unsafe { Box::from_raw(new) });
+        return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16);
+    }
     let mut event = Event::new(new, sys::RDMA_CM_EVENT_CONNECT_REQUEST, 0);
     event.owner = listener.as_ptr();
     event.public.listen_id = listener.as_public();

@@ -1,4 +1,4 @@
-//! The IDs and event channels the library has made and not yet freed, by address: a call
+//! The IDs and event channels the library has made and not yet released, by address: a call
 //! given any other pointer fails with `EINVAL` instead of reading through it.
 //!
 //! librdmacm reads through whatever pointer it is given, and C applications do pass stale
@@ -35,7 +35,9 @@ struct Entry {
 }
 
 /// A set of live objects of type `T` by address, the calls in progress on each, and the last
-/// few objects that went.
+/// few objects that went. The objects are shared between the application's threads as
+/// librdmacm's are, each with its own locks, and not checked `Sync` (their events and ID maps
+/// hold raw pointers): a [`Call`] stays on its thread.
 ///
 /// # Invariants
 ///
@@ -127,8 +129,9 @@ impl<T: 'static> Live<T> {
         } else {
             entry.released = true;
         }
-        drop(shard);
+        // Before the shard's lock goes: a call that finds the object gone finds it here.
         self.remember(p as usize);
+        drop(shard);
         if free_now {
             // SAFETY: From Box::into_raw (the type's invariant), out of the set, no call in
             // progress, and the caller uses it no more.

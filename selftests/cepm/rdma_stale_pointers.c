@@ -6,6 +6,7 @@
  * crash, as it may. Each step prints a line; exits 0 if all hold.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -18,36 +19,37 @@
 #include "rdma_test.h"
 
 static int failed;
-static int waiter_returned;
 
-/* A CM thread's loop, once: the next event of @arg. */
-static void *get_event(void *arg)
-{
-	struct rdma_cm_event *event;
-
-	rdma_get_cm_event(arg, &event);
-	__atomic_store_n(&waiter_returned, 1, __ATOMIC_SEQ_CST);
-	return NULL;
-}
-
-/* A thread blocked in rdma_get_cm_event while another destroys its channel. */
-static struct {
+/* A CM thread's loop, once: the next event of its channel. */
+struct waiter {
 	struct rdma_event_channel *channel;
+	pthread_t thread;
 	pid_t tid;
 	int rc, err;
 	int returned;
-} blocked;
+};
 
-static void *get_event_blocked(void *arg)
+static void *get_event(void *arg)
 {
+	struct waiter *w = arg;
 	struct rdma_cm_event *event;
 
-	(void)arg;
-	__atomic_store_n(&blocked.tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
-	blocked.rc = rdma_get_cm_event(blocked.channel, &event);
-	blocked.err = errno;
-	__atomic_store_n(&blocked.returned, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	w->rc = rdma_get_cm_event(w->channel, &event);
+	w->err = errno;
+	__atomic_store_n(&w->returned, 1, __ATOMIC_SEQ_CST);
 	return NULL;
+}
+
+static int start_waiter(struct waiter *w, struct rdma_event_channel *channel)
+{
+	w->channel = channel;
+	return pthread_create(&w->thread, NULL, get_event, w);
+}
+
+static int returned(struct waiter *w)
+{
+	return __atomic_load_n(&w->returned, __ATOMIC_SEQ_CST);
 }
 
 static void on_signal(int sig)
@@ -55,64 +57,73 @@ static void on_signal(int sig)
 	(void)sig;
 }
 
-/* Whether thread @tid sleeps (its state in /proc is S): inside the call, waiting. */
-static int sleeping(pid_t tid)
+/* Whether thread @tid is blocked in poll or ppoll (its system call in /proc). */
+static int in_poll(pid_t tid)
 {
-	char path[64], buf[256], *state;
+	char path[64];
+	long nr = -1;
 	FILE *f;
-	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
 	fclose(f);
-	buf[n] = 0;
-	state = strrchr(buf, ')');
-	return state && state[1] == ' ' && state[2] == 'S';
+	return nr == SYS_poll || nr == SYS_ppoll;
+}
+
+/* Signals the waiter, which must return -1 with EINTR within 10 s. */
+static void interrupt(struct waiter *w, const char *what)
+{
+	struct timespec deadline;
+	int ok;
+
+	pthread_kill(w->thread, SIGUSR1);
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += 10;
+	if (pthread_clockjoin_np(w->thread, NULL, CLOCK_MONOTONIC, &deadline)) {
+		printf("%s, then a signal: it did not return in 10 s: WRONG (want -1, EINTR)\n", what);
+		failed = 1;
+		return;
+	}
+	ok = w->rc == -1 && w->err == EINTR;
+	printf("%s, then a signal: %d, %s: %s\n", what, w->rc, strerror(w->err), ok ? "ok" : "WRONG (want -1, EINTR)");
+	failed |= !ok;
 }
 
 /*
  * The channel stays alive until the last call in it returns: a thread already waiting in
  * rdma_get_cm_event when another destroys the channel keeps waiting, as over rdma-core's
- * blocked read, and a signal then ends its wait with EINTR, as on a live channel. Freed
- * memory is poisoned (main's GLIBC_TUNABLES), so a library that freed the channel under the
- * waiter reads garbage there: it hangs on a poisoned lock, or crashes.
+ * blocked read, and a signal then ends its wait with EINTR, as on a live channel; only then
+ * is the channel freed, its file closed. Freed memory is poisoned (main), so a library that
+ * freed the channel under the waiter reads garbage there: it hangs on a poisoned lock, or
+ * crashes.
  */
-static int destroy_under_a_waiter(void)
+static void destroy_under_a_waiter(void)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
-	struct timespec deadline;
-	pthread_t waiter;
-	int ok, i;
+	static struct waiter w;
+	int fd, i, closed;
 
-	blocked.channel = rdma_create_event_channel();
-	if (!blocked.channel)
-		return fail("rdma_create_event_channel");
-	sigemptyset(&sa.sa_mask);
-	/* No SA_RESTART: the wait ends with EINTR. */
-	if (sigaction(SIGUSR1, &sa, NULL))
-		return fail("sigaction");
-	if (pthread_create(&waiter, NULL, get_event_blocked, NULL))
-		return fail("pthread_create");
-	/* Until the waiter sleeps in the call (60 s at most). */
-	for (i = 0; i < 60000 && !(__atomic_load_n(&blocked.tid, __ATOMIC_SEQ_CST) && sleeping(blocked.tid)); i++)
-		usleep(1000);
-	rdma_destroy_event_channel(blocked.channel);
-	printf("rdma_destroy_event_channel while a thread waits in rdma_get_cm_event on it: %s\n",
-	       __atomic_load_n(&blocked.returned, __ATOMIC_SEQ_CST) ? "WRONG (the waiter returned)" : "ok, it still waits");
-	pthread_kill(waiter, SIGUSR1);
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += 10;
-	if (pthread_timedjoin_np(waiter, NULL, &deadline)) {
-		printf("... a signal to the waiter: it did not return in 10 s: WRONG (want -1, EINTR)\n");
-		return 1;
+	w.channel = rdma_create_event_channel();
+	if (!w.channel || start_waiter(&w, w.channel)) {
+		failed = fail("rdma_create_event_channel or pthread_create");
+		return;
 	}
-	ok = blocked.rc == -1 && blocked.err == EINTR;
-	printf("... a signal to the waiter: %d, %s: %s\n", blocked.rc, strerror(blocked.err),
-	       ok ? "ok" : "WRONG (want -1, EINTR)");
-	return !ok;
+	fd = w.channel->fd;
+	/* Until the waiter is blocked in the call's poll (20 s at most). */
+	for (i = 0; i < 20000 && !(__atomic_load_n(&w.tid, __ATOMIC_SEQ_CST) && in_poll(w.tid)); i++)
+		usleep(1000);
+	errno = 0;
+	rdma_destroy_event_channel(w.channel);
+	printf("rdma_destroy_event_channel while a thread waits in rdma_get_cm_event on it: %s, %s\n",
+	       strerror(errno), returned(&w) ? "WRONG (the waiter returned)" : "the waiter still waits: ok");
+	failed |= errno != 0 || returned(&w);
+	interrupt(&w, "... the waiter");
+	closed = fcntl(fd, F_GETFD) == -1 && errno == EBADF;
+	printf("... the channel's file once the waiter has returned: %s\n", closed ? "closed: ok" : "WRONG (open)");
+	failed |= !closed;
 }
 
 /* A call that must fail with -1 and EINVAL. */
@@ -126,22 +137,32 @@ static void einval(const char *what, int rc)
 
 int main(int argc, char **argv)
 {
+	struct sigaction sa = { .sa_handler = on_signal };
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(7), .sin_addr.s_addr = htonl(0x7f000001) };
 	struct rdma_event_channel *channel, *second;
 	struct rdma_cm_event *event;
 	struct rdma_cm_id *id, *other;
 	unsigned int ports;
-	pthread_t waiter;
-	int returned;
+	static struct waiter moment_ago;
 	/* What a freed array might hold where a pointer was: glibc's mangled tcache link. */
 	struct rdma_cm_id *garbage = (struct rdma_cm_id *)(uintptr_t)0x5a5a5a5a5a5a5a50ULL;
 
 	/* Every block freed is poisoned at once (no thread cache to hold it unpoisoned). */
-	if (argc == 1 && !getenv("GLIBC_TUNABLES")) {
-		setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0:glibc.malloc.perturb=165", 1);
+	if (!getenv("CEPM_POISONED")) {
+		const char *more = getenv("GLIBC_TUNABLES");
+		char tunables[512];
+
+		snprintf(tunables, sizeof(tunables), "%s%sglibc.malloc.tcache_count=0:glibc.malloc.perturb=165",
+			 more ? more : "", more ? ":" : "");
+		setenv("GLIBC_TUNABLES", tunables, 1);
+		setenv("CEPM_POISONED", "1", 1);
 		execv("/proc/self/exe", argv);
 		return fail("execv");
 	}
+	printf("freed memory poisoned: GLIBC_TUNABLES=%s\n", getenv("GLIBC_TUNABLES"));
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL))
+		return fail("sigaction");
 	channel = rdma_create_event_channel();
 	second = rdma_create_event_channel();
 	if (!channel || !second)
@@ -176,20 +197,19 @@ int main(int argc, char **argv)
 	 * 44 destroys its channel while its CM thread goes back for the next event, and exits
 	 * with the error if it gets one (stop 35). The waiter must still be waiting in 300 ms.
 	 */
-	if (pthread_create(&waiter, NULL, get_event, channel))
+	if (start_waiter(&moment_ago, channel))
 		return fail("pthread_create");
 	usleep(300000);
-	returned = __atomic_load_n(&waiter_returned, __ATOMIC_SEQ_CST);
 	printf("rdma_get_cm_event on a channel destroyed a moment ago: %s\n",
-	       returned ? "WRONG (it returned, want it to wait)" : "still waiting: ok");
-	failed |= returned;
+	       returned(&moment_ago) ? "WRONG (it returned, want it to wait)" : "still waiting: ok");
+	failed |= returned(&moment_ago);
+	interrupt(&moment_ago, "... that call");
 	einval("rdma_create_id on a destroyed channel", rdma_create_id(channel, &id, NULL, RDMA_PS_TCP));
 	einval("rdma_migrate_id to a destroyed channel", rdma_migrate_id(other, channel));
 	if (rdma_destroy_id(other))
 		return fail("rdma_destroy_id of the live ID");
 	rdma_destroy_event_channel(second);
-	failed |= destroy_under_a_waiter();
+	destroy_under_a_waiter();
 	printf("rdma_stale_pointers: end %d\n", failed);
-	/* exit, not return: the waiter above never returns. */
-	exit(failed);
+	return failed;
 }

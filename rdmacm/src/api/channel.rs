@@ -23,23 +23,19 @@ pub extern "C" fn rdma_create_event_channel() -> *mut sys::rdma_event_channel {
 /// still has IDs is left open (their events would have nowhere to go), with `errno` `EBUSY`.
 /// A pointer that is no live channel (NULL, or one destroyed already) is left alone, with
 /// `errno` `EINVAL`. A thread waiting in `rdma_get_cm_event` on the channel meanwhile keeps
-/// waiting, as over rdma-core's blocked read (a signal ends its wait); the channel is freed
-/// when that call returns.
+/// waiting, as over rdma-core's blocked read (a signal ends the wait of the thread reading
+/// the file); the channel is freed when the last call in it returns. A call that would put
+/// an ID on it meanwhile (`rdma_create_id`, `rdma_migrate_id`) fails with `EINVAL`.
 ///
 /// # Safety
 ///
 /// `channel` is not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_event_channel(channel: *mut sys::rdma_event_channel) {
-    let busy = match Channel::of_app(channel) {
-        Ok(live) => live.has_ids(),
-        Err(e) => return errno::set(e),
-    };
-    if busy {
-        return errno::set(libc::EBUSY);
+    if let Err(e) = Channel::of_app(channel).and_then(|live| live.close()) {
+        return errno::set(e);
     }
-    // SAFETY: The caller gives the channel up.
-    if let Err(e) = unsafe { Channel::free(channel) } {
-        errno::set(e); // another thread's destroy came first
-    }
+    // SAFETY: Closed above, by this call alone (a second close fails): no ID is or will be on
+    // it, and the caller uses it no more.
+    let _ = unsafe { Channel::free(channel) };
 }

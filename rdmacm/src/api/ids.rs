@@ -97,7 +97,13 @@ pub(crate) fn create_id(
         }
     };
     let new = Box::into_raw(Id::new(channel, handle, context, ps, qp_type, sync));
-    chan.add(handle, new);
+    if let Err(e) = chan.add(handle, new) {
+        // The channel was destroyed meanwhile (a private one is ours, never closed).
+        // SAFETY: Just made, known to no one else.
+        drop(unsafe { Box::from_raw(new) });
+        let _ = chan.cepm.destroy(handle);
+        return Err(e);
+    }
     Ok(new)
 }
 
@@ -378,10 +384,11 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
 /// **event)`: the next event, waiting for it unless the channel's file is non-blocking
 /// (`EAGAIN`).
 ///
-/// A thread that asks a channel destroyed a moment ago (one of the last 64 to go) waits for
-/// ever, as it would had it been waiting already: rping of rdma-core 44 (Debian 12's) destroys
-/// its channel while its CM thread goes back for the next event, and would exit with the
-/// error instead of with its result. Any other pointer that is no live channel gets `EINVAL`.
+/// A thread that asks a channel destroyed a moment ago (one of the last 64 to go) waits until
+/// a signal (`EINTR`), as it would had it been waiting already: rping of rdma-core 44 (Debian
+/// 12's) destroys its channel while its CM thread goes back for the next event, and would exit
+/// with the error instead of with its result. Any other pointer that is no live channel gets
+/// `EINVAL`.
 ///
 /// # Safety
 ///
@@ -397,12 +404,18 @@ pub unsafe extern "C" fn rdma_get_cm_event(
     // Held for the call: a destroy meanwhile frees the channel only after it.
     let live_channel = match Channel::of_app(channel) {
         Ok(live_channel) => live_channel,
-        Err(_) if live::CHANNELS.went(channel.cast::<Channel>()) => loop {
-            std::thread::park();
-        },
+        Err(_) if live::CHANNELS.went(channel.cast::<Channel>()) => {
+            // As a thread waiting in the file does: until a signal.
+            // SAFETY: pause takes nothing.
+            while unsafe { libc::pause() } != -1 {}
+            return errno::fail(libc::EINTR);
+        }
         Err(e) => return errno::fail(e),
     };
-    match event::next(&live_channel, None) {
+    let next = event::next(&live_channel, None);
+    // Before errno is set: the channel's last call frees it (and closes its files) here.
+    drop(live_channel);
+    match next {
         Ok(e) => {
             // SAFETY: The caller passes `event` valid for a write.
             unsafe { *event = Box::into_raw(e).cast() };
