@@ -22,7 +22,7 @@ for tool in rping ucmatose cmtime rdma_server rdma_client udaddy ib_send_bw ib_w
 done
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 18
+ktap_set_plan 19
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; ipv6_down; topology_down; rm -f "$out".*' EXIT
@@ -132,6 +132,14 @@ stale_rc=$?
 show stale "$out.stale"
 stale_refused() { [ "$stale_rc" = 0 ] && grep -q '^rdma_stale_pointers: end 0' "$out.stale"; }
 ktap_check "calls on a destroyed ID or channel, or on a wild pointer, fail with EINVAL, no crash; a waiter keeps its channel ($stale_rc)" stale_refused
+# A listener destroyed while the CM thread turns its REQ into a CONNECT_REQUEST: the destroy
+# waits for that event's acknowledgement, and the thread never reads a freed listener
+# (rdma_listener_race holds the thread in that window; it connects to itself on rxe0).
+"${OVER_CEPM[@]}" timeout 60 "$CEPM_ROOT/out/selftests/rdma_listener_race" 10.77.0.1 7187 >"$out.race" 2>&1
+race_rc=$?
+show race "$out.race"
+race_ok() { [ "$race_rc" = 0 ] && grep -q '^rdma_listener_race: end 0' "$out.race"; }
+ktap_check "rdma_destroy_id of a listener while its REQ is being read: the destroy waits for the CONNECT_REQUEST's ack, no freed listener read ($race_rc)" race_ok
 
 # No one listens on port 7177: the peer's cepm answers with a REJ, reason 8.
 "${OVER_CEPM[@]}" timeout 120 ucmatose -s $ADDR -p 7177 -c 1 -C 1 >"$out.nolisten" 2>&1
