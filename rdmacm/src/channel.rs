@@ -160,9 +160,18 @@ impl Channel {
         ids.map.is_empty()
     }
 
-    /// The ID that owns CEP `handle`, if it is still alive.
-    pub(crate) fn find(&self, handle: u32) -> Option<IdPtr> {
-        self.ids().map.get(&handle).copied()
+    /// The ID that owns CEP `handle`, if it is still alive, pinned for the event just read
+    /// for it: counted as one event reported ([`Id::event_reported`]), so that its destroy,
+    /// which waits for the acknowledgements, waits until [`Id::event_acked`] undoes that.
+    /// Found and pinned under the map's lock, which its destroy takes to remove it: the destroy
+    /// either waits for the pin or is never found.
+    pub(crate) fn find_pinned(&self, handle: u32) -> Option<IdPtr> {
+        let ids = self.ids();
+        let found = ids.map.get(&handle).copied()?;
+        // SAFETY: IDs in the map are alive (the invariant), and this one is in it until the
+        // lock goes.
+        unsafe { &*found.0 }.event_reported();
+        Some(found)
     }
 
     /// Queues an event the library made (address and route resolution) for `id`, whose CEP is

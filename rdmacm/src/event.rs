@@ -9,6 +9,7 @@
 //! `pdata`, which lives as long as the event: until `rdma_ack_cm_event`.
 
 use std::{
+    cell::Cell,
     net::{IpAddr, SocketAddr},
     os::fd::AsRawFd,
 };
@@ -101,24 +102,38 @@ impl Event {
 /// for): `Err(errno)` as `rdma_get_cm_event` fails (`EAGAIN` when the file is non-blocking and
 /// nothing waits, `EINTR`, ...).
 pub(crate) fn next(channel: &Channel, for_id: Option<*mut Id>) -> Result<Box<Event>, i32> {
+    // The ID whose event the last read translated, pinned (Channel::find_pinned) until that
+    // event is handed out or left waiting, where a destroy of the ID finds it.
+    let pinned: Cell<Option<*mut Id>> = Cell::new(None);
+    let unpin = || {
+        if let Some(id) = pinned.take() {
+            // SAFETY: A pinned ID is alive: its destroy waits for this.
+            unsafe { &*id }.event_acked();
+        }
+    };
     let event = channel.next_event(
         |e| for_id.is_none_or(|id| e.owner == id),
         || {
+            unpin(); // what the previous read gave waits by now
             if !channel.wait_readable()? {
                 return Ok(None); // woken for a posted event
             }
             let raw = channel.cepm.read_event().map_err(crate::errno::of_io)?;
-            let Some(IdPtr(id)) = channel.find(raw.handle) else {
+            let Some(IdPtr(id)) = channel.find_pinned(raw.handle) else {
                 return Ok(None); // its ID is gone
             };
-            // SAFETY: IDs in the channel's map are alive (the channel's invariant).
+            pinned.set(Some(id));
+            // SAFETY: Pinned: alive until unpinned.
             Ok(translate(channel, unsafe { &mut *id }, raw))
         },
-    )?;
-    // SAFETY: The owner is alive: its destroy takes its queued events first, and waits for
-    // the acknowledgement of those handed out.
-    unsafe { &*event.owner }.event_reported();
-    Ok(event)
+    );
+    if let Ok(event) = &event {
+        // SAFETY: The owner is alive: its destroy takes its waiting events, and waits for the
+        // acknowledgement of those handed out (and for the pin, if the event was just read).
+        unsafe { &*event.owner }.event_reported();
+    }
+    unpin();
+    event
 }
 
 /// Drops a queued event that will not be handed out: its ID is being destroyed. The new ID

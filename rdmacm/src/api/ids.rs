@@ -124,22 +124,27 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
     // The pointer it was made with (`public` is its first field): the one to free it by.
     let idp: *mut Id = id.cast();
     let channel_ptr = this.public().channel;
-    // SAFETY: The ID's channel is alive (the ID's invariant) at least until the ID leaves it.
-    let channel = unsafe { Channel::from_public(channel_ptr) };
+    // Held to the end: once the ID has left it, the application may destroy the channel.
+    let Ok(channel) = Channel::of_app(channel_ptr) else {
+        return errno::fail(libc::EINVAL);
+    };
     if let Err(e) = channel.cepm.destroy(this.handle()) {
         return errno::fail(errno::of_io(e));
     }
     sync::ack_kept(this);
     for event in channel.take_events_of(idp) {
-        event::discard(channel, event);
+        event::discard(&channel, event);
     }
-    let private = channel.private;
-    // The channel's last use: once its last ID is gone, another thread may free it.
     let last = channel.remove(this.handle());
+    // Every event handed out acknowledged, and the one a reader found the ID for before it
+    // left the map (Channel::find_pinned) handed out or left waiting, and then taken here.
     this.wait_for_acks();
+    for event in channel.take_events_of(idp) {
+        event::discard(&channel, event);
+    }
     // SAFETY: Out of every table, with no event left that names it: ours to free.
     drop(unsafe { Box::from_raw(idp) });
-    if last && private {
+    if last && channel.private {
         // SAFETY: A private channel belongs to its IDs, and this was the last.
         let _ = unsafe { Channel::free(channel_ptr) };
     }
