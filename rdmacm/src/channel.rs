@@ -160,6 +160,11 @@ impl Channel {
         ids.map.is_empty()
     }
 
+    /// Whether no ID is on the channel.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ids().map.is_empty()
+    }
+
     /// The ID that owns CEP `handle`, if it is still alive, pinned for the event just read
     /// for it: counted as one event reported ([`Id::event_reported`]), so that its destroy,
     /// which waits for the acknowledgements, waits until [`Id::event_acked`] undoes that.
@@ -230,7 +235,17 @@ impl Channel {
         read: impl FnMut() -> Result<Option<Box<Event>>, i32>,
     ) -> Result<Box<Event>, i32> {
         let nonblocking = crate::event::nonblocking(&self.cepm);
-        self.waiting.next(wanted, nonblocking, read)
+        // The owner's count, under the handout's lock: see Handout::next.
+        self.waiting.next(
+            wanted,
+            |e| {
+                // SAFETY: The owner is alive: its destroy takes its waiting events (this one
+                // waits until then), and waits for those handed out to be acknowledged.
+                unsafe { &*e.owner }.event_reported();
+            },
+            nonblocking,
+            read,
+        )
     }
 
     /// Waits until the file has an event (`Ok(true)`) or an event was posted (`Ok(false)`). A

@@ -127,11 +127,7 @@ pub(crate) fn next(channel: &Channel, for_id: Option<*mut Id>) -> Result<Box<Eve
             Ok(translate(channel, unsafe { &mut *id }, raw))
         },
     );
-    if let Ok(event) = &event {
-        // SAFETY: The owner is alive: its destroy takes its waiting events, and waits for the
-        // acknowledgement of those handed out (and for the pin, if the event was just read).
-        unsafe { &*event.owner }.event_reported();
-    }
+    // Counted for its owner by now (Channel::next_event), the pin can go.
     unpin();
     event
 }
@@ -147,7 +143,11 @@ pub(crate) fn discard(channel: &Channel, event: Box<Event>) {
     // through this event.
     let new = unsafe { Box::from_raw(new) };
     let _ = channel.cepm.destroy(new.handle());
+    drop(channel.take_events_of(new.as_ptr()));
     channel.remove(new.handle());
+    // As rdma_destroy_id: a reader may have found it in the map (a pin), or handed an event of
+    // its own out; then what was left waiting.
+    new.wait_for_acks();
     drop(channel.take_events_of(new.as_ptr()));
 }
 

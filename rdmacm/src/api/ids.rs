@@ -135,7 +135,7 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
     for event in channel.take_events_of(idp) {
         event::discard(&channel, event);
     }
-    let last = channel.remove(this.handle());
+    channel.remove(this.handle());
     // Every event handed out acknowledged, and the one a reader found the ID for before it
     // left the map (Channel::find_pinned) handed out or left waiting, and then taken here.
     this.wait_for_acks();
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
     }
     // SAFETY: Out of every table, with no event left that names it: ours to free.
     drop(unsafe { Box::from_raw(idp) });
-    if last && channel.private {
+    if channel.private && channel.is_empty() {
         // SAFETY: A private channel belongs to its IDs, and this was the last.
         let _ = unsafe { Channel::free(channel_ptr) };
     }

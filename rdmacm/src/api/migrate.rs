@@ -56,11 +56,13 @@ pub(crate) unsafe fn migrate(
         target = Some(Channel::of_app(channel)?);
         channel
     };
-    // SAFETY: Both channels are alive: the ID's (its invariant) and the caller's, or the one
-    // just made.
-    let (old, new) = unsafe { (Channel::from_public(old_ptr), Channel::from_public(new_ptr)) };
+    // The ID's channel, held to the end: its events for the ID move once the last reader that
+    // found the ID there is done.
+    let old = Channel::of_app(old_ptr)?;
+    // SAFETY: The caller's channel (held above), or the one just made.
+    let new = unsafe { Channel::from_public(new_ptr) };
     let idp = this.as_ptr();
-    let handle = match new.adopt(old, idp, this.handle()) {
+    let handle = match new.adopt(&old, idp, this.handle()) {
         Ok(handle) => handle,
         Err(e) => {
             if to_private {
@@ -77,11 +79,18 @@ pub(crate) unsafe fn migrate(
     // INVARIANT: the new channel's file holds the CEP under `handle`, and its map has the ID.
     this.moved(handle, to_private);
     this.update(|p| p.channel = new_ptr);
+    // A reader of the old channel that found the ID before it left (Channel::find_pinned)
+    // is done once the acknowledgements are in; what it left waiting there follows the ID.
+    this.wait_for_acks();
+    for event in old.take_events_of(idp) {
+        new.post(event);
+    }
     if last && old.private {
-        // SAFETY: A private channel belongs to its IDs, and this was the last.
+        // SAFETY: A private channel belongs to its IDs, and this was the last (freed when
+        // `old` goes).
         let _ = unsafe { Channel::free(old_ptr) };
     }
-    this.wait_for_acks();
+    drop(old);
     drop(target);
     Ok(())
 }

@@ -57,9 +57,13 @@ impl<T> Handout<T> {
     /// file, when no other thread is reading it. `read` gives `None` when it read nothing to
     /// hand out (or was woken for a posted event); what it reads that `wanted` refuses is left
     /// for the others. With another thread reading, a `nonblocking` caller gets `EAGAIN`.
+    /// `taken` sees the event handed out while the lock is still held: until it returns, a
+    /// [`Handout::take`] would still find the event, so an event is always either waiting or
+    /// counted by `taken` (an ID's destroy relies on that).
     pub(crate) fn next(
         &self,
         wanted: impl Fn(&T) -> bool,
+        taken: impl Fn(&T),
         nonblocking: bool,
         mut read: impl FnMut() -> Result<Option<T>, i32>,
     ) -> Result<T, i32> {
@@ -67,6 +71,7 @@ impl<T> Handout<T> {
         loop {
             if let Some(i) = state.waiting.iter().position(&wanted) {
                 if let Some(event) = state.waiting.remove(i) {
+                    taken(&event);
                     return Ok(event);
                 }
             }
@@ -85,7 +90,10 @@ impl<T> Handout<T> {
             // Another thread may read now, or find what this one leaves.
             self.changed.notify_all();
             match got? {
-                Some(event) if wanted(&event) => return Ok(event),
+                Some(event) if wanted(&event) => {
+                    taken(&event);
+                    return Ok(event);
+                }
                 Some(event) => state.waiting.push_back(event),
                 None => {}
             }
@@ -120,7 +128,12 @@ mod tests {
         let reader = {
             let handout = Arc::clone(handout);
             thread::spawn(move || {
-                handout.next(wanted, false, || Ok(file.lock().unwrap().recv().ok()))
+                handout.next(
+                    wanted,
+                    |_| {},
+                    false,
+                    || Ok(file.lock().unwrap().recv().ok()),
+                )
             })
         };
         while !handout.state().reading {
@@ -135,15 +148,15 @@ mod tests {
         handout.post(1);
         handout.post(2);
         let never = || -> Result<Option<u32>, i32> { panic!("nothing to read") };
-        assert_eq!(handout.next(|e| *e == 2, false, never), Ok(2));
-        assert_eq!(handout.next(|_| true, false, never), Ok(1));
+        assert_eq!(handout.next(|e| *e == 2, |_| {}, false, never), Ok(2));
+        assert_eq!(handout.next(|_| true, |_| {}, false, never), Ok(1));
     }
 
     #[test]
     fn what_the_reader_does_not_want_waits_for_its_owner() {
         let handout = Handout::new();
         let mut file = [5, 7].into_iter();
-        let got = handout.next(|e| *e == 7, false, || Ok(file.next()));
+        let got = handout.next(|e| *e == 7, |_| {}, false, || Ok(file.next()));
         assert_eq!(got, Ok(7));
         assert_eq!(handout.take(|_| true), VecDeque::from([5]));
     }
@@ -164,7 +177,7 @@ mod tests {
                         (0..20)
                             .map(|_| {
                                 let read = || Ok(rx.lock().unwrap().recv().ok());
-                                handout.next(|e| e % 2 == me, false, read).unwrap()
+                                handout.next(|e| e % 2 == me, |_| {}, false, read).unwrap()
                             })
                             .collect::<Vec<_>>()
                     })
@@ -189,7 +202,10 @@ mod tests {
         let (tx, rx) = file();
         let reader = spawn_reader(&handout, rx, |_| true);
         let never = || -> Result<Option<u32>, i32> { panic!("another thread reads") };
-        assert_eq!(handout.next(|_| true, true, never), Err(libc::EAGAIN));
+        assert_eq!(
+            handout.next(|_| true, |_| {}, true, never),
+            Err(libc::EAGAIN)
+        );
         tx.send(3).unwrap();
         assert_eq!(reader.join().unwrap(), Ok(3));
     }
@@ -198,10 +214,10 @@ mod tests {
     fn a_failed_read_lets_the_next_caller_read() {
         let handout = Handout::<u32>::new();
         assert_eq!(
-            handout.next(|_| true, false, || Err(libc::EINTR)),
+            handout.next(|_| true, |_| {}, false, || Err(libc::EINTR)),
             Err(libc::EINTR)
         );
-        assert_eq!(handout.next(|_| true, false, || Ok(Some(4))), Ok(4));
+        assert_eq!(handout.next(|_| true, |_| {}, false, || Ok(Some(4))), Ok(4));
     }
 
     #[test]
@@ -216,6 +232,7 @@ mod tests {
             thread::spawn(move || {
                 handout.next(
                     |e| *e == 2,
+                    |_| {},
                     false,
                     || -> Result<Option<u32>, i32> { panic!("the file is the other thread's") },
                 )
@@ -226,5 +243,22 @@ mod tests {
         assert_eq!(waiter.join().unwrap(), Ok(2));
         tx.send(1).unwrap();
         assert_eq!(reader.join().unwrap(), Ok(1));
+    }
+
+    #[test]
+    fn an_event_handed_out_is_taken_under_the_lock() {
+        // `taken` runs before the lock goes, for a waiting event and for one just read: a
+        // `take` meanwhile (an ID's destroy) must wait, and then finds it counted.
+        let handout = Handout::new();
+        handout.post(1);
+        let locked = |_: &u32| {
+            assert!(
+                handout.state.try_lock().is_err(),
+                "taken after the lock went"
+            )
+        };
+        let never = || -> Result<Option<u32>, i32> { panic!("one is waiting") };
+        assert_eq!(handout.next(|_| true, locked, false, never), Ok(1));
+        assert_eq!(handout.next(|_| true, locked, false, || Ok(Some(2))), Ok(2));
     }
 }
