@@ -85,23 +85,6 @@ static int done(struct call *c)
 	return __atomic_load_n(&c->done, __ATOMIC_SEQ_CST);
 }
 
-/* Whether thread @tid is blocked in a futex (a lock or condition variable). */
-static int in_futex(pid_t tid)
-{
-	char path[64];
-	long nr = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%ld", &nr) != 1)
-		nr = -1;
-	fclose(f);
-	return nr == SYS_futex;
-}
-
 /* Joins @c within 10 s: 0 if it returned. */
 static int join(struct call *c)
 {
@@ -142,18 +125,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s ADDRESS PORT\n", argv[0]);
 		return 2;
 	}
-	if (!getenv("CEPM_POISONED")) {
-		const char *more = getenv("GLIBC_TUNABLES");
-		char tunables[512];
-
-		snprintf(tunables, sizeof(tunables), "%s%sglibc.malloc.tcache_count=0:glibc.malloc.perturb=165",
-			 more ? more : "", more ? ":" : "");
-		setenv("GLIBC_TUNABLES", tunables, 1);
-		setenv("CEPM_POISONED", "1", 1);
-		execv("/proc/self/exe", argv);
-		return fail("execv");
-	}
-	printf("freed memory poisoned: GLIBC_TUNABLES=%s\n", getenv("GLIBC_TUNABLES"));
+	failed = poison_freed_memory(argv);
+	if (failed)
+		return failed;
 	if (sem_init(&in_window, 0, 0) || sem_init(&go, 0, 0))
 		return fail("sem_init");
 	if (getaddrinfo(argv[1], argv[2], NULL, &addr))
@@ -186,7 +160,7 @@ int main(int argc, char **argv)
 	if (pthread_create(&destroyer.thread, NULL, destroy_id, &destroyer))
 		return fail("pthread_create");
 	for (i = 0; i < 20000 && !done(&destroyer) &&
-		    !(__atomic_load_n(&destroyer.tid, __ATOMIC_SEQ_CST) && in_futex(destroyer.tid)); i++)
+		    !(__atomic_load_n(&destroyer.tid, __ATOMIC_SEQ_CST) && syscall_of(destroyer.tid) == SYS_futex); i++)
 		usleep(1000);
 	printf("rdma_destroy_id of the listener meanwhile: %s\n",
 	       done(&destroyer) ? "returned at once" : "waits");

@@ -57,23 +57,6 @@ static void on_signal(int sig)
 	(void)sig;
 }
 
-/* Whether thread @tid is blocked in poll or ppoll (its system call in /proc). */
-static int in_poll(pid_t tid)
-{
-	char path[64];
-	long nr = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%ld", &nr) != 1)
-		nr = -1;
-	fclose(f);
-	return nr == SYS_poll || nr == SYS_ppoll;
-}
-
 /* Signals the waiter, which must return -1 with EINTR within 10 s. */
 static void interrupt(struct waiter *w, const char *what)
 {
@@ -91,6 +74,14 @@ static void interrupt(struct waiter *w, const char *what)
 	ok = w->rc == -1 && w->err == EINTR;
 	printf("%s, then a signal: %d, %s: %s\n", what, w->rc, strerror(w->err), ok ? "ok" : "WRONG (want -1, EINTR)");
 	failed |= !ok;
+}
+
+/* Whether @w's thread is blocked in poll or ppoll. */
+static int in_poll(struct waiter *w)
+{
+	pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_SEQ_CST);
+
+	return tid && (syscall_of(tid) == SYS_poll || syscall_of(tid) == SYS_ppoll);
 }
 
 /*
@@ -113,7 +104,7 @@ static void destroy_under_a_waiter(void)
 	}
 	fd = w.channel->fd;
 	/* Until the waiter is blocked in the call's poll (20 s at most). */
-	for (i = 0; i < 20000 && !(__atomic_load_n(&w.tid, __ATOMIC_SEQ_CST) && in_poll(w.tid)); i++)
+	for (i = 0; i < 20000 && !in_poll(&w); i++)
 		usleep(1000);
 	errno = 0;
 	rdma_destroy_event_channel(w.channel);
@@ -147,19 +138,9 @@ int main(int argc, char **argv)
 	/* What a freed array might hold where a pointer was: glibc's mangled tcache link. */
 	struct rdma_cm_id *garbage = (struct rdma_cm_id *)(uintptr_t)0x5a5a5a5a5a5a5a50ULL;
 
-	/* Every block freed is poisoned at once (no thread cache to hold it unpoisoned). */
-	if (!getenv("CEPM_POISONED")) {
-		const char *more = getenv("GLIBC_TUNABLES");
-		char tunables[512];
-
-		snprintf(tunables, sizeof(tunables), "%s%sglibc.malloc.tcache_count=0:glibc.malloc.perturb=165",
-			 more ? more : "", more ? ":" : "");
-		setenv("GLIBC_TUNABLES", tunables, 1);
-		setenv("CEPM_POISONED", "1", 1);
-		execv("/proc/self/exe", argv);
-		return fail("execv");
-	}
-	printf("freed memory poisoned: GLIBC_TUNABLES=%s\n", getenv("GLIBC_TUNABLES"));
+	failed = poison_freed_memory(argv);
+	if (failed)
+		return failed;
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGUSR1, &sa, NULL))
 		return fail("sigaction");

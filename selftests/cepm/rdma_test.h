@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <rdma/rdma_cma.h>
 
 static inline int fail(const char *what)
@@ -53,6 +54,45 @@ static inline int retry_counts(int argc, char **argv, unsigned int *retry, unsig
 	*retry = (unsigned int)atoi(argv[4]) & 7;
 	*rnr = (unsigned int)atoi(argv[5]) & 7;
 	return 1;
+}
+
+/*
+ * Re-executes the program, once, with glibc's allocator poisoning every block freed at once
+ * (no thread cache to hold it unpoisoned), so that a library that reads freed memory reads
+ * garbage: 0 once that is so (it says so), or the exit status for main if the exec failed.
+ */
+static inline int poison_freed_memory(char **argv)
+{
+	if (!getenv("CEPM_POISONED")) {
+		const char *more = getenv("GLIBC_TUNABLES");
+		char tunables[512];
+
+		snprintf(tunables, sizeof(tunables), "%s%sglibc.malloc.tcache_count=0:glibc.malloc.perturb=165",
+			 more ? more : "", more ? ":" : "");
+		setenv("GLIBC_TUNABLES", tunables, 1);
+		setenv("CEPM_POISONED", "1", 1);
+		execv("/proc/self/exe", argv);
+		return fail("execv");
+	}
+	printf("freed memory poisoned: GLIBC_TUNABLES=%s\n", getenv("GLIBC_TUNABLES"));
+	return 0;
+}
+
+/* The system call thread @tid of this process is in (/proc), or -1. */
+static inline long syscall_of(int tid)
+{
+	char path[64];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	return nr;
 }
 
 #endif
