@@ -2,9 +2,10 @@
 # Host test of selftests/cepm/lib.sh's tool_pair with a $linger (wait_pair) and of
 # again_if_void, without a guest: the two ends are shell one-liners. An end that exits
 # normally leaves the other $linger seconds; one that printed $void_if (lib.sh's PERFTEST_VOID:
-# perftest's "Can't produce a report", or its client's reason-8 REJ) voids the attempt, and the
-# other end is stopped at once and the pair run again, while that is how it failed, up to
-# $PERFTEST_ATTEMPTS times in all.
+# perftest's "Can't produce a report", or its client's reason-8 REJ) has the other end stopped
+# at once, and the attempt is void, the pair run again while that is how it failed, up to
+# $PERFTEST_ATTEMPTS times in all; a reason-8 REJ only if the client connected before its
+# server's second rdma_listen was done (cm_clock.so's times).
 set -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tree=$(mktemp -d)
@@ -71,7 +72,9 @@ expect "a retry that succeeds is the result: two runs, both ends 0 ($crc, $src)"
 # reason 8, it exits 1 (over cepm's librdmacm: rdmacm_tools check 11) while the server waits.
 # The attempt is void as well: the server is stopped at once, and the pair runs again.
 rm -f "$calls" "$tree/flip"
-early='echo "RDMA CM event error:"; echo "Event: RDMA_CM_EVENT_REJECTED; error: 8."; exit 1'
+# cm_clock.so's lines (preloaded into both ends) say when each end called what: this client
+# connected at 15 s, and the server (below) never listened a second time.
+early='echo "cm_clock: connect 1 start 15.000000000"; echo "RDMA CM event error:"; echo "Event: RDMA_CM_EVENT_REJECTED; error: 8."; exit 1'
 flip() { if [ -e "$tree/flip" ]; then echo "4096 200 1.0 1.0"; else touch "$tree/flip"; sh -c "$early"; fi; }
 # The server waits for ever the first time (exec: the signal reaches the sleep), not the second.
 server() { if [ -e "$tree/served" ]; then sleep 0.2; else touch "$tree/served"; exec sleep 30; fi; }
@@ -80,6 +83,17 @@ linger=20 again_if_void early tool_pair early true -- server -- count_calls flip
 took=$((SECONDS - start))
 expect "a client rejected for a listener not up yet voids its attempt: the server stopped at once, a second run, both ends 0 (${took} s; $crc, $src)" \
 	eval '[ "$(wc -l <"$calls")" = 2 ] && [ "$crc $src" = "0 0" ] && grep -q "the server was stopped at once" "$tree/shown" && [ "$took" -lt 10 ]'
+
+# 6. The same REJ when the client connected after its server's second rdma_listen was done
+# (cm_clock.so's times): no listener was missing, so the CM rejected a REQ it should have
+# taken. Not void: the pair runs once and fails.
+rm -f "$calls" "$tree/flip" "$tree/served"
+listened='echo "cm_clock: listen 1 done 10.000000000"; echo "cm_clock: listen 2 done 20.000000000"; exec sleep 30'
+late='echo "cm_clock: connect 1 start 15.000000000"; echo "cm_clock: connect 2 start 25.000000000"; echo "Event: RDMA_CM_EVENT_REJECTED; error: 8."; exit 1'
+flip() { if [ -e "$tree/flip" ]; then echo "4096 200 1.0 1.0"; else touch "$tree/flip"; sh -c "$late"; fi; }
+linger=20 again_if_void wrong tool_pair wrong true -- sh -c "$listened" -- count_calls flip >"$tree/shown"
+expect "a client rejected (status 8) though it connected after its server's second listen: not void, one run, failed ($crc, $src)" \
+	eval '[ "$(wc -l <"$calls")" = 1 ] && [ "$crc" = 1 ] && grep -q "connected after its server listened" "$tree/shown"'
 
 echo "# check-tool-pair: $((n - failed)) of $n passed"
 [ "$failed" = 0 ]
