@@ -91,7 +91,7 @@ host-test:
 # the kernel's kselftest harness), each rebuilt only when its source or a header changed.
 SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
 	rdma_reject_client rdma_srq_server rdma_channel_events rdma_stale_pointers rdma_listener_race \
-	late_listen.so busy_clock)
+	cm_clock.so busy_clock)
 SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
 selftest-progs: $(SELFTEST_PROGS)
 
@@ -114,8 +114,8 @@ out/selftests/rdma_listener_race: PROG_LIBS = -lrdmacm
 out/selftests/busy_clock: selftests/runner/busy_clock.c
 	@mkdir -p out/selftests
 	$(CC) -Wall -Werror -O2 -o $@ $<
-# An LD_PRELOAD library, not a program: it finds the real rdma_listen with dlsym.
-out/selftests/late_listen.so: selftests/cepm/late_listen.c
+# An LD_PRELOAD library, not a program: it finds the real rdma_cm calls with dlsym.
+out/selftests/cm_clock.so: selftests/cepm/cm_clock.c
 	@mkdir -p out/selftests
 	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -shared -fPIC -o $@ $< -ldl
 

@@ -74,7 +74,7 @@ expect "a retry that succeeds is the result: two runs, both ends 0 ($crc, $src)"
 rm -f "$calls" "$tree/flip"
 # cm_clock.so's lines (preloaded into both ends) say when each end called what: this client
 # connected at 15 s, and the server (below) never listened a second time.
-early='echo "cm_clock: connect 1 start 15.000000000"; echo "RDMA CM event error:"; echo "Event: RDMA_CM_EVENT_REJECTED; error: 8."; exit 1'
+early='echo "cm_clock: connect 1 start 15.000000000"; echo "cm_clock: rejected status 8 15.100000000"; echo "RDMA CM event error:"; echo "Event: RDMA_CM_EVENT_REJECTED; error: 8."; exit 1'
 flip() { if [ -e "$tree/flip" ]; then echo "4096 200 1.0 1.0"; else touch "$tree/flip"; sh -c "$early"; fi; }
 # The server waits for ever the first time (exec: the signal reaches the sleep), not the second.
 server() { if [ -e "$tree/served" ]; then sleep 0.2; else touch "$tree/served"; exec sleep 30; fi; }
@@ -89,7 +89,7 @@ expect "a client rejected for a listener not up yet voids its attempt: the serve
 # taken. Not void: the pair runs once and fails.
 rm -f "$calls" "$tree/flip" "$tree/served"
 listened='echo "cm_clock: listen 1 done 10.000000000"; echo "cm_clock: listen 2 done 20.000000000"; exec sleep 30'
-late='echo "cm_clock: connect 1 start 15.000000000"; echo "cm_clock: connect 2 start 25.000000000"; echo "Event: RDMA_CM_EVENT_REJECTED; error: 8."; exit 1'
+late='echo "cm_clock: connect 1 start 15.000000000"; echo "cm_clock: connect 2 start 25.000000000"; echo "cm_clock: rejected status 8 25.100000000"; echo "Event: RDMA_CM_EVENT_REJECTED; error: 8."; exit 1'
 flip() { if [ -e "$tree/flip" ]; then echo "4096 200 1.0 1.0"; else touch "$tree/flip"; sh -c "$late"; fi; }
 linger=20 again_if_void wrong tool_pair wrong true -- sh -c "$listened" -- count_calls flip >"$tree/shown"
 expect "a client rejected (status 8) though it connected after its server's second listen: not void, one run, failed ($crc, $src)" \

@@ -118,11 +118,11 @@ check_unless_lost_ack "stock rdma_client -> rdma_srq_server over cepm: one excha
 perftest_pair() {
 	local tool=$1 port=$2 direction=$3 name=$1-${3%-stock} linger=20
 	if [ "$direction" = to-stock ]; then
-		again_if_void "$name" pair "$name" "$port" to-stock "$tool" -R -d rxe1 -p "$port" -n 200 -s 4096 -- \
-			"$tool" -R -d rxe0 -p "$port" -n 200 -s 4096 $STOCK
+		again_if_void "$name" pair "$name" "$port" to-stock "${CM_CLOCK[@]}" "$tool" -R -d rxe1 -p "$port" -n 200 -s 4096 -- \
+			"${CM_CLOCK[@]}" "$tool" -R -d rxe0 -p "$port" -n 200 -s 4096 $STOCK
 	else
-		again_if_void "$name" pair "$name" "$port" from-stock "$tool" -R -d rxe0 -p "$port" -n 200 -s 4096 -- \
-			"$tool" -R -d rxe1 -p "$port" -n 200 -s 4096 $OURS
+		again_if_void "$name" pair "$name" "$port" from-stock "${CM_CLOCK[@]}" "$tool" -R -d rxe0 -p "$port" -n 200 -s 4096 -- \
+			"${CM_CLOCK[@]}" "$tool" -R -d rxe1 -p "$port" -n 200 -s 4096 $OURS
 	fi
 }
 # The client's result line: 4096 bytes, 200 iterations, and an average bandwidth above 0.

@@ -8,7 +8,7 @@
 # ib_send_bw and ib_write_bw measure over rdma_cm (-R), rdma_server and rdma_client use the synchronous
 # endpoint calls (rdma_create_ep, rdma_get_request), udaddy exchanges datagrams after SIDR; a
 # connection to a port nobody listens on is REJECTED with status 8 (invalid service ID), and so
-# is ib_send_bw's client when its server's data listener comes late (late_listen.so), after
+# is ib_send_bw's client when its server's data listener comes late (cm_clock.so), after
 # which perftest's retry passes the library freed pointers: it must exit cleanly.
 # rping and ucmatose run again over IPv6 (ULA addresses on the veth pair). Afterwards no CEP
 # is left.
@@ -98,8 +98,8 @@ ktap_check "udaddy -s -> udaddy: both complete with status 0 ($crc, $src)" \
 perftest_pair() {
 	local tool=$1 port=$2 linger=20
 	again_if_void "$tool" tool_pair "$tool" "cepm_listens $port" -- \
-		"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$SERVER_DEV" -p "$port" -n 200 -s 4096 -- \
-		"${OVER_CEPM[@]}" timeout 120 "$tool" -R -d "$RXE_DEV" -p "$port" -n 200 -s 4096 $ADDR
+		"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "${CM_CLOCK[@]}" "$tool" -R -d "$SERVER_DEV" -p "$port" -n 200 -s 4096 -- \
+		"${OVER_CEPM[@]}" timeout 120 "${CM_CLOCK[@]}" "$tool" -R -d "$RXE_DEV" -p "$port" -n 200 -s 4096 $ADDR
 }
 # The client's result line: 4096 bytes, 200 iterations, and an average bandwidth above 0.
 measured() { [ "$crc" = 0 ] && [ "$src" = 0 ] && awk '$1 == 4096 && $2 == 200 && $4 + 0 > 0 { ok = 1 } END { exit !ok }' "$out.$1-c"; }
@@ -115,14 +115,16 @@ ktap_check "ib_write_bw -R: 200 writes of 4 KiB measured, both exit 0 ($crc, $sr
 # rdma_destroy_event_channel on the channel it destroyed (its src/perftest_communication.c,
 # rdma_cm_client_connection and create_rdma_cm_connection; fixed upstream in 2025). Our
 # library must turn such pointers away with an error, not crash: the client exits by itself.
-# late_listen.so opens the window at will: the server's second rdma_listen starts 3 s late.
+# cm_clock.so opens the window at will: the server's second rdma_listen starts 3 s late. The
+# client's REJ is then perftest's early client by cm_clock.so's times too (early_client).
 linger=3 tool_pair late "cepm_listens 18517" -- \
-	"${ON_SERVER_OVER_CEPM[@]}" LD_PRELOAD="$CEPM_ROOT/out/selftests/late_listen.so" CEPM_LATE_LISTEN=2:3000 \
-	timeout 60 ib_send_bw -R -d "$SERVER_DEV" -p 18517 -n 200 -s 4096 -- \
-	"${OVER_CEPM[@]}" timeout 60 ib_send_bw -R -d "$RXE_DEV" -p 18517 -n 200 -s 4096 $ADDR
+	"${ON_SERVER_OVER_CEPM[@]}" CEPM_LATE_LISTEN=2:3000 timeout 60 "${CM_CLOCK[@]}" \
+	ib_send_bw -R -d "$SERVER_DEV" -p 18517 -n 200 -s 4096 -- \
+	"${OVER_CEPM[@]}" timeout 60 "${CM_CLOCK[@]}" ib_send_bw -R -d "$RXE_DEV" -p 18517 -n 200 -s 4096 $ADDR
 rejected_early() {
-	grep -q '^late_listen: rdma_listen 2 starts 3000 ms late' "$out.late-s" &&
-		grep -q 'Event: RDMA_CM_EVENT_REJECTED; error: 8\.' "$out.late-c" && [ "$crc" -lt 124 ]
+	grep -q '^cm_clock: rdma_listen 2 starts 3000 ms late' "$out.late-s" &&
+		grep -q 'Event: RDMA_CM_EVENT_REJECTED; error: 8\.' "$out.late-c" && [ "$crc" -lt 124 ] &&
+		early_client late
 }
 ktap_check "ib_send_bw -R, the server's data listener 3 s late: the client is rejected (status 8) and exits by itself, no crash ($crc)" rejected_early
 # The same on purpose: destroyed IDs and channels, and wild pointers (rdma_stale_pointers);
