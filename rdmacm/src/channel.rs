@@ -291,6 +291,19 @@ impl Channel {
         self.waiting
             .take(|e| e.owner == id || e.public.id == id.cast())
     }
+
+    /// Takes `id`, whose CEP is destroyed, out of the channel before it is freed: its waiting
+    /// events go to `each`, it leaves the map, and once every event handed out for it is
+    /// acknowledged, and the one a reader found it for before it left (a pin,
+    /// [`Channel::find_pinned`]) handed out or left waiting, what was left goes to `each` too.
+    pub(crate) fn detach(&self, id: &Id, mut each: impl FnMut(Box<Event>)) {
+        self.take_events_of(id.as_ptr())
+            .into_iter()
+            .for_each(&mut each);
+        self.remove(id.handle());
+        id.wait_for_acks();
+        self.take_events_of(id.as_ptr()).into_iter().for_each(each);
+    }
 }
 
 impl Drop for Channel {

@@ -143,12 +143,7 @@ pub(crate) fn discard(channel: &Channel, event: Box<Event>) {
     // through this event.
     let new = unsafe { Box::from_raw(new) };
     let _ = channel.cepm.destroy(new.handle());
-    drop(channel.take_events_of(new.as_ptr()));
-    channel.remove(new.handle());
-    // As rdma_destroy_id: a reader may have found it in the map (a pin), or handed an event of
-    // its own out; then what was left waiting.
-    new.wait_for_acks();
-    drop(channel.take_events_of(new.as_ptr()));
+    channel.detach(&new, drop);
 }
 
 /// The event the application sees for cepm's `raw` on `id`, if any.

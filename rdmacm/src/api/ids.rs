@@ -132,16 +132,7 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
         return errno::fail(errno::of_io(e));
     }
     sync::ack_kept(this);
-    for event in channel.take_events_of(idp) {
-        event::discard(&channel, event);
-    }
-    channel.remove(this.handle());
-    // Every event handed out acknowledged, and the one a reader found the ID for before it
-    // left the map (Channel::find_pinned) handed out or left waiting, and then taken here.
-    this.wait_for_acks();
-    for event in channel.take_events_of(idp) {
-        event::discard(&channel, event);
-    }
+    channel.detach(this, |event| event::discard(&channel, event));
     // SAFETY: Out of every table, with no event left that names it: ours to free.
     drop(unsafe { Box::from_raw(idp) });
     if channel.private && channel.is_empty() {
