@@ -82,6 +82,7 @@ host-test:
 	rdmacm/check-symbols-test.sh
 	selftests/check-waits.sh
 	scripts/check-vm-log-test.sh
+	scripts/check-vm-args-test.sh
 	selftests/check-tool-pair.sh
 	selftests/check-plan.sh
 	scripts/check-config-missing.sh
