@@ -27,5 +27,11 @@ has "CEPM_VM_QEMU_OPTS's other options are there" ' -name cepm-args-probe '
 has "CEPM_VM_APPEND reaches the kernel's command line" 'tsc=reliable cepm_args_probe=1'
 has "CEPM_VM_CPUS" ' -smp 1 '
 has "CEPM_VM_MEMORY" ' -m 1536M '
-has "TCG: no KVM asked for" '^[^k]*( -machine q35 )'
+n=$((n + 1))
+if [[ $line =~ accel=kvm|-enable-kvm ]]; then
+	echo "not ok $n: CEPM_VM_ACCEL=tcg, yet QEMU is asked for KVM: $line"
+	failed=$((failed + 1))
+else
+	echo "ok $n: CEPM_VM_ACCEL=tcg: no KVM asked for"
+fi
 [ "$failed" = 0 ] && echo "check-vm-args-test: $n of $n passed" || { echo "check-vm-args-test: $failed of $n failed"; exit 1; }
