@@ -794,6 +794,16 @@ impl Checked {
     fn asks_for(&self, action: Action) -> bool {
         self.0.actions.as_slice().contains(&action)
     }
+
+    /// Whether carrying it out hands the owner an event. A received message that does not
+    /// leaves the CEP's private data, which the owner reads for its last event, as it was.
+    fn delivers(&self) -> bool {
+        self.0
+            .actions
+            .as_slice()
+            .iter()
+            .any(|a| matches!(a, Action::Deliver(_)))
+    }
 }
 
 impl CepInner {

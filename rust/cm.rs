@@ -84,8 +84,7 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
         CmMsg::Dreq(dreq) => routed(
             tables
                 .find_local(dreq.remote_comm_id)
-                .map(|cep| cep.dreq_received(dreq, tid))
-                .is_some(),
+                .is_some_and(|cep| cep.dreq_received(dreq, tid)),
             Unmatched::Dreq,
         ),
         CmMsg::Rej(rej) => routed(rej_received(tables, rej), Unmatched::Other),

@@ -165,11 +165,17 @@ impl Cep {
         if !target.accepted_by(known_peer) {
             return false;
         }
-        inner.set_pdata(AttrId::Rej, rej.private_data.as_bytes());
-        if let Some(c) = inner.kind.connection_mut() {
-            c.last_rej_reason = rej.reason;
+        let Ok(checked) = inner.check(Event::RxRej { reason: rej.reason }) else {
+            return true;
+        };
+        // A REJ the state ignores leaves what the owner reads for its last event.
+        if checked.delivers() {
+            inner.set_pdata(AttrId::Rej, rej.private_data.as_bytes());
+            if let Some(c) = inner.kind.connection_mut() {
+                c.last_rej_reason = rej.reason;
+            }
         }
-        let _ = self.apply(&mut inner, Event::RxRej { reason: rej.reason }, None);
+        self.commit(&mut inner, checked, None);
         true
     }
 
@@ -260,8 +266,12 @@ impl Cep {
         };
         let mut inner = self.inner.lock();
         if !matches!(inner.sm.state, State::ReqSent | State::MraReqRcvd) {
-            // Duplicates and strays: the state machine decides (e.g. resend the RTU).
-            let _ = self.apply(&mut inner, Event::RxRep, None);
+            // A duplicate is the peer's, found by both comm IDs (`cm_dup_rep_handler`); the
+            // state machine decides what it gets (e.g. the RTU again). Anyone else's is a
+            // stray.
+            if inner.is_from_peer(rep.local_comm_id) {
+                let _ = self.apply(&mut inner, Event::RxRep, None);
+            }
             return;
         }
         // From now on the peer's (comm ID, CA GUID) finds this CEP (a timeout REJ needs it).
@@ -319,8 +329,13 @@ impl Cep {
         if !inner.is_from_peer(rtu.local_comm_id) {
             return;
         }
-        inner.set_pdata(AttrId::Rtu, rtu.private_data.as_bytes());
-        let _ = self.apply(&mut inner, Event::RxRtu, None);
+        let Ok(checked) = inner.check(Event::RxRtu) else {
+            return;
+        };
+        if checked.delivers() {
+            inner.set_pdata(AttrId::Rtu, rtu.private_data.as_bytes());
+        }
+        self.commit(&mut inner, checked, None);
     }
 
     /// Formats the REP for a claimed REQ without sending it.
@@ -456,18 +471,27 @@ impl Cep {
         if !from_peer {
             return;
         }
-        if let Some(c) = inner.kind.connection_mut() {
-            c.mra_service_timeout = mra.service_timeout;
+        let Ok(checked) = inner.check(Event::RxMra(mra.message_mraed)) else {
+            return;
+        };
+        // The timeout extends the send only with the MRA the state takes (a duplicate in
+        // MRA_REQ_RCVD or MRA_REP_RCVD changes nothing, as in `cm_mra_handler`).
+        if checked.delivers() {
+            if let Some(c) = inner.kind.connection_mut() {
+                c.mra_service_timeout = mra.service_timeout;
+            }
+            inner.set_pdata(AttrId::Mra, mra.private_data.as_bytes());
         }
-        inner.set_pdata(AttrId::Mra, mra.private_data.as_bytes());
-        let _ = self.apply(&mut inner, Event::RxMra(mra.message_mraed), None);
+        self.commit(&mut inner, checked, None);
     }
 
-    /// A DREQ for this connection arrived.
-    pub(crate) fn dreq_received(self: &Arc<Self>, dreq: &Dreq, tid: u64) {
+    /// A DREQ for this connection arrived: whether it came from this CEP's peer, by its
+    /// comm ID (a DREQ from anyone else gets the stateless DREP, as `cm_dreq_handler` answers
+    /// one that `cm_acquire_id` does not find).
+    pub(crate) fn dreq_received(self: &Arc<Self>, dreq: &Dreq, tid: u64) -> bool {
         let mut inner = self.inner.lock();
         if !inner.is_from_peer(dreq.local_comm_id) {
-            return;
+            return false;
         }
         // The DREP answers this DREQ.
         inner.tid = tid;
@@ -475,10 +499,14 @@ impl Cep {
             .kind
             .connection()
             .is_some_and(|c| c.local_qpn == dreq.remote_qpn);
-        if qpn_matches {
+        let Ok(checked) = inner.check(Event::RxDreq { qpn_matches }) else {
+            return true;
+        };
+        if checked.delivers() {
             inner.set_pdata(AttrId::Dreq, dreq.private_data.as_bytes());
         }
-        let _ = self.apply(&mut inner, Event::RxDreq { qpn_matches }, None);
+        self.commit(&mut inner, checked, None);
+        true
     }
 
     /// A DREP for this connection arrived.
@@ -487,8 +515,13 @@ impl Cep {
         if !inner.is_from_peer(drep.local_comm_id) {
             return;
         }
-        inner.set_pdata(AttrId::Drep, drep.private_data.as_bytes());
-        let _ = self.apply(&mut inner, Event::RxDrep, None);
+        let Ok(checked) = inner.check(Event::RxDrep) else {
+            return;
+        };
+        if checked.delivers() {
+            inner.set_pdata(AttrId::Drep, drep.private_data.as_bytes());
+        }
+        self.commit(&mut inner, checked, None);
     }
 
     /// The attributes that move the connection's QP to `args.qp_state`.
