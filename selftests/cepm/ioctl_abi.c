@@ -139,6 +139,42 @@ static int create_cep(int fd, __u64 context)
 	return c.handle;
 }
 
+/*
+ * LIST_CEPS of more CEPs than one kmalloc may hold (4 MiB of struct cepm_cep_info: 74,899),
+ * as root's `cepmctl list` meets on a busy host: the whole list, with this file's handles, and
+ * no kernel warning (dmesg_clean.sh judges the log).  Two files: one may own 65,536.
+ */
+TEST_F_TIMEOUT(cepm, list_more_ceps_than_a_kmalloc_holds, 600)
+{
+	enum { PER_FILE = 37500, TOTAL = 2 * PER_FILE };
+	struct cepm_list list = { .capacity = TOTAL + 64 };
+	struct cepm_cep_info *infos;
+	int other, i, ours = 0, theirs = 0;
+
+	other = open("/dev/cepm", O_RDWR);
+	ASSERT_GE(other, 0);
+	for (i = 0; i < PER_FILE; i++) {
+		ASSERT_GT(create_cep(self->fd, 0x11), 0) TH_LOG("CREATE %d: %s", i, strerror(errno));
+		ASSERT_GT(create_cep(other, 0x22), 0) TH_LOG("CREATE %d: %s", i, strerror(errno));
+	}
+	infos = calloc(list.capacity, sizeof(*infos));
+	ASSERT_NE(NULL, infos);
+	list.ceps = (uintptr_t)infos;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LIST_CEPS, &list)) TH_LOG("LIST_CEPS: %s", strerror(errno));
+	ASSERT_GE(list.count, TOTAL);
+	for (i = 0; i < (int)list.count && i < (int)list.capacity; i++) {
+		if (infos[i].user_context == 0x11 && infos[i].handle != 0)
+			ours++;
+		else if (infos[i].user_context == 0 && infos[i].handle == 0)
+			theirs++;
+	}
+	/* This file's CEPs with their handles and contexts, the other's with neither. */
+	EXPECT_EQ(PER_FILE, ours);
+	EXPECT_GE(theirs, PER_FILE);
+	free(infos);
+	close(other);
+}
+
 TEST_F(cepm, create_query_destroy)
 {
 	struct cepm_cep_info info = { 0 };
