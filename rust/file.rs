@@ -795,32 +795,16 @@ impl CepmFile {
         // Other users' CEPs only for CAP_NET_ADMIN.
         ceps.retain(|cep| self.opener.sees(cep.owner_uid()));
         let filled = ceps.len().min(req.capacity as usize);
-        let mut infos = KVec::with_capacity(filled, GFP_KERNEL)?;
-        for cep in ceps.iter().take(filled) {
-            // Our own handle for CEPs this file owns; 0 for the others.
-            let handle = {
-                let inner = self.inner.lock();
-                inner
-                    .handles
-                    .iter()
-                    .find(|(_, h)| Arc::ptr_eq(&h.cep, cep))
-                    .map_or(0, |(&id, _)| id)
-            };
-            let mut info = cep.info(handle);
-            // A CEP's user_context is only ever its own file's to see.
-            if handle == 0 {
-                info.user_context = 0;
-            }
-            infos.push(info, GFP_KERNEL)?;
-        }
         if filled > 0 {
             let out = UserPtr::from_addr(usize::try_from(req.ceps).map_err(|_| EFAULT)?);
             let len = filled
                 .checked_mul(size_of::<uapi::cepm_cep_info>())
                 .ok_or(EINVAL)?;
             let mut out = UserSlice::new(out, len).writer();
-            for info in infos.iter() {
-                out.write(info)?;
+            // Each record is copied out as it is made: no second list in the kernel, and no
+            // lock held while copying, which may fault.
+            for cep in ceps.iter().take(filled) {
+                out.write(&cep.info_for(self))?;
             }
         }
         req.count = u32::try_from(ceps.len()).unwrap_or(u32::MAX);

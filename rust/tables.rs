@@ -138,12 +138,13 @@ impl Tables {
 
     /// Every CEP that exists now (a snapshot: CEPs created or destroyed meanwhile may or may
     /// not be in it, but none that lives throughout is missing).
-    pub(crate) fn all_ceps(&self) -> Result<KVec<Arc<Cep>>> {
+    pub(crate) fn all_ceps(&self) -> Result<KVVec<Arc<Cep>>> {
         let mut room = self.count_local();
         loop {
             // Sized outside the shard locks; if CEPs were created meanwhile and do not fit,
-            // try again with more room rather than leave some out.
-            let mut out = KVec::with_capacity(room + room / 4 + 8, GFP_KERNEL)?;
+            // try again with more room rather than leave some out. Virtually contiguous if
+            // need be: a busy host has more CEPs than one kmalloc holds.
+            let mut out = KVVec::with_capacity(room + room / 4 + 8, GFP_KERNEL)?;
             let mut complete = true;
             for i in 0..SHARDS {
                 self.local.with(i, |t| {

@@ -75,7 +75,29 @@ impl Cep {
 
     /// The ABI description of this CEP; `handle` is the caller's name for it.
     pub(crate) fn info(&self, handle: u32) -> uapi::cepm_cep_info {
+        self.describe(&self.inner.lock(), handle)
+    }
+
+    /// The ABI description of this CEP as `file` sees it in a list: with its handle and
+    /// `user_context` if `file` owns it, else with neither (a CEP's `user_context` is only ever
+    /// its own file's to see). The owner is read under the CEP's lock, not looked for among
+    /// the file's handles: a list is then linear in its length.
+    pub(crate) fn info_for(&self, file: &CepmFile) -> uapi::cepm_cep_info {
         let inner = self.inner.lock();
+        match inner
+            .owner
+            .as_ref()
+            .filter(|o| core::ptr::eq(&*o.file, file))
+        {
+            Some(owner) => self.describe(&inner, owner.handle),
+            None => uapi::cepm_cep_info {
+                user_context: 0,
+                ..self.describe(&inner, 0)
+            },
+        }
+    }
+
+    fn describe(&self, inner: &CepInner, handle: u32) -> uapi::cepm_cep_info {
         uapi::cepm_cep_info {
             handle,
             state: state_to_abi(inner.sm.state),
