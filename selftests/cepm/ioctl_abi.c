@@ -375,6 +375,10 @@ TEST_F(cepm, get_request_without_request)
 	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
 	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
 	EXPECT_EQ(EAGAIN, errno);
+	/* The reserved bytes of its output part must be zero on input too (docs/abi.md). */
+	g.req.reserved[2] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
+	EXPECT_EQ(EINVAL, errno);
 }
 
 TEST_F(cepm, reject_private_data_limits)
@@ -494,6 +498,17 @@ TEST_F(cepm, connect_and_sidr_req_check_the_path)
 		}
 		d.handle = create_cep(self->fd, 0);
 		ASSERT_GT(d.handle, 0);
+		if (s) {
+			/* A CM response timeout is a 5-bit exponent: 32 is out of range. */
+			struct cepm_sidr_req r = { .service_id = 0x1114e79, .handle = d.handle,
+						   .port_num = 1, .path = good_path(),
+						   .cm_response_timeout = 32 };
+
+			strcpy(r.dev_name, "rxe0");
+			EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_SIDR_REQ, &r))
+				TH_LOG("SIDR_REQ took a CM response timeout of 32");
+			EXPECT_EQ(EINVAL, errno);
+		}
 		EXPECT_EQ(0, sends[s](self->fd, d.handle, good_path()))
 			TH_LOG("%s refused the good path: %s", what, strerror(errno));
 		ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
