@@ -655,7 +655,8 @@ impl CepmFile {
 
     fn get_request(self: &Arc<Self>, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_get_request = arg.read()?;
-        if req.handle != 0 {
+        // Output parts are zero on input, reserved bytes included.
+        if req.handle != 0 || req.req.reserved != [0; 3] {
             return Err(EINVAL);
         }
         let listener = self.cep(req.listen_handle)?;
@@ -820,7 +821,8 @@ impl CepmFile {
         if usize::from(req.pdata_len) > uapi::CEPM_SIDR_REQ_PDATA_MAX as usize {
             return Err(E2BIG);
         }
-        if req.max_cm_retries > 15 {
+        // The SIDR_REQ carries neither, so its encoding cannot refuse them as a REQ's does.
+        if req.max_cm_retries > 15 || req.cm_response_timeout > 31 {
             return Err(EINVAL);
         }
         let cep = self.cep(req.handle)?;
