@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 10
+ktap_set_plan 12
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
@@ -60,6 +60,32 @@ ktap_check "a GET_REQUEST without a handle to give fails with EMFILE" \
 	sh -c "test $rc != 0 && grep -q 'event REQ_RECEIVED' '$out.3' && grep -q 'os error 24' '$out.3'"
 ktap_check "... and the REQ stayed in the backlog: closing the listener rejects it" \
 	wait_until 10 counter_is tx REJ $((rej0 + 4))
+
+# A full backlog drops what comes next, so that the requester retries, as it drops a REQ: a
+# REJECT would be final, and kept for the request's retries.  1,025 SIDR_REQs from request IDs
+# of their own, to a listener whose owner is stopped: 1,024 fill the backlog.
+SID_UD=0x0000000001114e21
+"$CEPMCTL" serve --service-id $SID_UD --timeout-ms 60000 >"$out.4" 2>&1 &
+pid=$!
+wait_until 10 listening "$out.4"
+kill -STOP $pid
+sidr_rep0=$(tx SIDR_REP) sidr_req0=$(rx SIDR_REQ)
+"$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id $SID_UD --local-comm-id 0x5000 --count 1025
+wait_until 60 counter_reaches rx SIDR_REQ $((sidr_req0 + 1025))
+pending=
+while read -r _ state service _ _ waiting; do
+	[ "$state" = LISTEN ] && ((service == SID_UD)) && pending=$waiting
+done < <("$CEPMCTL" list)
+# The last SIDR_REQ is handled by the time a marker sent after it is (MADs are handled in order).
+drep0=$(rx DREP)
+"$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57
+wait_until 10 counter_reaches rx DREP $((drep0 + 1))
+ktap_check "1,025 SIDR_REQs to a listener whose owner is stopped: $pending wait in its backlog, $(($(tx SIDR_REP) - sidr_rep0)) SIDR_REP(s) sent" \
+	sh -c "test '$pending' = 1024 && test $(tx SIDR_REP) = $sidr_rep0"
+kill -KILL $pid
+wait $pid 2>/dev/null
+ktap_check "closing the listener answers the 1,024 it left with REJECT" \
+	wait_until 30 counter_is tx SIDR_REP $((sidr_rep0 + 1024))
 ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
 rm -f "$out".*
 ktap_finished
