@@ -210,9 +210,12 @@ impl_has_delayed_work! {
     impl HasDelayedWork<Self> for Cep { self.timewait }
 }
 
-/// Most REQs a listener keeps waiting for `GET_REQUEST`; beyond it, new REQs are dropped and
-/// the peers retry them, so a flood of REQs cannot pin unbounded memory and AHs.
-pub(crate) const BACKLOG: usize = 1024;
+/// Most REQs (and SIDR_REQs) a listener keeps waiting for `GET_REQUEST`, the `listen_backlog`
+/// module parameter (at least 1); beyond it, new ones are dropped and the peers retry them, so
+/// a flood of REQs cannot pin unbounded memory and AHs.
+pub(crate) fn backlog() -> usize {
+    crate::shim::params().listen_backlog.max(1) as usize
+}
 
 /// Longest timewait: the protocol's value comes from the peer's ACK timeout (up to
 /// 4.096 µs · 2^31, about 2.4 hours); an owner should hear TIMEWAIT_EXIT within a bound.
@@ -251,7 +254,7 @@ impl Cep {
         owner: Option<Owner>,
     ) -> Result<Arc<Self>> {
         // A user's CEP is charged to the user's memory cgroup; one a peer's REQ spawns is
-        // charged to no one until claimed (a listener holds at most BACKLOG of them).
+        // charged to no one until claimed (a listener holds at most backlog() of them).
         let gfp = if owner.is_some() {
             GFP_KERNEL_ACCOUNT
         } else {

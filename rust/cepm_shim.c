@@ -79,6 +79,11 @@ static unsigned int cepm_max_listens_per_user = 1024;
 module_param_named(max_listens_per_user, cepm_max_listens_per_user, uint, 0444);
 MODULE_PARM_DESC(max_listens_per_user, "Listening CEPs of one user (default 1024); more: EDQUOT");
 
+static unsigned int cepm_listen_backlog = 1024;
+module_param_named(listen_backlog, cepm_listen_backlog, uint, 0444);
+MODULE_PARM_DESC(listen_backlog,
+		 "REQs and SIDR_REQs one listener holds unclaimed (default 1024; 0 counts as 1); more are dropped, and their senders retry");
+
 static unsigned int cepm_max_events_per_user = 262144;
 module_param_named(max_events_per_user, cepm_max_events_per_user, uint, 0444);
 MODULE_PARM_DESC(max_events_per_user,
@@ -94,6 +99,7 @@ void cepm_shim_params(struct cepm_params *out)
 	out->max_listens_per_file = cepm_max_listens_per_file;
 	out->max_listens_per_user = cepm_max_listens_per_user;
 	out->max_events_per_user = cepm_max_events_per_user;
+	out->listen_backlog = cepm_listen_backlog;
 }
 
 void cepm_shim_current_caps(struct cepm_caps *out)

@@ -95,6 +95,7 @@ struct cepm_params {
 	u32 max_listens_per_file;
 	u32 max_listens_per_user;
 	u32 max_events_per_user;
+	u32 listen_backlog;
 };
 void cepm_shim_params(struct cepm_params *out);
 /* The current task's capabilities that /dev/cepm asks about, in the initial user namespace. */

@@ -261,7 +261,9 @@ pub enum Event {
     /// Local: destroy the CEP.
     Destroy {
         /// Linux `-ENOMEM` semantics in REQ_RCVD: drop silently so the peer retries
-        /// (`cm_destroy_id` in `drivers/infiniband/core/cm.c`).
+        /// (`cm_destroy_id` in `drivers/infiniband/core/cm.c`). cepm also drops a SIDR_REQ so
+        /// when its listener's backlog is full or memory runs out: a SIDR_REP with status
+        /// REJECT would be final (Linux has no backlog, and rejects on every destroy).
         retry_later: bool,
     },
     /// Received a REQ (routed to a listener).
@@ -671,6 +673,7 @@ pub fn transition(cep: Cep, event: Event) -> Result<Transition, IllegalCall> {
             Idle => go(cep, Destroyed, &[]),
             Listen => go(cep, Destroyed, &[StopListening]),
             SidrReqSent => go(cep, Destroyed, &[CancelSend]),
+            SidrReqRcvd if retry_later => go(cep, Destroyed, &[]),
             SidrReqRcvd => go(
                 cep,
                 Destroyed,

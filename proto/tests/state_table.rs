@@ -396,12 +396,8 @@ fn rows() -> Vec<Row> {
             Destroyed,
             &[Send(Outgoing::SidrRep { status: 2 })],
         ),
-        row(
-            &[SidrReqRcvd],
-            destroy_retry,
-            Destroyed,
-            &[Send(Outgoing::SidrRep { status: 2 })],
-        ),
+        // A SIDR_REQ that found the backlog full or memory short: dropped, and retried.
+        row(&[SidrReqRcvd], destroy_retry, Destroyed, &[]),
         row(
             &[ReqSent, MraReqRcvd],
             destroy,

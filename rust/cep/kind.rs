@@ -42,7 +42,7 @@ pub(super) enum Kind {
 pub(super) struct Listener {
     /// The mask its service ID is matched under.
     pub(super) mask: u64,
-    /// REQs (or SIDR_REQs) not claimed yet, oldest first, at most [`super::BACKLOG`].
+    /// REQs (or SIDR_REQs) not claimed yet, oldest first, at most [`super::backlog`].
     pub(super) pending: KVec<Arc<Cep>>,
 }
 

@@ -22,11 +22,11 @@ use crate::{
 };
 
 use super::{
+    backlog, //
     kind::Listener,
     Cep,
     Kind,
     Owner,
-    BACKLOG, //
 };
 
 impl Cep {
@@ -57,7 +57,7 @@ impl Cep {
     }
 
     /// Hands a spawned CEP to this listener; it waits there until claimed. Fails if this CEP
-    /// is no longer listening (`ENOTCONN`) or already has [`BACKLOG`] REQs waiting (`EBUSY`).
+    /// is no longer listening (`ENOTCONN`) or already has [`backlog`] REQs waiting (`EBUSY`).
     pub(crate) fn offer(self: &Arc<Self>, child: Arc<Cep>, sidr: bool) -> Result {
         let mut inner = self.inner.lock();
         // The listener's rule for a REQ (SIDR_REQ): it spawns a CEP, or the listener takes
@@ -80,7 +80,7 @@ impl Cep {
             return Err(ENOTCONN);
         }
         let listener = inner.kind.listener_mut().ok_or(ENOTCONN)?;
-        if listener.pending.len() >= BACKLOG {
+        if listener.pending.len() >= backlog() {
             return Err(EBUSY);
         }
         // The spawn itself: the new CEP joins the backlog, and the owner hears of it.

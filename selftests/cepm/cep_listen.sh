@@ -3,16 +3,17 @@
 # The passive side of a connection as far as cepm takes it today: a listener gets a REQ event,
 # claims the new CEP (REQ details intact), rejects it with private data; a REQ left unclaimed
 # is rejected when its listener goes away, and so is one that a GET_REQUEST could not take
-# (debugfs fail_handle_count: the file's handle numbers ran out), which stays in the backlog.
+# (debugfs fail_handle_count: the file's handle numbers ran out), which stays in the backlog;
+# a SIDR_REQ beyond a full backlog is dropped, as a REQ is, not rejected.
 # REQs come from ib_umad loopback (cepmctl send-mad).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 14
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
-trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count' EXIT
+trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count; [ "$(cat /sys/module/cepm/parameters/listen_backlog 2>/dev/null)" = 1024 ] || { rmmod cepm; insmod "$CEPM_KO"; }' EXIT
 listening() { file_has '^serve: listening' "$1"; }
 # lib.sh's probe for a tool's listener, which the rdmacm tests wait on: this one, and no other.
 listens_on_20001_only() { cepm_listens 20001 && ! cepm_listens 20002 && ! cepm_listens 20001 $UDP; }
@@ -62,16 +63,19 @@ ktap_check "... and the REQ stayed in the backlog: closing the listener rejects 
 	wait_until 10 counter_is tx REJ $((rej0 + 4))
 
 # A full backlog drops what comes next, so that the requester retries, as it drops a REQ: a
-# REJECT would be final, and kept for the request's retries.  1,025 SIDR_REQs from request IDs
-# of their own, to a listener whose owner is stopped: 1,024 fill the backlog.
+# REJECT would be final, and kept for the request's retries.  cepm reloaded with a backlog of
+# 4 (module parameter listen_backlog, 1024 by default), then five SIDR_REQs from request IDs of
+# their own, to a listener whose owner is stopped: four fill the backlog.
+reload() { rmmod cepm && insmod "$CEPM_KO" "$@" && wait_until 20 port_listed "$RXE_DEV" 1; }
+ktap_check "cepm reloaded with listen_backlog=4" reload listen_backlog=4
 SID_UD=0x0000000001114e21
 "$CEPMCTL" serve --service-id $SID_UD --timeout-ms 60000 >"$out.4" 2>&1 &
 pid=$!
 wait_until 10 listening "$out.4"
 kill -STOP $pid
 sidr_rep0=$(tx SIDR_REP) sidr_req0=$(rx SIDR_REQ)
-"$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id $SID_UD --local-comm-id 0x5000 --count 1025
-wait_until 60 counter_reaches rx SIDR_REQ $((sidr_req0 + 1025))
+"$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id $SID_UD --local-comm-id 0x5000 --count 5
+wait_until 20 counter_reaches rx SIDR_REQ $((sidr_req0 + 5))
 pending=
 while read -r _ state service _ _ waiting; do
 	[ "$state" = LISTEN ] && ((service == SID_UD)) && pending=$waiting
@@ -80,12 +84,13 @@ done < <("$CEPMCTL" list)
 drep0=$(rx DREP)
 "$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57
 wait_until 10 counter_reaches rx DREP $((drep0 + 1))
-ktap_check "1,025 SIDR_REQs to a listener whose owner is stopped: $pending wait in its backlog, $(($(tx SIDR_REP) - sidr_rep0)) SIDR_REP(s) sent" \
-	sh -c "test '$pending' = 1024 && test $(tx SIDR_REP) = $sidr_rep0"
+ktap_check "5 SIDR_REQs to a listener with a backlog of 4 whose owner is stopped: $pending wait in it, $(($(tx SIDR_REP) - sidr_rep0)) SIDR_REP(s) sent" \
+	sh -c "test '$pending' = 4 && test $(tx SIDR_REP) = $sidr_rep0"
 kill -KILL $pid
 wait $pid 2>/dev/null
-ktap_check "closing the listener answers the 1,024 it left with REJECT" \
-	wait_until 30 counter_is tx SIDR_REP $((sidr_rep0 + 1024))
+ktap_check "closing the listener answers the 4 it left with REJECT" \
+	wait_until 30 counter_is tx SIDR_REP $((sidr_rep0 + 4))
+ktap_check "cepm reloaded with its default backlog" reload
 ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
 rm -f "$out".*
 ktap_finished
