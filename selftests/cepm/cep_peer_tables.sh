@@ -9,12 +9,14 @@
 #  3. a REP that claims a (comm ID, CA GUID) another connection already has is a duplicate
 #     and is dropped: the CEP that sent the REQ stays in REQ_SENT;
 #  4. SIDR requests have a table of their own (Linux's remote_sidr_table): a SIDR_REQ waiting
-#     in a backlog does not make a REQ with the same (ID, GUID) look like a duplicate.
+#     in a backlog does not make a REQ with the same (ID, GUID) look like a duplicate;
+#  5. the answers kept for SIDR_REQ retries are per service: the same request ID for another
+#     service is a new request.
 # A hostile peer is cepmctl send-mad (ib_umad).  Loopback on rxe0.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 
 SID=0x0000000001064e74
 SID2=0x0000000001064e75
@@ -97,4 +99,25 @@ wait $spid
 show_files "$out.serve4"
 ktap_check "a REQ with the same ID and GUID is a new request, not a duplicate of the SIDR_REQ" \
 	grep -q "serve: REQ from comm ID 0x51d0 .* for $SID4" "$out.serve4"
+
+# 5. The answers a port keeps for SIDR_REQ retries (port/sidr_answers.rs) are per service: a
+#    SIDR_REQ from request ID 0x5a5a answered for one service, then one with the same ID for
+#    another service, which is a new request that its own listener must hear.
+SID5A=0x0000000001114e78
+SID5B=0x0000000001114e79
+"$CEPMCTL" serve --service-id $SID5A --timeout-ms 20000 >"$out.serve5a" 2>&1 &
+spid=$!
+wait_until 10 file_has '^serve: listening' "$out.serve5a"
+"$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id $SID5A --local-comm-id 0x5a5a
+wait $spid
+"$CEPMCTL" serve --service-id $SID5B --timeout-ms 20000 >"$out.serve5b" 2>&1 &
+spid=$!
+wait_until 10 file_has '^serve: listening' "$out.serve5b"
+"$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id $SID5B --local-comm-id 0x5a5a
+wait_until 10 file_has 'answered the SIDR_REQ' "$out.serve5b"
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+show_files "$out.serve5a" "$out.serve5b"
+ktap_check "request ID 0x5a5a answered for service $SID5A, then sent to $SID5B: its listener answers it" \
+	sh -c "grep -q 'answered the SIDR_REQ' '$out.serve5a' && grep -q 'answered the SIDR_REQ' '$out.serve5b'"
 ktap_finished
