@@ -240,11 +240,12 @@ fn sidr_req_received(
     let info = ah.info();
     // A retry of a request answered lately: its answer was lost, so send it again, through
     // the AH just made (`reply` would make another).
-    if let Some(rep) = info
-        .as_ref()
-        .ok()
-        .and_then(|info| port.sidr_answer(tables::sidr_key(sreq.request_id, &info.dgid)))
-    {
+    if let Some(rep) = info.as_ref().ok().and_then(|info| {
+        port.sidr_answer(
+            tables::sidr_key(sreq.request_id, &info.dgid),
+            sreq.service_id,
+        )
+    }) {
         port.count_duplicate();
         let answer = CmMsg::SidrRep(rep);
         if let Some(buf) = encode_answer(port, tid, answer) {

@@ -328,18 +328,18 @@ impl CmPort {
         self.rx_invalid.add(1, Relaxed);
     }
 
-    /// Counts a duplicate of a message already handled.
     /// Remembers `rep`, sent from this port in answer to the SIDR_REQ `key` (see
     /// [`crate::tables::sidr_key`]). Never allocates; callable under a CEP's lock.
     pub(crate) fn remember_sidr_answer(&self, key: (u32, u64), rep: SidrRep) {
         self.sidr_answers.lock().remember(key, rep);
     }
 
-    /// The answer this port sent lately to the SIDR_REQ `key`, if any.
-    pub(crate) fn sidr_answer(&self, key: (u32, u64)) -> Option<SidrRep> {
-        self.sidr_answers.lock().find(key)
+    /// The answer this port sent lately to the SIDR_REQ `key` for `service_id`, if any.
+    pub(crate) fn sidr_answer(&self, key: (u32, u64), service_id: u64) -> Option<SidrRep> {
+        self.sidr_answers.lock().find(key, service_id)
     }
 
+    /// Counts a duplicate of a message already handled.
     pub(crate) fn count_duplicate(&self) {
         self.rx_duplicates.add(1, Relaxed);
     }

@@ -7,7 +7,8 @@
 //! its owner usually destroys it at once. Linux then treats a retry as a new request
 //! (`cm_sidr_req_handler`), which reaches the listener twice, or gets "unsupported" once the
 //! listener is gone. cepm keeps the answer instead, by (request ID, requester), for
-//! [`LIFETIME_MS`] or until [`CAPACITY`] newer answers have pushed it out.
+//! [`LIFETIME_MS`] or until [`CAPACITY`] newer answers have pushed it out. A retry asks for the
+//! same service: a request with the same ID for another service is a new one.
 
 use kernel::{
     prelude::*,
@@ -39,8 +40,9 @@ struct Answer {
 ///
 /// # Invariants
 ///
-/// `ring` never holds more than [`CAPACITY`] answers, nor two with the same key; `next` is
-/// below [`CAPACITY`], and once the ring is full it is the index of the oldest answer.
+/// `ring` never holds more than [`CAPACITY`] answers, nor two with the same key and service;
+/// `next` is below [`CAPACITY`], and once the ring is full it is the index of the oldest
+/// answer.
 pub(crate) struct SidrAnswers {
     ring: KVec<Answer>,
     next: usize,
@@ -55,15 +57,16 @@ impl SidrAnswers {
         })
     }
 
-    /// Keeps `rep`, the answer to the SIDR_REQ `key`, in place of an older answer to the same
-    /// request, or else of the oldest one.
+    /// Keeps `rep`, the answer to the SIDR_REQ `key` for `rep.service_id`, in place of an
+    /// older answer to the same request, or else of the oldest one.
     pub(crate) fn remember(&mut self, key: (u32, u64), rep: SidrRep) {
         let answer = Answer {
             key,
             rep,
             sent: Instant::now(),
         };
-        if let Some(same) = self.ring.iter_mut().find(|a| a.key == key) {
+        let same_request = |a: &&mut Answer| a.key == key && a.rep.service_id == rep.service_id;
+        if let Some(same) = self.ring.iter_mut().find(same_request) {
             *same = answer;
         } else if self.ring.len() < CAPACITY {
             // Within the capacity allocated in `new`: this cannot fail.
@@ -74,11 +77,16 @@ impl SidrAnswers {
         }
     }
 
-    /// The answer to the SIDR_REQ `key`, if one was sent less than [`LIFETIME_MS`] ago.
-    pub(crate) fn find(&self, key: (u32, u64)) -> Option<SidrRep> {
+    /// The answer to the SIDR_REQ `key` for `service_id`, if one was sent less than
+    /// [`LIFETIME_MS`] ago.
+    pub(crate) fn find(&self, key: (u32, u64), service_id: u64) -> Option<SidrRep> {
         self.ring
             .iter()
-            .find(|a| a.key == key && a.sent.elapsed().as_millis() < LIFETIME_MS)
+            .find(|a| {
+                a.key == key
+                    && a.rep.service_id == service_id
+                    && a.sent.elapsed().as_millis() < LIFETIME_MS
+            })
             .map(|a| a.rep)
     }
 }
