@@ -22,7 +22,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 51
+ktap_set_plan 53
 
 USER_A=65534
 USER_B=65533
@@ -423,6 +423,40 @@ ktap_check "user A's 7th CEP, in another process: EDQUOT" as a create 3 --expect
 ktap_check "user B creates 4 CEPs in two files meanwhile: the limits are per user" \
 	as b create 4 --files 2 --expect ok
 holder_release a_ceps
+# The REQs waiting in a listener's backlog are its user's CEPs too: unclaimed, they are charged
+# to nothing else, and a user's own REQs to its own listeners would otherwise pin a CEP each,
+# up to the backlog of every listen it may hold.  Ten REQs (root's send-mad) to user A's
+# listener: the backlog takes what user A's file may still own (3 beside the listener), and
+# the rest are dropped, as beyond a full backlog.
+SID_BACKLOG=0x0000000001064e7b
+backlog_of() {
+	local state service waiting
+	while read -r _ state service _ _ waiting; do
+		[ "$state" = LISTEN ] && ((service == $1)) && echo "$waiting"
+	done < <("$CEPMCTL" list)
+}
+backlog_charged() {
+	local req0 drep0 pending i
+	req0=$(rx REQ)
+	# Each from a QP of its own: a second REQ from one QP would be a stale connection's.
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_BACKLOG --comm-id $((0xbac00000 + i)) \
+			--qpn $((0xbac0 + i)) || return 1
+	done
+	wait_until 20 counter_reaches rx REQ $((req0 + 10)) || return 1
+	# Handled in order: once a marker sent after them is counted, so are they.
+	drep0=$(rx DREP)
+	"$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57
+	wait_until 10 counter_reaches rx DREP $((drep0 + 1)) || return 1
+	pending=$(backlog_of $SID_BACKLOG)
+	ktap_print_msg "user A's listener has $pending REQ(s) waiting"
+	[ "$pending" = 3 ]
+}
+hold a_listen a listen $SID_BACKLOG 0 --expect ok --hold
+ktap_check "10 REQs to user A's listener (file limit 4): 3 wait in its backlog, the rest are dropped" \
+	backlog_charged
+holder_release a_listen
+ktap_check "... and closing the listener leaves no CEP" wait_until 20 ceps_are 0
 reload_defaults() { reload_cepm && limits_loaded=0; }
 ktap_check "cepm reloaded with its default limits" reload_defaults
 
