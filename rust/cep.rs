@@ -254,7 +254,8 @@ impl Cep {
         owner: Option<Owner>,
     ) -> Result<Arc<Self>> {
         // A user's CEP is charged to the user's memory cgroup; one a peer's REQ spawns is
-        // charged to no one until claimed (a listener holds at most backlog() of them).
+        // charged to no memory cgroup until claimed, though counted against its listener's
+        // limits meanwhile (`kind::Pending`; a listener holds at most backlog() of them).
         let gfp = if owner.is_some() {
             GFP_KERNEL_ACCOUNT
         } else {
@@ -714,7 +715,7 @@ impl Cep {
             }) => self.cm.tables.remove_peer(PeerTable::Qpn, key, self),
             Kind::Listener(listener) => {
                 for child in listener.pending {
-                    child.destroy();
+                    child.cep.destroy();
                 }
             }
             Kind::Idle | Kind::Connection(_) | Kind::Sidr(_) => {}

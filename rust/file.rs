@@ -523,18 +523,33 @@ impl CepmFile {
     /// the limits; `fill_handle` attaches the CEP. The file's event queue gets its room with
     /// the first handle. May sleep.
     fn reserve_handle(&self) -> Result<ReservedHandle> {
-        self.reserve_handle_over(0)
+        self.reserve_handle_over(0, 0)
     }
 
-    /// [`CepmFile::reserve_handle`], letting the user go `user_slack` CEPs over its limit (a
-    /// move between two of its files holds two charges for a while).
-    fn reserve_handle_over(&self, user_slack: u32) -> Result<ReservedHandle> {
+    /// Counts a CEP waiting in the backlog of a listener this file owns against the file and
+    /// its user, as a CEP they owned: `EMFILE` or `EDQUOT` when they hold their limit. Never
+    /// sleeps: the listener's lock is held, in the MAD handler.
+    pub(crate) fn count_pending(&self) -> Result<Charge> {
+        let params = shim::params();
+        Charge::take(
+            &self.usage,
+            &self.opener,
+            Resource::Ceps,
+            params.max_ceps_per_file,
+            params.max_ceps_per_user,
+        )
+    }
+
+    /// [`CepmFile::reserve_handle`], letting the file go `file_slack` CEPs over its limit and
+    /// the user `user_slack` (a move between two of the user's files, or a claim of a request
+    /// the listener's backlog counts, holds two charges for a while).
+    fn reserve_handle_over(&self, file_slack: u32, user_slack: u32) -> Result<ReservedHandle> {
         let params = shim::params();
         let counted = Charge::take(
             &self.usage,
             &self.opener,
             Resource::Ceps,
-            params.max_ceps_per_file,
+            params.max_ceps_per_file.saturating_add(file_slack),
             params.max_ceps_per_user.saturating_add(user_slack),
         )?;
         let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
@@ -663,7 +678,9 @@ impl CepmFile {
         loop {
             // The handle first: a REQ taken from the backlog must end up owned or destroyed,
             // and a handle number that goes unused costs nothing.
-            let reserved = self.reserve_handle()?;
+            // One over the limits for a moment: the request taken is counted by its
+            // listener's backlog until it is taken.
+            let reserved = self.reserve_handle_over(1, 1)?;
             let handle = reserved.id;
             let child = listener.take_pending((self, req.listen_handle))?;
             let owner = Owner {

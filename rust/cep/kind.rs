@@ -20,7 +20,8 @@ use crate::{
         sidr_rep::SidrRep,
         sidr_req::SidrReq, //
     },
-    uapi, //
+    uapi,
+    users::Charge, //
 };
 
 use super::Cep;
@@ -43,7 +44,17 @@ pub(super) struct Listener {
     /// The mask its service ID is matched under.
     pub(super) mask: u64,
     /// REQs (or SIDR_REQs) not claimed yet, oldest first, at most [`super::backlog`].
-    pub(super) pending: KVec<Arc<Cep>>,
+    pub(super) pending: KVec<Pending>,
+}
+
+/// A CEP a REQ (or SIDR_REQ) spawned, in its listener's backlog until claimed.
+pub(super) struct Pending {
+    pub(super) cep: Arc<Cep>,
+    /// The CEP counted against the listener's file and user, as one they own: unclaimed, it
+    /// is charged to no memory cgroup, and a user's own REQs would otherwise pin a CEP for
+    /// every place in every backlog it holds. Given back when the CEP leaves the backlog
+    /// (claimed, the claim counts it anew).
+    pub(super) _counted: Charge,
 }
 
 /// The fields of either side of a connection.

@@ -23,7 +23,10 @@ use crate::{
 
 use super::{
     backlog, //
-    kind::Listener,
+    kind::{
+        Listener,
+        Pending, //
+    },
     Cep,
     Kind,
     Owner,
@@ -57,7 +60,8 @@ impl Cep {
     }
 
     /// Hands a spawned CEP to this listener; it waits there until claimed. Fails if this CEP
-    /// is no longer listening (`ENOTCONN`) or already has [`backlog`] REQs waiting (`EBUSY`).
+    /// is no longer listening (`ENOTCONN`), or already has [`backlog`] REQs waiting, or its
+    /// owner's file or user holds as many CEPs as it may (`EBUSY`).
     pub(crate) fn offer(self: &Arc<Self>, child: Arc<Cep>, sidr: bool) -> Result {
         let mut inner = self.inner.lock();
         // The listener's rule for a REQ (SIDR_REQ): it spawns a CEP, or the listener takes
@@ -79,12 +83,22 @@ impl Cep {
         if !checked.asks_for(spawn) || inner.owner.is_none() {
             return Err(ENOTCONN);
         }
+        let counted = match &inner.owner {
+            Some(owner) => owner.file.count_pending().map_err(|_| EBUSY)?,
+            None => return Err(ENOTCONN),
+        };
         let listener = inner.kind.listener_mut().ok_or(ENOTCONN)?;
         if listener.pending.len() >= backlog() {
             return Err(EBUSY);
         }
         // The spawn itself: the new CEP joins the backlog, and the owner hears of it.
-        listener.pending.push(child, GFP_ATOMIC)?;
+        listener.pending.push(
+            Pending {
+                cep: child,
+                _counted: counted,
+            },
+            GFP_ATOMIC,
+        )?;
         self.deliver(&mut inner, offered);
         self.commit(&mut inner, checked, None);
         Ok(())
@@ -102,7 +116,8 @@ impl Cep {
         if listener.pending.is_empty() {
             return Err(EAGAIN);
         }
-        let child = listener.pending.remove(0).map_err(|_| EAGAIN)?;
+        // Its count goes with it: the claim has counted it anew.
+        let child = listener.pending.remove(0).map_err(|_| EAGAIN)?.cep;
         let still_pending = listener.pending.len();
         // Under this lock, which `offer` holds while it adds a request and its event, so that
         // the backlog and the owner's queued REQ_RECEIVEDs are compared as one state.

@@ -141,7 +141,7 @@ impl CepmFile {
     /// May sleep.
     fn prepare_move(&self, listen: bool, events: usize, same_user: bool) -> Result<Prepared> {
         let slack = u32::from(same_user);
-        let handle = self.reserve_handle_over(slack)?;
+        let handle = self.reserve_handle_over(0, slack)?;
         let listen = if listen {
             let params = shim::params();
             Some(Charge::take(
