@@ -92,7 +92,8 @@ use crate::{
         Charge,
         Opener,
         Resource,
-        Usage, //
+        Usage,
+        UserCharge, //
     },
 };
 
@@ -526,17 +527,15 @@ impl CepmFile {
         self.reserve_handle_over(0, 0)
     }
 
-    /// Counts a CEP waiting in the backlog of a listener this file owns against the file and
-    /// its user, as a CEP they owned: `EMFILE` or `EDQUOT` when they hold their limit. Never
-    /// sleeps: the listener's lock is held, in the MAD handler.
-    pub(crate) fn count_pending(&self) -> Result<Charge> {
-        let params = shim::params();
-        Charge::take(
-            &self.usage,
+    /// Counts a CEP waiting in the backlog of a listener this file owns against its user, as
+    /// a CEP the user owned: `EDQUOT` when the user holds its limit. The user, not the file:
+    /// the listener may move to another of the user's files with its backlog. Never sleeps:
+    /// the listener's lock is held, in the MAD handler.
+    pub(crate) fn count_pending(&self) -> Result<UserCharge> {
+        UserCharge::take(
             &self.opener,
             Resource::Ceps,
-            params.max_ceps_per_file,
-            params.max_ceps_per_user,
+            shim::params().max_ceps_per_user,
         )
     }
 
@@ -678,9 +677,9 @@ impl CepmFile {
         loop {
             // The handle first: a REQ taken from the backlog must end up owned or destroyed,
             // and a handle number that goes unused costs nothing.
-            // One over the limits for a moment: the request taken is counted by its
-            // listener's backlog until it is taken.
-            let reserved = self.reserve_handle_over(1, 1)?;
+            // One over the user's limit for a moment: the request taken is counted against the
+            // user by its listener's backlog until it is taken.
+            let reserved = self.reserve_handle_over(0, 1)?;
             let handle = reserved.id;
             let child = listener.take_pending((self, req.listen_handle))?;
             let owner = Owner {

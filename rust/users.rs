@@ -140,6 +140,40 @@ impl Drop for Charge {
     }
 }
 
+/// One `resource` counted against a user alone, given back when dropped: what belongs to no
+/// file of the user's yet (a request waiting in a listener's backlog, which may move between
+/// the user's files with its listener).
+///
+/// # Invariants
+///
+/// `user` counts this one of `resource` until it is dropped.
+pub(crate) struct UserCharge {
+    user: Arc<Usage>,
+    resource: Resource,
+}
+
+impl UserCharge {
+    /// Counts one more `resource` for `opener`'s user: `EDQUOT` if it holds `limit` already.
+    /// Never sleeps.
+    pub(crate) fn take(opener: &Opener, resource: Resource, limit: u32) -> Result<Self> {
+        if !opener.user.try_take(resource, limit) {
+            return Err(EDQUOT);
+        }
+        // INVARIANT: counted just now.
+        Ok(Self {
+            user: opener.user.clone(),
+            resource,
+        })
+    }
+}
+
+impl Drop for UserCharge {
+    fn drop(&mut self) {
+        // By the type invariant the user counts this one.
+        self.user.give_back(self.resource, 1);
+    }
+}
+
 /// The user a file belongs to: its opener's effective uid and capabilities at `open`. While it
 /// exists, its user's entry in [`Users`] does too.
 pub(crate) struct Opener {

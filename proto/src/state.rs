@@ -262,7 +262,7 @@ pub enum Event {
     Destroy {
         /// Linux `-ENOMEM` semantics in REQ_RCVD: drop silently so the peer retries
         /// (`cm_destroy_id` in `drivers/infiniband/core/cm.c`). cepm also drops a SIDR_REQ so
-        /// when its listener's backlog is full or memory runs out: a SIDR_REP with status
+        /// when its listener's backlog is full: a SIDR_REP with status
         /// REJECT would be final (Linux has no backlog, and rejects on every destroy).
         retry_later: bool,
     },

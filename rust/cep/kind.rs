@@ -21,7 +21,7 @@ use crate::{
         sidr_req::SidrReq, //
     },
     uapi,
-    users::Charge, //
+    users::UserCharge, //
 };
 
 use super::Cep;
@@ -50,11 +50,11 @@ pub(super) struct Listener {
 /// A CEP a REQ (or SIDR_REQ) spawned, in its listener's backlog until claimed.
 pub(super) struct Pending {
     pub(super) cep: Arc<Cep>,
-    /// The CEP counted against the listener's file and user, as one they own: unclaimed, it
-    /// is charged to no memory cgroup, and a user's own REQs would otherwise pin a CEP for
-    /// every place in every backlog it holds. Given back when the CEP leaves the backlog
-    /// (claimed, the claim counts it anew).
-    pub(super) _counted: Charge,
+    /// The CEP counted against the listener's user, as one it owns: unclaimed, it is charged
+    /// to no memory cgroup, and a user's own REQs would otherwise pin a CEP for every place in
+    /// every backlog it holds. Given back when the CEP leaves the backlog (claimed, the claim
+    /// counts it anew).
+    pub(super) _counted: UserCharge,
 }
 
 /// The fields of either side of a connection.

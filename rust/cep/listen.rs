@@ -61,7 +61,7 @@ impl Cep {
 
     /// Hands a spawned CEP to this listener; it waits there until claimed. Fails if this CEP
     /// is no longer listening (`ENOTCONN`), or already has [`backlog`] REQs waiting, or its
-    /// owner's file or user holds as many CEPs as it may (`EBUSY`).
+    /// owner's user holds as many CEPs as it may (`EBUSY`).
     pub(crate) fn offer(self: &Arc<Self>, child: Arc<Cep>, sidr: bool) -> Result {
         let mut inner = self.inner.lock();
         // The listener's rule for a REQ (SIDR_REQ): it spawns a CEP, or the listener takes
@@ -83,14 +83,18 @@ impl Cep {
         if !checked.asks_for(spawn) || inner.owner.is_none() {
             return Err(ENOTCONN);
         }
+        let full = inner
+            .kind
+            .listener()
+            .is_some_and(|l| l.pending.len() >= backlog());
+        if full {
+            return Err(EBUSY);
+        }
         let counted = match &inner.owner {
             Some(owner) => owner.file.count_pending().map_err(|_| EBUSY)?,
             None => return Err(ENOTCONN),
         };
         let listener = inner.kind.listener_mut().ok_or(ENOTCONN)?;
-        if listener.pending.len() >= backlog() {
-            return Err(EBUSY);
-        }
         // The spawn itself: the new CEP joins the backlog, and the owner hears of it.
         listener.pending.push(
             Pending {

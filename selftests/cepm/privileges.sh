@@ -425,9 +425,10 @@ ktap_check "user B creates 4 CEPs in two files meanwhile: the limits are per use
 holder_release a_ceps
 # The REQs waiting in a listener's backlog are its user's CEPs too: unclaimed, they are charged
 # to nothing else, and a user's own REQs to its own listeners would otherwise pin a CEP each,
-# up to the backlog of every listen it may hold.  Ten REQs (root's send-mad) to user A's
-# listener: the backlog takes what user A's file may still own (3 beside the listener), and
-# the rest are dropped, as beyond a full backlog.
+# up to the backlog of every listen it may hold.  They count against the user, not the file:
+# a listener may move to another of the user's files with its backlog.  Ten REQs (root's
+# send-mad) to user A's listener: the backlog takes what user A may still own (5 beside the
+# listener), and the rest are dropped, as beyond a full backlog.
 SID_BACKLOG=0x0000000001064e7b
 backlog_of() {
 	local state service waiting
@@ -450,10 +451,10 @@ backlog_charged() {
 	wait_until 10 counter_reaches rx DREP $((drep0 + 1)) || return 1
 	pending=$(backlog_of $SID_BACKLOG)
 	ktap_print_msg "user A's listener has $pending REQ(s) waiting"
-	[ "$pending" = 3 ]
+	[ "$pending" = 5 ]
 }
 hold a_listen a listen $SID_BACKLOG 0 --expect ok --hold
-ktap_check "10 REQs to user A's listener (file limit 4): 3 wait in its backlog, the rest are dropped" \
+ktap_check "10 REQs to user A's listener (user limit 6): 5 wait in its backlog, the rest are dropped" \
 	backlog_charged
 holder_release a_listen
 ktap_check "... and closing the listener leaves no CEP" wait_until 20 ceps_are 0
