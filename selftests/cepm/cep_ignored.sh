@@ -22,14 +22,6 @@ ktap_set_plan 8
 out=$CEPM_ROOT/out/cep_ignored.$$
 trap 'kill -CONT $(jobs -p) 2>/dev/null; kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
 send() { "$CEPMCTL" send-mad "$RXE_DEV" 1 "$@"; }
-# Waits until cepm has handled everything sent before: MADs are handled in order, so once a
-# marker (a DREP nobody answers) is counted, the MADs before it are done with.
-barrier() {
-	local n
-	n=$(rx DREP)
-	send DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57
-	wait_until 10 counter_reaches rx DREP $((n + 1))
-}
 # A REQ to a host that does not answer: its CEP waits in REQ_SENT for what the test sends.
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
 # start_client FILE SID: such a client, stopped once its CEP is in REQ_SENT; its CEP's ID in $c.
@@ -57,7 +49,7 @@ send REP --local-comm-id 0xabc0 --remote-comm-id "$c" --qpn 0x4321 --private-dat
 send MRA --local-comm-id 0xabc0 --remote-comm-id "$c" --msg-rejected REP --private-data SPOOFED-MRA
 send RTU --local-comm-id 0xabc0 --remote-comm-id "$c" --private-data SPOOFED-RTU
 send DREP --local-comm-id 0xabc0 --remote-comm-id "$c" --private-data SPOOFED-DREP
-barrier
+mad_barrier
 finish_client "$out.c1" 'REP private data'
 show_files "$out.c1"
 ktap_check "REP_RECEIVED read after an MRA, an RTU and a DREP it ignored: the REP's private data" \
@@ -68,7 +60,7 @@ start_client "$out.c2" 0x0000000001064e91
 send REJ --local-comm-id 0xabc1 --remote-comm-id "$c" --msg-rejected REQ --reason 28 --private-data GENUINE-REJ
 send REJ --local-comm-id 0xabc1 --remote-comm-id "$c" --msg-rejected REQ --reason 28 --private-data SPOOFED-REJ
 send MRA --local-comm-id 0xabc1 --remote-comm-id "$c" --msg-rejected REQ --private-data SPOOFED-MRA
-barrier
+mad_barrier
 finish_client "$out.c2"
 show_files "$out.c2"
 ktap_check "REJ_RECEIVED read after a REJ and an MRA it ignored: the first REJ's private data" \
@@ -93,13 +85,13 @@ send REP --local-comm-id $((active ^ 1)) --remote-comm-id "$passive" --qpn 0x432
 send REP --local-comm-id $((passive ^ 1)) --remote-comm-id "$active" --qpn 0x4321
 send REP --local-comm-id "$passive" --remote-comm-id "$active" --qpn 0x4321
 wait_until 10 counter_reaches tx RTU $((rtu0 + 1))
-barrier
+mad_barrier
 ktap_check "REPs from senders that are not the peer get no RTU, the peer's duplicate one: $(($(tx RTU) - rtu0)) RTU(s) sent" \
 	test "$(tx RTU)" = $((rtu0 + 1))
 
 drep0=$(tx DREP)
 send DREQ --local-comm-id $((active ^ 1)) --remote-comm-id "$passive" --qpn 0x4321
-barrier
+mad_barrier
 ktap_check "a DREQ from a sender that is not the peer gets the stateless DREP ($(($(tx DREP) - drep0)) sent)" \
 	test "$(tx DREP)" = $((drep0 + 1))
 ktap_check "... and both ends are still ESTABLISHED" test "$(established_ceps)" = 2

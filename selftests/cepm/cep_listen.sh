@@ -80,10 +80,7 @@ pending=
 while read -r _ state service _ _ waiting; do
 	[ "$state" = LISTEN ] && ((service == SID_UD)) && pending=$waiting
 done < <("$CEPMCTL" list)
-# The last SIDR_REQ is handled by the time a marker sent after it is (MADs are handled in order).
-drep0=$(rx DREP)
-"$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57
-wait_until 10 counter_reaches rx DREP $((drep0 + 1))
+mad_barrier
 ktap_check "5 SIDR_REQs to a listener with a backlog of 4 whose owner is stopped: $pending wait in it, $(($(tx SIDR_REP) - sidr_rep0)) SIDR_REP(s) sent" \
 	sh -c "test '$pending' = 4 && test $(tx SIDR_REP) = $sidr_rep0"
 kill -KILL $pid

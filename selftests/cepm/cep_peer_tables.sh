@@ -23,14 +23,6 @@ SID2=0x0000000001064e75
 out=$CEPM_ROOT/out/cep_peer_tables.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
 node_guid=0x$(tr -d ':' </sys/class/infiniband/$RXE_DEV/node_guid)
-# Waits until cepm has handled everything sent before: MADs are handled in order, so once a
-# marker (a DREP nobody answers) is counted, the MADs before it are done with.
-barrier() {
-	local n
-	n=$(rx DREP)
-	"$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57
-	wait_until 10 counter_reaches rx DREP $((n + 1))
-}
 
 # 1. serve rejects both REQs and keeps the rejected CEPs; both connects come from the same
 #    (made-up, CM-only) QPN, given with --qpn.
@@ -69,7 +61,7 @@ wait_until 20 list_has_state REQ_SENT
 c3=$("$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1; exit }')
 rep0=$(rx REP)
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REP --local-comm-id "$theirs" --remote-comm-id "$c3" --ca-guid "$node_guid" --qpn 0x4321
-barrier
+mad_barrier
 state_of() { "$CEPMCTL" list | awk -v id="$1" '$1 == id { print $2 }'; }
 ktap_check "cepm received the duplicate REP" test "$(rx REP)" -gt "$rep0"
 ktap_check "... and dropped it: CEP $c3 is still in REQ_SENT" test "$(state_of "$c3")" = REQ_SENT

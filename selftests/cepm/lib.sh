@@ -84,6 +84,14 @@ rx() { "$CEPMCTL" rx-count "$RXE_DEV" 1 "$1"; }
 # it is at least N.
 counter_is() { [ "$("$1" "$2")" = "$3" ]; }
 counter_reaches() { [ "$("$1" "$2")" -ge "$3" ]; }
+# mad_barrier: returns once cepm has handled every MAD sent to rxe0 before it. MADs are handled
+# in order, so once a marker (a DREP nobody answers) is counted, those before it are done with.
+mad_barrier() {
+	local n
+	n=$(rx DREP)
+	"$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57 &&
+		wait_until 10 counter_reaches rx DREP $((n + 1))
+}
 
 # `cepmctl ports` starts with "cepm ABI A, P managed port(s), C CEP(s)": matched by the shell
 # (one process start per probe, not a pipeline's two or three).

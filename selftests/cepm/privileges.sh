@@ -437,7 +437,7 @@ backlog_of() {
 	done < <("$CEPMCTL" list)
 }
 backlog_charged() {
-	local req0 drep0 pending i
+	local req0 pending i
 	req0=$(rx REQ)
 	# Each from a QP of its own: a second REQ from one QP would be a stale connection's.
 	for i in 0 1 2 3 4 5 6 7 8 9; do
@@ -445,10 +445,7 @@ backlog_charged() {
 			--qpn $((0xbac0 + i)) || return 1
 	done
 	wait_until 20 counter_reaches rx REQ $((req0 + 10)) || return 1
-	# Handled in order: once a marker sent after them is counted, so are they.
-	drep0=$(rx DREP)
-	"$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57
-	wait_until 10 counter_reaches rx DREP $((drep0 + 1)) || return 1
+	mad_barrier || return 1
 	pending=$(backlog_of $SID_BACKLOG)
 	ktap_print_msg "user A's listener has $pending REQ(s) waiting"
 	[ "$pending" = 5 ]
