@@ -81,7 +81,6 @@ use crate::{
         }, //
     },
     shim::{
-        AddressHandle,
         AhInfo,
         OutstandingSend,
         SendOwner, //
@@ -102,10 +101,9 @@ struct Peer {
     comm_id: u32,
     ca_guid: u64,
     port: Arc<CmPort>,
-    /// Where our MADs to the peer go (from the REQ's GRH for a passive CEP).
-    ah: Arc<AddressHandle>,
-    /// What `ah` points at, read when it was made: QP attributes need it, and nothing may
-    /// touch the AH outside the CEP lock (device removal takes it away under that lock).
+    /// Where our MADs to the peer go (from the REQ's work completion for a passive CEP):
+    /// each send makes an AH from it that lives as long as the send, so an idle CEP holds
+    /// none. QP attributes read it too.
     ah_info: AhInfo,
 }
 
@@ -123,8 +121,7 @@ pub(crate) enum Spawned {
 /// A CEP a listener spawns for a request, before it exists: everything but its comm ID.
 struct Spawn<'a> {
     port: &'a Arc<CmPort>,
-    /// The reply AH made from the request's work completion, and what it points at.
-    ah: Arc<AddressHandle>,
+    /// Where answers to the request go, read from its work completion.
     ah_info: AhInfo,
     sm: state::Cep,
     kind: Kind,
@@ -232,10 +229,10 @@ impl WorkItem for Cep {
     }
 }
 
-/// Cuts every CEP off `port`, whose device is being removed: their address handles go now
-/// and their owners get `DEVICE_REMOVAL`. The agents are already unregistered. The port
-/// knows every CEP with an AH on it (each was recorded when its AH was made), and none can
-/// be made there from now on.
+/// Cuts every CEP off `port`, whose device is being removed: their peers go now and their
+/// owners get `DEVICE_REMOVAL`. The agents are already unregistered, which completed every
+/// send and destroyed its AH. The port knows every CEP whose peer it reaches (each was
+/// recorded when its peer was attached), and none can be attached there from now on.
 pub(crate) fn release_port(port: &CmPort) {
     let Some(users) = port.release_users() else {
         return;
@@ -534,7 +531,7 @@ impl Cep {
             return;
         };
         if let Some(peer) = &inner.peer {
-            peer.port.send_once(&peer.ah, &mad, msg.attr());
+            peer.port.send_once(&peer.ah_info, &mad, msg.attr());
         }
     }
 
@@ -592,10 +589,14 @@ impl Cep {
             seq: inner.send_seq,
         };
         let retry = inner.retry;
-        match peer
-            .port
-            .send_retried(&peer.ah, &mad, attr, retry.timeout_ms, retry.retries, owner)
-        {
+        match peer.port.send_retried(
+            &peer.ah_info,
+            &mad,
+            attr,
+            retry.timeout_ms,
+            retry.retries,
+            owner,
+        ) {
             Ok(sent) => inner.msg = Some(sent),
             // Nothing will ever answer: fail now as if every retry had run out, so the owner
             // gets its *_ERROR event instead of waiting forever.
@@ -639,7 +640,7 @@ impl Cep {
         {
             return;
         }
-        // The agent's unregistration flushed our send already; the AH goes with the peer.
+        // The agent's unregistration flushed our send, and its AH, already.
         inner.msg = None;
         inner.peer = None;
         let ev = uapi::cepm_event {
@@ -687,10 +688,10 @@ impl Cep {
             let _ = self.apply(&mut inner, Event::Destroy { retry_later }, None);
             inner.owner = None;
             inner.parked.events.clear();
-            // The peer and its AH go now, under the lock, not with the last reference (a
-            // queued timewait work may hold that past the device's removal) nor after the
-            // unlock (device removal would not wait for it): removal either took this CEP
-            // from the port's users and waits for this lock, or finds it gone.
+            // The peer goes now, under the lock, not with the last reference (a queued
+            // timewait work may hold that past the device's removal) nor after the unlock
+            // (device removal would not wait for it): removal either took this CEP from the
+            // port's users and waits for this lock, or finds it gone.
             if let Some(peer) = inner.peer.take() {
                 peer.port.forget_user(self);
                 drop(peer);
@@ -773,7 +774,6 @@ impl Cep {
             comm_id: key.0,
             ca_guid: key.1,
             port: port.clone(),
-            ah: spawn.ah,
             ah_info: spawn.ah_info,
         });
         inner.remote_key = Some((table, key));
@@ -828,9 +828,9 @@ impl CepInner {
     /// `event` (REQ or SIDR_REQ), which must be legal now; nothing changes on error. Returns
     /// the checked transition, for the caller to commit once the message is in place.
     ///
-    /// The AH is made under the CEP lock, and the port records this CEP as its user under its
-    /// own: device removal has then either released the port already (`ENODEV`) or will find
-    /// this CEP there and release the AH before the device goes.
+    /// The port records this CEP as its user under its own lock, taken inside the CEP's:
+    /// device removal has then either released the port already (`ENODEV`) or will find this
+    /// CEP there and cut it off.
     fn attach_first_peer(
         &mut self,
         cep: &Arc<Cep>,
@@ -843,12 +843,11 @@ impl CepInner {
         if self.peer.is_some() || self.remote_key.is_some() {
             return Err(EINVAL);
         }
-        let ah = port.create_ah(cep, &info, node)?;
+        port.attach_user(cep, &info, node)?;
         self.peer = Some(Peer {
             comm_id: 0,
             ca_guid: 0,
             port,
-            ah,
             ah_info: info,
         });
         Ok(checked)

@@ -419,6 +419,41 @@ struct ib_ah *cepm_shim_recv_reply_ah(struct ib_mad_agent *agent,
 				    agent->port_num);
 }
 
+/* What attr points at, as cepm_ah_info (RoCE: GRH fields and next-hop MAC). */
+static void cepm_ah_info_from_attr(const struct rdma_ah_attr *attr, struct cepm_ah_info *info)
+{
+	const struct ib_global_route *grh;
+
+	memset(info, 0, sizeof(*info));
+	info->sl = rdma_ah_get_sl(attr);
+	info->port_num = rdma_ah_get_port_num(attr);
+	if (rdma_ah_get_ah_flags(attr) & IB_AH_GRH) {
+		grh = rdma_ah_read_grh(attr);
+		memcpy(info->dgid, grh->dgid.raw, sizeof(info->dgid));
+		info->sgid_index = grh->sgid_index;
+		info->hop_limit = grh->hop_limit;
+		info->flow_label = grh->flow_label;
+		info->traffic_class = grh->traffic_class;
+	}
+	if (attr->type == RDMA_AH_ATTR_TYPE_ROCE)
+		memcpy(info->dmac, attr->roce.dmac, ETH_ALEN);
+}
+
+int cepm_shim_recv_reply_info(struct ib_mad_agent *agent, struct ib_mad_recv_wc *recv,
+			      struct cepm_ah_info *info)
+{
+	struct rdma_ah_attr attr;
+	int ret;
+
+	ret = ib_init_ah_attr_from_wc(agent->device, agent->port_num, recv->wc,
+				      recv->recv_buf.grh, &attr);
+	if (ret)
+		return ret;
+	cepm_ah_info_from_attr(&attr, info);
+	rdma_destroy_ah_attr(&attr);
+	return 0;
+}
+
 struct ib_ah *cepm_shim_create_ah(struct ib_mad_agent *agent, const struct cepm_ah_info *info)
 {
 	struct rdma_ah_attr attr = {};
@@ -478,32 +513,6 @@ bool cepm_shim_agent_has_gid(struct ib_mad_agent *agent, const u8 *gid)
 		}
 	}
 	return false;
-}
-
-int cepm_shim_query_ah(struct ib_ah *ah, struct cepm_ah_info *info)
-{
-	struct rdma_ah_attr attr;
-	const struct ib_global_route *grh;
-	int ret;
-
-	ret = rdma_query_ah(ah, &attr);
-	if (ret)
-		return ret;
-	memset(info, 0, sizeof(*info));
-	info->sl = rdma_ah_get_sl(&attr);
-	info->port_num = rdma_ah_get_port_num(&attr);
-	if (rdma_ah_get_ah_flags(&attr) & IB_AH_GRH) {
-		grh = rdma_ah_read_grh(&attr);
-		memcpy(info->dgid, grh->dgid.raw, sizeof(info->dgid));
-		info->sgid_index = grh->sgid_index;
-		info->hop_limit = grh->hop_limit;
-		info->flow_label = grh->flow_label;
-		info->traffic_class = grh->traffic_class;
-	}
-	if (attr.type == RDMA_AH_ATTR_TYPE_ROCE)
-		memcpy(info->dmac, attr.roce.dmac, ETH_ALEN);
-	rdma_destroy_ah_attr(&attr);
-	return 0;
 }
 
 void cepm_shim_destroy_ah(struct ib_ah *ah)

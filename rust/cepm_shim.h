@@ -46,7 +46,7 @@ typedef void cepm_rename_device_fn(void *client_ctx, struct ib_device *device);
  *
  * A MAD arrived for the agent registered with port_ctx.  recv and the buffer
  * are only valid during the call (recv can be passed to
- * cepm_shim_recv_reply_ah).  Runs in process context (the MAD CQ's
+ * cepm_shim_recv_reply_ah and cepm_shim_recv_reply_info).  Runs in process context (the MAD CQ's
  * workqueue), no locks held: it may sleep.
  */
 typedef void cepm_recv_mad_fn(void *port_ctx, struct ib_mad_agent *agent,
@@ -174,12 +174,6 @@ void cepm_shim_agent_unregister(struct ib_mad_agent *agent);
 /* The agent's high 32 TID bits (requests carry them, as Linux's cm_form_tid). */
 u32 cepm_shim_agent_hi_tid(struct ib_mad_agent *agent);
 
-/*
- * An address handle that answers the sender of recv (GRH and all, so RoCE
- * works), from inside cepm_rust_recv_mad only.  ERR_PTR on failure.  May sleep.
- */
-struct ib_ah *cepm_shim_recv_reply_ah(struct ib_mad_agent *agent,
-				      struct ib_mad_recv_wc *recv);
 /* What an address handle points at (RoCE: GRH fields and next-hop MAC). */
 struct cepm_ah_info {
 	u8 dgid[16];
@@ -194,6 +188,21 @@ struct cepm_ah_info {
 };
 
 /*
+ * An address handle that answers the sender of recv (GRH and all, so RoCE
+ * works), from inside cepm_rust_recv_mad only.  ERR_PTR on failure.  May sleep.
+ */
+struct ib_ah *cepm_shim_recv_reply_ah(struct ib_mad_agent *agent,
+				      struct ib_mad_recv_wc *recv);
+/*
+ * Where an answer to the sender of recv goes, without making an AH for it
+ * (cepm_shim_create_ah makes one from it for each send).  From inside
+ * cepm_rust_recv_mad only.  May sleep.
+ */
+int cepm_shim_recv_reply_info(struct ib_mad_agent *agent, struct ib_mad_recv_wc *recv,
+			      struct cepm_ah_info *info);
+
+
+/*
  * An address handle for a peer given by its GID (with a GRH, as RoCE needs)
  * on the agent's port.  Atomic context is fine.  ERR_PTR on failure.
  */
@@ -204,8 +213,6 @@ int cepm_shim_query_gid(struct ib_mad_agent *agent, u8 index, u8 *gid);
 int cepm_shim_query_source_gid(struct ib_mad_agent *agent, u8 index, u8 *gid);
 /* Whether the agent's port has gid (16 bytes) in its GID table, of any type. */
 bool cepm_shim_agent_has_gid(struct ib_mad_agent *agent, const u8 *gid);
-/* Reads back what ah points at. */
-int cepm_shim_query_ah(struct ib_ah *ah, struct cepm_ah_info *info);
 /* Destroys an AH no send uses any more.  Atomic context is fine. */
 void cepm_shim_destroy_ah(struct ib_ah *ah);
 

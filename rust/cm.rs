@@ -198,10 +198,10 @@ fn req_received(
         return None;
     }
     // Allocation failures drop the REQ: the peer retries it (Linux does the same).
-    let Ok(ah) = mad.reply_ah() else {
+    let Ok(info) = mad.reply_info() else {
         return None;
     };
-    let cep = match Cep::spawn_from_req(port, ah, req, tid) {
+    let cep = match Cep::spawn_from_req(port, info, req, tid) {
         Ok(Spawned::New(cep)) => cep,
         // Answered inside (a duplicate), or nothing to do until the peer retries.
         Ok(Spawned::Duplicate(existing)) => {
@@ -233,35 +233,26 @@ fn sidr_req_received(
     sreq: &crate::proto::sidr_req::SidrReq,
     tid: u64,
 ) -> Option<Unmatched> {
-    // Allocation failures drop the SIDR_REQ: the requester retries it.
-    let Ok(ah) = mad.reply_ah() else {
+    // Without the requester's address the request cannot be keyed: dropped, the requester
+    // retries it.
+    let Ok(info) = mad.reply_info() else {
         return None;
     };
-    let info = ah.info();
-    // A retry of a request answered lately: its answer was lost, so send it again, through
-    // the AH just made (`reply` would make another).
-    if let Some(rep) = info.as_ref().ok().and_then(|info| {
-        port.sidr_answer(
-            tables::sidr_key(sreq.request_id, &info.dgid),
-            sreq.service_id,
-        )
-    }) {
+    // A retry of a request answered lately: its answer was lost, so send it again.
+    let key = tables::sidr_key(sreq.request_id, &info.dgid);
+    if let Some(rep) = port.sidr_answer(key, sreq.service_id) {
         port.count_duplicate();
         let answer = CmMsg::SidrRep(rep);
         if let Some(buf) = encode_answer(port, tid, answer) {
-            port.send_once(&ah, &buf, answer.attr());
+            port.send_once(&info, &buf, answer.attr());
         }
         return None;
     }
     let Some(listener) = port.cm().tables.find_listener(sreq.service_id) else {
         return Some(Unmatched::SidrReqNoListener);
     };
-    // Without the AH's address the request cannot be keyed: dropped, the requester retries.
-    let Ok(info) = info else {
-        return None;
-    };
     // A retry of a SIDR_REQ still waiting (a duplicate): the first one will be answered.
-    let Ok(Spawned::New(cep)) = Cep::spawn_from_sidr_req(port, ah, info, sreq, tid) else {
+    let Ok(Spawned::New(cep)) = Cep::spawn_from_sidr_req(port, info, sreq, tid) else {
         return None;
     };
     match listener.offer(cep.clone(), true) {

@@ -36,7 +36,6 @@ use crate::{
         sidr_rep::SidrRep,
     },
     shim::{
-        AddressHandle,
         AgentRef,
         AgentRole,
         AhInfo,
@@ -75,14 +74,14 @@ impl AttrCounters {
     }
 }
 
-/// A port's agents, and the CEPs holding an address handle on it.
+/// A port's agents, and the CEPs whose peers are reached through it.
 struct Agents {
     cm: Option<AttachedAgent>,
     rep: Option<AttachedAgent>,
-    /// Every CEP whose peer is reached through this port, by comm ID: each holds an address
-    /// handle made on the port. Recorded under this lock when the AH is made, so that device
-    /// removal ([`CmPort::release_users`]) finds every AH; `None` from then on, and no AH
-    /// can be made here any more.
+    /// Every CEP whose peer is reached through this port, by comm ID. Recorded under this
+    /// lock when the peer is attached, so that device removal ([`CmPort::release_users`])
+    /// finds every one to tell; `None` from then on, and no peer can be attached here any
+    /// more. (They hold no address handle: each send makes its own.)
     users: Option<RBTree<u32, Arc<Cep>>>,
 }
 
@@ -205,10 +204,11 @@ impl CmPort {
         (u64::from(hi) << 32) | u64::from(local_id)
     }
 
-    /// Sends `mad` (attribute `attr`) once to `ah`; may be called under a spinlock. Failures
-    /// are counted, not returned: the protocol recovers from a lost MAD by retrying.
-    pub(crate) fn send_once(&self, ah: &Arc<AddressHandle>, mad: &[u8; MAD_SIZE], attr: AttrId) {
-        match self.with_agent(|agent| agent.send_once(ah, mad, false)) {
+    /// Sends `mad` (attribute `attr`) once to the peer `to` describes; may be called under a
+    /// spinlock. Failures are counted, not returned: the protocol recovers from a lost MAD by
+    /// retrying.
+    pub(crate) fn send_once(&self, to: &AhInfo, mad: &[u8; MAD_SIZE], attr: AttrId) {
+        match self.with_agent(|agent| agent.send_once(to, mad, false)) {
             Ok(()) => self.count_tx(attr),
             Err(_) => self.count_tx_error(),
         }
@@ -232,11 +232,11 @@ impl CmPort {
         }
     }
 
-    /// Sends `mad` (attribute `attr`) to `ah`, retried until cancelled; callable under a
-    /// spinlock.
+    /// Sends `mad` (attribute `attr`) to the peer `to` describes, retried until cancelled;
+    /// callable under a spinlock.
     pub(crate) fn send_retried(
         &self,
-        ah: &Arc<AddressHandle>,
+        to: &AhInfo,
         mad: &[u8; MAD_SIZE],
         attr: AttrId,
         timeout_ms: u32,
@@ -249,7 +249,7 @@ impl CmPort {
             AgentRole::Cm
         };
         let sent = self.with_agent_for(role, |agent| {
-            agent.send_retried(ah, mad, timeout_ms, retries, owner)
+            agent.send_retried(to, mad, timeout_ms, retries, owner)
         });
         match &sent {
             Ok(_) => self.count_tx(attr),
@@ -258,27 +258,27 @@ impl CmPort {
         sent
     }
 
-    /// An address handle for the peer of `cep` that `info` describes, on this port; `cep`
-    /// becomes a user of the port until [`CmPort::forget_user`]. Callable under a spinlock;
-    /// `node` is the room `cep` takes in the port's set. `ENODEV` once the device is going.
-    pub(crate) fn create_ah(
+    /// Makes `cep`, whose peer `info` describes, a user of the port until
+    /// [`CmPort::forget_user`], once an AH to that peer can be made here (the check a user's
+    /// request gets before its first send). Callable under a spinlock; `node` is the room
+    /// `cep` takes in the port's set. `ENODEV` once the device is going.
+    pub(crate) fn attach_user(
         &self,
         cep: &Arc<Cep>,
         info: &AhInfo,
         node: RBTreeNodeReservation<u32, Arc<Cep>>,
-    ) -> Result<Arc<AddressHandle>> {
+    ) -> Result {
         let mut agents = self.agents.lock();
         let Agents { cm, users, .. } = &mut *agents;
         let agent = cm.as_ref().ok_or(ENODEV)?.get();
         let users = users.as_mut().ok_or(ENODEV)?;
-        let ah = agent.create_ah(info)?;
+        agent.check_reachable(info)?;
         users.insert(node.into_node(cep.local_id, cep.clone()));
-        Ok(ah)
+        Ok(())
     }
 
-    /// Records `cep` as a user of the port: it holds an address handle that the MAD layer
-    /// made here for a request it received. `ENODEV` once the device is going (the AH must
-    /// then be dropped at once).
+    /// Records `cep` as a user of the port: its peer, which sent it a request, is reached
+    /// through it. `ENODEV` once the device is going (the CEP must then go at once).
     pub(crate) fn adopt_user(
         &self,
         cep: &Arc<Cep>,
@@ -290,7 +290,7 @@ impl CmPort {
         Ok(())
     }
 
-    /// `cep` has dropped its address handle on this port.
+    /// `cep`'s peer is no longer reached through this port.
     pub(crate) fn forget_user(&self, cep: &Cep) {
         let removed = self
             .agents
@@ -301,8 +301,9 @@ impl CmPort {
         drop(removed);
     }
 
-    /// Device removal, with the agents unregistered: every CEP that holds an address handle
-    /// on this port, to be cut off ([`Cep::device_removed`]). No AH can be made here after.
+    /// Device removal, with the agents unregistered (every send completed, and with it its
+    /// AH): every CEP whose peer is reached through this port, to be cut off
+    /// ([`Cep::device_removed`]). No peer can be attached here after.
     pub(crate) fn release_users(&self) -> Option<RBTree<u32, Arc<Cep>>> {
         self.agents.lock().users.take()
     }

@@ -31,7 +31,6 @@ mod glue;
 mod rdma;
 
 pub(crate) use rdma::{
-    AddressHandle,
     AgentRef,
     AgentRole,
     AhInfo,

@@ -49,10 +49,7 @@ use crate::{
             RetryTimer, //
         }, //
     },
-    shim::{
-        AddressHandle,
-        AhInfo, //
-    },
+    shim::AhInfo,
     tables::PeerTable,
     uapi, //
 };
@@ -72,7 +69,7 @@ impl Cep {
     /// peer's IDs ([`Cep::spawn`]).
     pub(crate) fn spawn_from_req(
         port: &Arc<CmPort>,
-        ah: Arc<AddressHandle>,
+        ah_info: AhInfo,
         req: &Req,
         tid: u64,
     ) -> Result<Spawned> {
@@ -118,8 +115,7 @@ impl Cep {
         };
         let spawn = Spawn {
             port,
-            ah_info: ah.info()?,
-            ah,
+            ah_info,
             sm,
             kind: Kind::Connection(connection),
             table: PeerTable::CommId,

@@ -27,10 +27,7 @@ use crate::{
         },
         timing::RetryTimer, //
     },
-    shim::{
-        AddressHandle,
-        AhInfo, //
-    },
+    shim::AhInfo,
     tables::{
         self,
         PeerTable, //
@@ -129,10 +126,9 @@ impl Cep {
 
     /// The CEP a listener spawns for a SIDR_REQ: unclaimed, in SIDR_REQ_RCVD, findable by the
     /// requester's (request ID, GID) so that retries are recognised ([`Cep::spawn`]).
-    /// `ah_info` is what `ah`, the reply AH, points at.
+    /// `ah_info` says where answers to it go.
     pub(crate) fn spawn_from_sidr_req(
         port: &Arc<CmPort>,
-        ah: Arc<AddressHandle>,
         ah_info: AhInfo,
         sreq: &SidrReq,
         tid: u64,
@@ -153,7 +149,6 @@ impl Cep {
         let spawn = Spawn {
             port,
             key: tables::sidr_key(sreq.request_id, &ah_info.dgid),
-            ah,
             ah_info,
             sm,
             kind: Kind::Sidr(Sidr {

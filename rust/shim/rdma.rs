@@ -27,8 +27,8 @@ use super::{
 };
 use crate::cep::Cep;
 
-/// The flags for what a send allocates and keeps: its context and the AH it goes to (here) and
-/// the MAD layer's buffer (the shim). Charged to the memory cgroup of the task that sends
+/// The flags for what a send allocates and keeps: its context, which holds the AH made for it
+/// (here), and the MAD layer's buffer (the shim). Charged to the memory cgroup of the task that sends
 /// (docs/abi.md, "Privileges and limits"): in a user's ioctl that user; in the MAD layer's
 /// work or a timer nobody's, since no user's task runs there. `GFP_ATOMIC` unless `may_sleep`.
 /// The kernel crate names `__GFP_ACCOUNT` only inside `GFP_KERNEL_ACCOUNT`.
@@ -156,43 +156,38 @@ impl AgentRef<'_> {
         unsafe { shim::cepm_shim_agent_hi_tid(self.0.as_ptr()) }
     }
 
-    /// Sends `mad` once to `ah`. `may_sleep` is false under a spinlock.
-    pub(crate) fn send_once(
-        &self,
-        ah: &Arc<AddressHandle>,
-        mad: &[u8; MAD_SIZE],
-        may_sleep: bool,
-    ) -> Result {
+    /// Sends `mad` once to the peer `to` describes, through an AH made for this send alone
+    /// (it goes when the send completes). `may_sleep` is false under a spinlock.
+    pub(crate) fn send_once(&self, to: &AhInfo, mad: &[u8; MAD_SIZE], may_sleep: bool) -> Result {
+        let ah = self.create_ah(to)?;
         // SAFETY: The agent is registered by the type invariant.
-        unsafe { post_mad(self.0, ah.clone(), mad, 0, 0, None, may_sleep) }.map(|_| ())
+        unsafe { post_mad(self.0, ah, mad, 0, 0, None, may_sleep) }.map(|_| ())
     }
 
-    /// Sends `mad` to `ah`, resent every `timeout_ms` up to `retries` times until cancelled;
-    /// `owner` hears the outcome through [`Cep::send_done`]. Callable under a spinlock.
+    /// Sends `mad` to the peer `to` describes, resent every `timeout_ms` up to `retries`
+    /// times until cancelled, through an AH made for this send alone; `owner` hears the
+    /// outcome through [`Cep::send_done`]. Callable under a spinlock.
     pub(crate) fn send_retried(
         &self,
-        ah: &Arc<AddressHandle>,
+        to: &AhInfo,
         mad: &[u8; MAD_SIZE],
         timeout_ms: u32,
         retries: u8,
         owner: SendOwner,
     ) -> Result<OutstandingSend> {
+        let ah = self.create_ah(to)?;
         let seq = owner.seq;
         // SAFETY: The agent is registered by the type invariant.
-        let buf = unsafe {
-            post_mad(
-                self.0,
-                ah.clone(),
-                mad,
-                timeout_ms,
-                retries,
-                Some(owner),
-                false,
-            )
-        }?;
+        let buf = unsafe { post_mad(self.0, ah, mad, timeout_ms, retries, Some(owner), false) }?;
         // INVARIANT: the buffer was just posted; `owner`'s CEP keeps the value until its
         // `send_done` for `seq`, which the shim calls before freeing the buffer.
         Ok(OutstandingSend { buf, seq })
+    }
+
+    /// Whether an AH to the peer `info` describes can be made on the agent's port now: the
+    /// check a user's request gets before its first send. Callable under a spinlock.
+    pub(crate) fn check_reachable(&self, info: &AhInfo) -> Result {
+        self.create_ah(info).map(drop)
     }
 
     /// Our GID at `index` on the agent's port.
@@ -221,14 +216,14 @@ impl AgentRef<'_> {
         unsafe { shim::cepm_shim_agent_has_gid(self.0.as_ptr(), gid.as_ptr()) }
     }
 
-    /// An address handle on the agent's port for the peer `info` describes. Callable under a
-    /// spinlock.
-    pub(crate) fn create_ah(&self, info: &AhInfo) -> Result<Arc<AddressHandle>> {
+    /// An address handle on the agent's port for the peer `info` describes, for one send.
+    /// Never sleeps.
+    fn create_ah(&self, info: &AhInfo) -> Result<AddressHandle> {
         // SAFETY: The agent is registered by the type invariant; `info` is readable.
         let ah = from_err_ptr(unsafe { shim::cepm_shim_create_ah(self.0.as_ptr(), info) })?;
         let ptr = NonNull::new(ah).ok_or(EINVAL)?;
         // INVARIANT: `rdma_create_ah` returned a new AH that only we reference.
-        Ok(Arc::new(AddressHandle { ptr }, send_alloc_flags(false))?)
+        Ok(AddressHandle { ptr })
     }
 }
 
@@ -401,40 +396,32 @@ impl<H: MadHandler> Drop for MadAgent<H> {
     }
 }
 
-/// An address handle: where a MAD goes (for RoCE, GIDs and the rest of the GRH).
+/// An address handle: where a MAD goes (for RoCE, GIDs and the rest of the GRH). Made for one
+/// send and held by it alone ([`InFlight`]), as Linux's CM does (`cm_alloc_msg`,
+/// `cm_free_msg`): a device has few (rxe: 32,767), so nothing may keep one while no MAD is
+/// outstanding, and the MAD layer completes every send before its agent is unregistered,
+/// so none outlives its device.
 ///
 /// # Invariants
 ///
 /// `ptr` is a live AH owned by this value.
-pub(crate) struct AddressHandle {
+pub(super) struct AddressHandle {
     ptr: NonNull<shim::ib_ah>,
 }
 
 // SAFETY: Destroying an AH is allowed from any thread, in any context.
 unsafe impl Send for AddressHandle {}
-// SAFETY: `&AddressHandle` only lends the pointer to the MAD layer, which shares AHs freely.
-unsafe impl Sync for AddressHandle {}
 
 impl Drop for AddressHandle {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant the AH is live and ours; every send using it holds an
-        // `Arc` to it, so none is pending.
+        // SAFETY: By the type invariant the AH is live and ours; the one send that used it
+        // holds it (in its `InFlight`) until it completes, so none is pending.
         unsafe { shim::cepm_shim_destroy_ah(self.ptr.as_ptr()) };
     }
 }
 
 /// Where an address handle points: the shim's `struct cepm_ah_info`.
 pub(crate) type AhInfo = shim::cepm_ah_info;
-
-impl AddressHandle {
-    /// What the AH points at.
-    pub(crate) fn info(&self) -> Result<AhInfo> {
-        let mut info = AhInfo::default();
-        // SAFETY: The AH is live by the type invariant and `info` is writable.
-        to_result(unsafe { shim::cepm_shim_query_ah(self.ptr.as_ptr(), &mut info) })?;
-        Ok(info)
-    }
-}
 
 /// The CEP waiting for a retried send's outcome, and which of its sends this is.
 pub(crate) struct SendOwner {
@@ -445,7 +432,7 @@ pub(crate) struct SendOwner {
 /// What the MAD layer holds while a MAD is in flight: it keeps the AH alive and knows whom to
 /// tell about the outcome.
 pub(super) struct InFlight {
-    _ah: Arc<AddressHandle>,
+    _ah: AddressHandle,
     pub(super) owner: Option<SendOwner>,
 }
 
@@ -493,7 +480,7 @@ impl OutstandingSend {
 /// `agent` is a registered agent.
 unsafe fn post_mad(
     agent: NonNull<shim::ib_mad_agent>,
-    ah: Arc<AddressHandle>,
+    ah: AddressHandle,
     mad: &[u8; MAD_SIZE],
     timeout_ms: u32,
     retries: u8,
@@ -549,19 +536,26 @@ impl ReceivedMad<'_> {
 
     /// Sends `mad` once (no retries) back to the sender of this MAD. May sleep.
     pub(crate) fn reply(&self, mad: &[u8; MAD_SIZE]) -> Result {
-        let ah = self.reply_ah()?;
-        // SAFETY: The agent is registered: it is receiving this MAD.
-        unsafe { post_mad(self.agent, ah, mad, 0, 0, None, true) }.map(|_| ())
-    }
-
-    /// An address handle for answering the sender later (it outlives this MAD). May sleep.
-    pub(crate) fn reply_ah(&self) -> Result<Arc<AddressHandle>> {
         // SAFETY: Both pointers are valid during the callback by the type invariant.
         let ah = from_err_ptr(unsafe {
             shim::cepm_shim_recv_reply_ah(self.agent.as_ptr(), self.recv.as_ptr())
         })?;
-        let ah = NonNull::new(ah).ok_or(EINVAL)?;
+        let ptr = NonNull::new(ah).ok_or(EINVAL)?;
         // INVARIANT: `ib_create_ah_from_wc` returned a new AH that only we reference.
-        Ok(Arc::new(AddressHandle { ptr: ah }, GFP_KERNEL)?)
+        let ah = AddressHandle { ptr };
+        // SAFETY: The agent is registered: it is receiving this MAD.
+        unsafe { post_mad(self.agent, ah, mad, 0, 0, None, true) }.map(|_| ())
+    }
+
+    /// Where answers to the sender of this MAD go, later too: each send makes its AH from
+    /// it. May sleep.
+    pub(crate) fn reply_info(&self) -> Result<AhInfo> {
+        let mut info = AhInfo::default();
+        // SAFETY: Both pointers are valid during the callback by the type invariant; `info`
+        // is writable.
+        to_result(unsafe {
+            shim::cepm_shim_recv_reply_info(self.agent.as_ptr(), self.recv.as_ptr(), &mut info)
+        })?;
+        Ok(info)
     }
 }
