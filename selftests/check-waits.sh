@@ -18,3 +18,25 @@ if [ -n "$frozen" ]; then
 	exit 1
 fi
 echo "check-waits: every wait_until probe is re-run on each poll"
+
+# A wait's own report ("# wait_until: true after 3 s") must not land in the caller's output:
+# tests take probes' answers from $(...) (cep_req_validation's forged), and a slow guest made
+# such an answer "9" plus that line. lib.sh is sourced here with a stand-in for the kernel's
+# KTAP helpers.
+stub=$(mktemp -d)
+trap 'rm -rf "$stub"' EXIT
+mkdir -p "$stub/tools/testing/selftests/kselftest"
+echo '__ktap_test() { :; }' >"$stub/tools/testing/selftests/kselftest/ktap_helpers.sh"
+late=$(
+	CEPM_ROOT=$stub CEPM_KDIR=$stub
+	. "$root/selftests/cepm/lib.sh"
+	ready_at=$((SECONDS + 3))
+	ready() { [ $SECONDS -ge $ready_at ]; }
+	wait_until 10 ready 2>/dev/null
+	echo answer
+)
+if [ "$late" != answer ]; then
+	echo "check-waits: a wait that came true late wrote into its caller's output: '$late'" >&2
+	exit 1
+fi
+echo "check-waits: a wait's report goes to stderr, never into its caller's output"
