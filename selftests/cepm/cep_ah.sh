@@ -27,13 +27,8 @@ base=$(mad_pd_users)
 ktap_check "the MAD layer's PD on $RXE_DEV is found: $base user(s)" test -n "$base"
 
 # 1. A CM-only connection both ends hold until their next event.
-"$CEPMCTL" accept --service-id $SID --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
-wait_until 10 file_has '^accept: listening' "$out.accept"
-"$CEPMCTL" connect --service-id $SID --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
-established_ceps() { "$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l; }
-established() { [ "$(established_ceps)" = 2 ]; }
-wait_until 20 established
-ktap_check "a connection is established at both ends" established
+hold_pair $SID "$out"
+ktap_check "a connection is established at both ends" test "$(established_ceps)" = 2
 wait_until 10 pd_users_are "$base"
 rdma res show pd dev "$RXE_DEV"
 ktap_check "... and holds no address handle ($(mad_pd_users) PD users, $base before)" pd_users_are "$base"

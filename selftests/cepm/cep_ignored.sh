@@ -68,14 +68,8 @@ ktap_check "REJ_RECEIVED read after a REJ and an MRA it ignored: the first REJ's
 
 # 3 and 4: a CM-only connection, both ends holding it until their next event.
 SID=0x0000000001064e92
-"$CEPMCTL" accept --service-id $SID --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
-wait_until 10 file_has '^accept: listening' "$out.accept"
-"$CEPMCTL" connect --service-id $SID --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
-ids() { file_has 'comm IDs: ours' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
-wait_until 20 ids
-active=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\1/p' "$out.connect")
-passive=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\2/p' "$out.connect")
-established_ceps() { "$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l; }
+hold_pair $SID "$out"
+active=$HELD_ACTIVE passive=$HELD_PASSIVE
 ktap_check "a connection is established (active comm ID $active, passive $passive)" \
 	sh -c "test -n '$active' && test -n '$passive' && test $(established_ceps) = 2"
 

@@ -43,13 +43,8 @@ wait $spid 2>/dev/null
 show_files "$out.serve"
 
 # 2. An established connection; the passive side's "timeout REJ" to the active side.
-"$CEPMCTL" accept --service-id $SID2 --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
-wait_until 10 file_has '^accept: listening' "$out.accept"
-"$CEPMCTL" connect --service-id $SID2 --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
-ids() { file_has 'comm IDs: ours' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
-wait_until 20 ids
-ours=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\1/p' "$out.connect")
-theirs=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\2/p' "$out.connect")
+hold_pair $SID2 "$out"
+ours=$HELD_ACTIVE theirs=$HELD_PASSIVE
 ktap_check "a connection is established (active comm ID $ours, passive $theirs)" \
 	sh -c "test -n '$ours' && test -n '$theirs'"
 

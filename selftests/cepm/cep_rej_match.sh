@@ -26,18 +26,13 @@ SID_T=0x0000000001064e73
 out=$CEPM_ROOT/out/cep_rej_match.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
 listening() { file_has '^accept: listening' "$out.accept"; }
-held() { file_has 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
 spoof() { "$CEPMCTL" send-mad "$RXE_DEV" 1 REJ "$@"; }
 # The established CEP with local comm ID $1: its peer's comm ID.
 peer_of() { "$CEPMCTL" list | awk -v id="$1" '$1 == id && $2 == "ESTABLISHED" { print $4 }'; }
-established_ceps() { "$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l; }
 anyone_saw() { grep -qh "$1" "$out.accept" "$out.connect"; }
 
 # 1 and 2: a CM-only connection on rxe0, both ends holding it until their next event.
-"$CEPMCTL" accept --service-id $SID --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
-wait_until 10 listening
-"$CEPMCTL" connect --service-id $SID --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
-wait_until 20 held
+hold_pair $SID "$out"
 victim=$("$CEPMCTL" list | awk '$2 == "ESTABLISHED" { print $1; exit }')
 peer=$(peer_of "$victim")
 ktap_print_msg "victim CEP $victim, its peer $peer"

@@ -40,6 +40,7 @@ forged() {
 	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --local-comm-id "$id" --service-id $SID "$@"
 	got() { file_has 'got REJ_RECEIVED' "$out.$name"; }
 	wait_until 10 got
+	show_files "$out.$name" >&2
 	sed -n 's/.*got REJ_RECEIVED (status \([0-9]*\)).*/\1/p' "$out.$name" | grep . || echo none
 }
 ktap_check "a REQ for transport RD (2) is rejected with reason 9" test "$(forged rd --transport 2)" = 9
@@ -55,13 +56,8 @@ kill $(jobs -p) 2>/dev/null
 wait
 
 # A live connection, then REJs with an ARI length of 100 and MessageRejected 3 from its peer.
-"$CEPMCTL" accept --service-id 0x0000000001064e7c --cm-only --hold --timeout-ms 60000 >"$out.accept" 2>&1 &
-wait_until 10 file_has '^accept: listening' "$out.accept"
-"$CEPMCTL" connect --service-id 0x0000000001064e7c --cm-only --hold --timeout-ms 60000 >"$out.connect" 2>&1 &
-ids() { file_has 'comm IDs: ours' "$out.connect"; }
-wait_until 20 ids
-ours=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\1/p' "$out.connect")
-theirs=$(sed -n 's/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/\2/p' "$out.connect")
+hold_pair 0x0000000001064e7c "$out"
+ours=$HELD_ACTIVE theirs=$HELD_PASSIVE
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REJ --local-comm-id "$theirs" --remote-comm-id "$ours" --msg-rejected 3 \
 	--reason 27 --ari 00112233 --ari-len 100
 heard() { file_has 'event REJ_RECEIVED on CEP [0-9]* \(status 27\)' "$out.connect"; }

@@ -61,17 +61,19 @@ file_has() {
 # = 3` would test one value, read before the wait (selftests/check-waits.sh refuses it).
 # Giving up is said in the log, for the many waits whose failure the next check reports
 # differently, or not at all; so is a wait of 3 s or more, to show where a slow run's time went.
+# Both go to stderr, which run.sh logs with stdout: a function that waits may give its answer
+# through $(...), and the report must not become part of it (check-waits.sh).
 wait_until() {
 	local limit=$1 start=$SECONDS deadline=$((SECONDS + $1))
 	shift
 	until "$@"; do
 		if [ $SECONDS -ge $deadline ]; then
-			echo "# wait_until: still false after $limit s: $*"
+			echo "# wait_until: still false after $limit s: $*" >&2
 			return 1
 		fi
 		nap 0.05
 	done
-	[ $((SECONDS - start)) -lt 3 ] || echo "# wait_until: true after $((SECONDS - start)) s: $*"
+	[ $((SECONDS - start)) -lt 3 ] || echo "# wait_until: true after $((SECONDS - start)) s: $*" >&2
 }
 
 cepm_loaded() { [ -d /sys/module/cepm ]; }
@@ -92,6 +94,23 @@ mad_barrier() {
 	"$CEPMCTL" send-mad "$RXE_DEV" 1 DREP --local-comm-id 0x7e57 --remote-comm-id 0x7e57 &&
 		wait_until 10 counter_reaches rx DREP $((n + 1))
 }
+
+# established_ceps: how many CEPs cepm lists in ESTABLISHED.
+established_ceps() { "$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l; }
+# hold_pair SERVICE_ID OUT: a CM-only connection on $RXE_DEV, both ends holding it until their
+# next event (accept and connect --hold, in the background, writing OUT.accept and
+# OUT.connect). Returns once both are ESTABLISHED, with HELD_ACTIVE and HELD_PASSIVE set to
+# the active and passive comm IDs (empty if the connection did not come up).
+hold_pair() {
+	"$CEPMCTL" accept --service-id "$1" --cm-only --hold --timeout-ms 60000 >"$2.accept" 2>&1 &
+	wait_until 10 file_has '^accept: listening' "$2.accept"
+	"$CEPMCTL" connect --service-id "$1" --cm-only --hold --timeout-ms 60000 >"$2.connect" 2>&1 &
+	wait_until 20 pair_held "$2"
+	local ids='s/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/'
+	HELD_ACTIVE=$(sed -n "${ids}\1/p" "$2.connect")
+	HELD_PASSIVE=$(sed -n "${ids}\2/p" "$2.connect")
+}
+pair_held() { file_has 'comm IDs: ours' "$1.connect" && file_has 'in ESTABLISHED' "$1.accept"; }
 
 # `cepmctl ports` starts with "cepm ABI A, P managed port(s), C CEP(s)": matched by the shell
 # (one process start per probe, not a pipeline's two or three).
@@ -480,7 +499,8 @@ stock_down() {
 	done
 	peer_ns_down
 	# The stock tools may still be exiting, holding rdma_ucm for a moment.
-	wait_until 20 modprobe -r rdma_ucm rdma_cm iw_cm ib_cm 2>/dev/null
+	stock_cm_unloaded() { modprobe -r rdma_ucm rdma_cm iw_cm ib_cm 2>/dev/null; }
+	wait_until 20 stock_cm_unloaded
 	rmmod cepm
 	insmod "$CEPM_KO"
 }

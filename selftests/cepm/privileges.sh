@@ -242,7 +242,8 @@ udev_rule_applies() {
 		SYSTEMD_LOG_TARGET=console /lib/systemd/systemd-udevd >"$work/udevd.log" 2>&1 &
 		udevd_pid=$!
 		# It answers once its control socket is bound; the uevents come after that.
-		if ! wait_until 30 udevadm control --ping -t 1 2>/dev/null; then
+		udevd_answers() { udevadm control --ping -t 1 2>/dev/null; }
+		if ! wait_until 30 udevd_answers; then
 			show_file '# udevd: ' "$work/udevd.log"
 			return 1
 		fi
