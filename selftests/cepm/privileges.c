@@ -27,6 +27,8 @@
  *   privileges monitor [--count N] [--timeout-ms T] [--hold]
  *       MONITOR, then read records until N of them, T ms without one, or (--hold) stdin's
  *       EOF; each record is one "trace SERVICE_ID ..." line.
+ *   privileges monitors N --expect E [--hold]
+ *       N files (at most 64), each made a monitor in turn until one MONITOR fails.
  *   privileges connect-sgid INDEX --expect E [--device DEV] [--wait-event MS]
  *       CREATE, CONNECT from GID INDEX of DEV (default rxe0) port 1 to this host's own
  *       RoCE v2 IPv4 GID (no one listens on service 0x0000000001063000: a REJ comes back),
@@ -35,7 +37,7 @@
  *
  * E is "ok" or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...), and
  * applies to the call the command is about: LISTEN, the first CREATE that fails, the first
- * CREATE or LISTEN that fails, CONNECT, MIGRATE.  Exit status: 0 when the outcome is the expected one,
+ * CREATE or LISTEN that fails, CONNECT, MIGRATE, the first MONITOR that fails.  Exit status: 0 when the outcome is the expected one,
  * 1 when not, 2 when the run did not get that far (usage, opening /dev/cepm, a call that only
  * sets up): a setup failure never passes for an expected errno.
  *
@@ -665,6 +667,32 @@ static int cmd_monitor(const struct opts *o)
 	return 0;
 }
 
+static int cmd_monitors(const struct opts *o)
+{
+	unsigned long n = parse_u64("N", o->pos[0]), k;
+	struct cepm_monitor m;
+	int fds[MAX_FILES], err = 0, rc;
+	char what[64];
+
+	if (n > MAX_FILES)
+		setup_failed("at most %d monitors", MAX_FILES);
+	snprintf(what, sizeof(what), "%lu monitors", n);
+	for (k = 0; k < n; k++) {
+		fds[k] = open_cepm(O_NONBLOCK);
+		memset(&m, 0, sizeof(m));
+		err = call(fds[k], CEPM_IOC_MONITOR, &m);
+		if (err) {
+			snprintf(what, sizeof(what), "MONITOR %lu", k + 1);
+			break;
+		}
+	}
+	printf("# %lu of %lu files monitor\n", k, n);
+	rc = verdict(what, err, o->expect);
+	if (rc == 0 && o->hold)
+		hold_until_eof();
+	return rc;
+}
+
 static int cmd_connect_sgid(const struct opts *o)
 {
 	__u64 index = parse_u64("INDEX", o->pos[0]);
@@ -721,6 +749,7 @@ int main(int argc, char **argv)
 		{ "listens", cmd_listens, 1, true },
 		{ "list", cmd_list, 0, false },
 		{ "monitor", cmd_monitor, 0, false },
+		{ "monitors", cmd_monitors, 1, true },
 		{ "connect-sgid", cmd_connect_sgid, 1, true },
 		{ "migrate", cmd_migrate, 1, true },
 	};

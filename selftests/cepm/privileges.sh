@@ -22,7 +22,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 53
+ktap_set_plan 57
 
 USER_A=65534
 USER_B=65533
@@ -373,6 +373,12 @@ ktap_check "root's monitor has the records of user A's CEP" \
 # The helper's last line counts the records it read.
 ktap_check "user B's monitor has no record: it owns no CEP" \
 	grep -q ': records 0$' "$work/mon_b.log"
+# Every event walks the monitors, and each holds a queue of 4096 records: a user may have 16
+# (max_monitors_per_user).
+ktap_check "user A's 17th monitor: EDQUOT" as a monitors 17 --expect EDQUOT
+ktap_check "user A holds 16 monitors" hold mon_a16 a monitors 16 --expect ok --hold
+ktap_check "... and user B monitors meanwhile: the limit is per user" as b monitors 1 --expect ok
+holder_release mon_a16
 
 # --- h. CONNECT's source GID: one the port has, of the type cepm speaks there ---------------
 
@@ -391,7 +397,7 @@ ktap_check "user A's CONNECT from a RoCE v2 GID (index ${v2_index:-none})" \
 
 # --- i. Limits per file and per user ---------------------------------------------------------
 
-LIMITS=(max_ceps_per_file=4 max_ceps_per_user=6 max_listens_per_file=2 max_listens_per_user=3)
+LIMITS=(max_ceps_per_file=4 max_ceps_per_user=6 max_listens_per_file=2 max_listens_per_user=3 max_monitors_per_user=2)
 limits_loaded=1
 ktap_check "cepm reloaded with ${LIMITS[*]}" reload_cepm "${LIMITS[@]}"
 params_shown() {
@@ -408,6 +414,7 @@ ktap_check "a file's 5th CEP: EMFILE" as a create 5 --expect EMFILE
 ktap_check "a user's 7th CEP, across two files: EDQUOT" as a create 7 --files 2 --expect EDQUOT
 ktap_check "a file's 3rd listen: EMFILE" as a listens 3 --expect EMFILE
 ktap_check "a user's 4th listen, across two files: EDQUOT" as a listens 4 --files 2 --expect EDQUOT
+ktap_check "a user's 3rd monitor: EDQUOT" as a monitors 3 --expect EDQUOT
 ktap_check "MIGRATE to a file with 4 CEPs: EMFILE, and the CEP stays" as a migrate 4 --expect EMFILE
 ktap_check "MIGRATE to a file with 3 CEPs: it moves" as a migrate 3 --expect ok
 ktap_check "MIGRATE of a listener to a file with 2 listens: EMFILE, and it stays, listening" \
