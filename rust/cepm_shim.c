@@ -89,6 +89,11 @@ module_param_named(max_events_per_user, cepm_max_events_per_user, uint, 0444);
 MODULE_PARM_DESC(max_events_per_user,
 		 "Events queued on one user's files together (default 262144); more are lost and read() says EOVERFLOW");
 
+static unsigned int cepm_max_monitors_per_user = 16;
+module_param_named(max_monitors_per_user, cepm_max_monitors_per_user, uint, 0444);
+MODULE_PARM_DESC(max_monitors_per_user,
+		 "Files of one user that monitor (CEPM_IOC_MONITOR) at once (default 16); more: EDQUOT");
+
 void cepm_shim_params(struct cepm_params *out)
 {
 	out->event_queue_max = cepm_event_queue_max;
@@ -98,6 +103,7 @@ void cepm_shim_params(struct cepm_params *out)
 	out->max_ceps_per_user = cepm_max_ceps_per_user;
 	out->max_listens_per_file = cepm_max_listens_per_file;
 	out->max_listens_per_user = cepm_max_listens_per_user;
+	out->max_monitors_per_user = cepm_max_monitors_per_user;
 	out->max_events_per_user = cepm_max_events_per_user;
 	out->listen_backlog = cepm_listen_backlog;
 }

@@ -96,6 +96,7 @@ struct cepm_params {
 	u32 max_listens_per_user;
 	u32 max_events_per_user;
 	u32 listen_backlog;
+	u32 max_monitors_per_user;
 };
 void cepm_shim_params(struct cepm_params *out);
 /* The current task's capabilities that /dev/cepm asks about, in the initial user namespace. */

@@ -171,6 +171,8 @@ impl FileInner {
 
 /// A monitoring file's records.
 struct MonitorQueue {
+    /// This monitor, counted against the file's user (`max_monitors_per_user`).
+    _counted: UserCharge,
     started: Instant<Monotonic>,
     /// At most `CEPM_MONITOR_QUEUE_MAX` records, room allocated when monitoring starts.
     traces: Ring<uapi::cepm_trace>,
@@ -240,6 +242,10 @@ impl CepmFile {
         };
         if monitoring {
             self.cm.monitors.remove(&self);
+            // Off the list, it gets nothing more: its queue and its count go now, after the
+            // unlock (freeing the queue may sleep).
+            let queue = self.inner.lock().monitor.take();
+            drop(queue);
         }
         for (&id, handle) in handles.iter() {
             // Only this file names them now: MIGRATE holds the file it moves a CEP from open,
@@ -769,6 +775,12 @@ impl CepmFile {
         if req.flags != 0 || req.reserved != 0 {
             return Err(EINVAL);
         }
+        // Every event walks the monitors, and each holds a queue of 4096 records.
+        let counted = UserCharge::take(
+            &self.opener,
+            Resource::Monitors,
+            crate::shim::params().max_monitors_per_user,
+        )?;
         let traces = Ring::with_capacity(uapi::CEPM_MONITOR_QUEUE_MAX as usize)?;
         {
             let mut inner = self.inner.lock();
@@ -776,12 +788,20 @@ impl CepmFile {
                 return Err(EBUSY);
             }
             inner.monitor = Some(MonitorQueue {
+                _counted: counted,
                 started: Instant::now(),
                 traces,
                 lost: 0,
             });
         }
-        self.cm.monitors.add(self.clone())
+        let added = self.cm.monitors.add(self.clone());
+        if added.is_err() {
+            // Not on the list, so it would get nothing: the file is as it was. The queue goes
+            // after the unlock (freeing it may sleep).
+            let queue = self.inner.lock().monitor.take();
+            drop(queue);
+        }
+        added
     }
 
     fn establish(&self, arg: IoctlArg) -> Result {

@@ -6,7 +6,8 @@
 //! A file belongs to the user who opened it, with the capabilities its opener had then (as a
 //! socket keeps its creator's). Each file counts its CEPs, listens and events in a [`Usage`];
 //! all the files of one user share a second one, found through [`Users`] while any of them is
-//! open. A [`Charge`] is one CEP or listen counted in both, given back when it is dropped.
+//! open, which also counts the user's monitors. A [`Charge`] is one CEP or listen counted in
+//! both, given back when it is dropped; a [`UserCharge`] one counted against the user alone.
 
 use kernel::{
     prelude::*,
@@ -38,6 +39,7 @@ pub(crate) struct Usage {
     ceps: Atomic<u32>,
     listens: Atomic<u32>,
     events: Atomic<u32>,
+    monitors: Atomic<u32>,
 }
 
 /// The things a [`Usage`] counts.
@@ -49,6 +51,8 @@ pub(crate) enum Resource {
     Listens,
     /// Events queued, not yet read.
     Events,
+    /// Files that monitor (a user's only).
+    Monitors,
 }
 
 impl Usage {
@@ -59,6 +63,7 @@ impl Usage {
                 ceps: Atomic::new(0),
                 listens: Atomic::new(0),
                 events: Atomic::new(0),
+                monitors: Atomic::new(0),
             },
             GFP_KERNEL_ACCOUNT,
         )?)
@@ -69,6 +74,7 @@ impl Usage {
             Resource::Ceps => &self.ceps,
             Resource::Listens => &self.listens,
             Resource::Events => &self.events,
+            Resource::Monitors => &self.monitors,
         }
     }
 

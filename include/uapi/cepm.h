@@ -371,7 +371,8 @@ struct cepm_establish {
  * in the module delivers (to any file, or parked on an unclaimed CEP); without
  * CAP_NET_ADMIN (at open), only those of CEPs the caller's user owns.  At
  * most CEPM_MONITOR_QUEUE_MAX records wait; further ones are dropped and
- * counted in the next record's lost field.
+ * counted in the next record's lost field.  A user's files may monitor
+ * max_monitors_per_user (a module parameter, default 16) at once: EDQUOT.
  */
 #define CEPM_MONITOR_QUEUE_MAX 4096
 

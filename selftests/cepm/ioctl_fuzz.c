@@ -137,7 +137,9 @@ enum call_id {
  * The fuzzer is stricter than the table where it knows more: EMFILE (handles run out, a
  * debugfs knob, or a file's limit) cannot happen here, so it is not accepted; nor can the
  * errnos of "Privileges and limits" (EACCES, EADDRINUSE, EDQUOT): every process is root,
- * with every capability, and holds far less than the default limits (MAX_CEPS a file).
+ * with every capability, and holds far less than the default limits (MAX_CEPS a file), but
+ * for MONITOR's EDQUOT: a run's files (each worker's, and those its children reopen) may
+ * outnumber max_monitors_per_user, 16.
  *
  *   every ioctl  EINVAL     bad argument, reserved != 0, a handle not ours, a call the
  *                           CEP's state does not allow
@@ -151,6 +153,7 @@ enum call_id {
  *   GET_REQUEST  EAGAIN     no request pending
  *                EBUSY      the file is a monitor
  *   MONITOR      EBUSY      owns CEPs, or monitors
+ *                EDQUOT     the user's files monitor max_monitors_per_user times already
  *   MIGRATE      EBUSY      the file is a monitor
  *                EBADF      [prov] fd is not open
  *   POST_EVENT   ENOSPC     the file's queue is full
@@ -199,7 +202,7 @@ static const struct call_desc calls[NCALLS] = {
 	[C_SIDR_REP]		= { "SIDR_REP", CEPM_IOC_SIDR_REP, { EINVAL } },
 	[C_LIST_CEPS]		= { "LIST_CEPS", CEPM_IOC_LIST_CEPS, { EINVAL } },
 	[C_ESTABLISH]		= { "ESTABLISH", CEPM_IOC_ESTABLISH, { EINVAL } },
-	[C_MONITOR]		= { "MONITOR", CEPM_IOC_MONITOR, { EINVAL, EBUSY } },
+	[C_MONITOR]		= { "MONITOR", CEPM_IOC_MONITOR, { EINVAL, EBUSY, EDQUOT } },
 	[C_MIGRATE]		= { "MIGRATE", CEPM_IOC_MIGRATE, { EINVAL, EBUSY } },
 	[C_POST_EVENT]		= { "POST_EVENT", CEPM_IOC_POST_EVENT, { EINVAL, ENOSPC } },
 	[C_BAD_CMD]		= { "unknown-ioctl", 0, { 0 } },
