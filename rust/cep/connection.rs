@@ -161,17 +161,18 @@ impl Cep {
         if !target.accepted_by(known_peer) {
             return false;
         }
-        let Ok(checked) = inner.check(Event::RxRej { reason: rej.reason }) else {
-            return true;
-        };
-        // A REJ the state ignores leaves what the owner reads for its last event.
-        if checked.delivers() {
-            inner.set_pdata(AttrId::Rej, rej.private_data.as_bytes());
-            if let Some(c) = inner.kind.connection_mut() {
-                c.last_rej_reason = rej.reason;
-            }
-        }
-        self.commit(&mut inner, checked, None);
+        let event = Event::RxRej { reason: rej.reason };
+        self.take_received(
+            &mut inner,
+            event,
+            AttrId::Rej,
+            rej.private_data.as_bytes(),
+            |inner| {
+                if let Some(c) = inner.kind.connection_mut() {
+                    c.last_rej_reason = rej.reason;
+                }
+            },
+        );
         true
     }
 
@@ -325,13 +326,13 @@ impl Cep {
         if !inner.is_from_peer(rtu.local_comm_id) {
             return;
         }
-        let Ok(checked) = inner.check(Event::RxRtu) else {
-            return;
-        };
-        if checked.delivers() {
-            inner.set_pdata(AttrId::Rtu, rtu.private_data.as_bytes());
-        }
-        self.commit(&mut inner, checked, None);
+        self.take_received(
+            &mut inner,
+            Event::RxRtu,
+            AttrId::Rtu,
+            rtu.private_data.as_bytes(),
+            |_| {},
+        );
     }
 
     /// Formats the REP for a claimed REQ without sending it.
@@ -467,18 +468,20 @@ impl Cep {
         if !from_peer {
             return;
         }
-        let Ok(checked) = inner.check(Event::RxMra(mra.message_mraed)) else {
-            return;
-        };
         // The timeout extends the send only with the MRA the state takes (a duplicate in
         // MRA_REQ_RCVD or MRA_REP_RCVD changes nothing, as in `cm_mra_handler`).
-        if checked.delivers() {
-            if let Some(c) = inner.kind.connection_mut() {
-                c.mra_service_timeout = mra.service_timeout;
-            }
-            inner.set_pdata(AttrId::Mra, mra.private_data.as_bytes());
-        }
-        self.commit(&mut inner, checked, None);
+        let event = Event::RxMra(mra.message_mraed);
+        self.take_received(
+            &mut inner,
+            event,
+            AttrId::Mra,
+            mra.private_data.as_bytes(),
+            |inner| {
+                if let Some(c) = inner.kind.connection_mut() {
+                    c.mra_service_timeout = mra.service_timeout;
+                }
+            },
+        );
     }
 
     /// A DREQ for this connection arrived: whether it came from this CEP's peer, by its
@@ -495,13 +498,14 @@ impl Cep {
             .kind
             .connection()
             .is_some_and(|c| c.local_qpn == dreq.remote_qpn);
-        let Ok(checked) = inner.check(Event::RxDreq { qpn_matches }) else {
-            return true;
-        };
-        if checked.delivers() {
-            inner.set_pdata(AttrId::Dreq, dreq.private_data.as_bytes());
-        }
-        self.commit(&mut inner, checked, None);
+        let event = Event::RxDreq { qpn_matches };
+        self.take_received(
+            &mut inner,
+            event,
+            AttrId::Dreq,
+            dreq.private_data.as_bytes(),
+            |_| {},
+        );
         true
     }
 
@@ -511,13 +515,35 @@ impl Cep {
         if !inner.is_from_peer(drep.local_comm_id) {
             return;
         }
-        let Ok(checked) = inner.check(Event::RxDrep) else {
+        self.take_received(
+            &mut inner,
+            Event::RxDrep,
+            AttrId::Drep,
+            drep.private_data.as_bytes(),
+            |_| {},
+        );
+    }
+
+    /// Takes a message from the peer (`attr`, carrying `pdata`) that `event` describes, if
+    /// the state allows it. Only a transition that hands the owner its event replaces what
+    /// the owner reads for it: the private data, and what `keep` records of the message (a
+    /// message the state ignores must not rewrite a REP's or REJ's data before it is read).
+    fn take_received(
+        self: &Arc<Self>,
+        inner: &mut CepInner,
+        event: Event,
+        attr: AttrId,
+        pdata: &[u8],
+        keep: impl FnOnce(&mut CepInner),
+    ) {
+        let Ok(checked) = inner.check(event) else {
             return;
         };
         if checked.delivers() {
-            inner.set_pdata(AttrId::Drep, drep.private_data.as_bytes());
+            inner.set_pdata(attr, pdata);
+            keep(inner);
         }
-        self.commit(&mut inner, checked, None);
+        self.commit(inner, checked, None);
     }
 
     /// The attributes that move the connection's QP to `args.qp_state`.
