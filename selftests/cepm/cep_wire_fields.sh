@@ -8,17 +8,25 @@
 #  - the REP's TargetAckDelay is the device's local CA ACK delay, set by the kernel
 #    (cm_format_rep), not whatever the user passed;
 #  - a REQ whose primary path names a GID the port does not have gets REJ 12 with the port's
-#    GID 0 in its 16-byte ARI (cm_req_handler).
+#    GID 0 in its 16-byte ARI (cm_req_handler);
+#  - a DREQ with the wrong QPN, which the CEP ignores, does not become the TID its later
+#    answers carry (cm_dreq_handler drops it before it keeps the DREQ's TID): the RTU that
+#    answers a duplicate REP after it still carries the REQ's.
 # The server runs on rxe1 in the peer namespace, the client on rxe0: a connection and its
-# disconnect, a REQ refused with REJ 28, a REQ answered at once with an MRA, and a REQ
-# forged on rxe0 (cepmctl send-mad --to-gid) for a GID rxe1 does not have.
+# disconnect, a REQ refused with REJ 28, a REQ answered at once with an MRA, a held connection
+# whose client gets a forged DREQ and REP (cepmctl send-mad on rxe0, which loops them back
+# unseen by the capture), and a REQ forged on rxe0 (send-mad --to-gid) for a GID rxe1 does
+# not have.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
 [ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology (a capture on veth0)"; exit "$KSFT_SKIP"; }
-ktap_set_plan 8
+ktap_set_plan 9
 
 SID1=0x0000000001064e7a SID2=0x0000000001064e7b SID3=0x0000000001064e7c SID4=0x0000000001064e7d
+SID5=0x0000000001064e7e
+# ib_umad puts its agent's own high 32 bits into a request's TID: the low half names it.
+IGNORED_DREQ_TID=0x000000007e57d1ee
 out=$CEPM_ROOT/out/cep_wire_fields.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
 ktap_check "topology $TOPOLOGY is up" topology_up
@@ -51,6 +59,18 @@ pair $SID3 --mra-now --
 ktap_check "a REQ was refused (REJ 28) by a server that wants rdma_cm's header" \
 	grep -q 'got REJ_RECEIVED (status 28)' "$out.c$SID2"
 ktap_check "a server sent its MRA at once" grep -q 'MRA sent for the REQ' "$out.a$SID3"
+# The held connection: its client CEP (rxe0) gets a DREQ from its peer's comm ID for another
+# QPN, which it ignores, then a duplicate REP, which it answers with its RTU again, to rxe1.
+hold_pair $SID5 "$out.held"
+rtus_before=$(tx RTU)
+"$CEPMCTL" send-mad "$RXE_DEV" 1 DREQ --local-comm-id "$HELD_PASSIVE" --remote-comm-id "$HELD_ACTIVE" \
+	--qpn 0x4321 --tid $IGNORED_DREQ_TID
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REP --local-comm-id "$HELD_PASSIVE" --remote-comm-id "$HELD_ACTIVE"
+rtu_resent=0
+wait_until 10 counter_reaches tx RTU $((rtus_before + 1)) && rtu_resent=1
+kill "${HELD_PIDS[@]}" 2>/dev/null
+wait "${HELD_PIDS[@]}" 2>/dev/null
+show_files "$out.held.accept" "$out.held.connect"
 # A REQ for SID4, listened on, whose primary path names a GID rxe1 does not have; its REJ
 # comes back to rxe0's cepm (which counts it) over the wire.
 on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID4 --cm-only --timeout-ms 30000 \
@@ -94,6 +114,12 @@ replies_answer() {
 ktap_check "tshark dissected the capture" sh -c "test $trc = 0 && test -s '$out.frames'"
 ktap_check "REP, RTU, MRA and REJ carry the TID of the REQ they answer" replies_answer 0x0010 0x0013 0x0014 0x0011 0x0012
 ktap_check "the DREP carries the TID of the DREQ it answers" replies_answer 0x0015 0x0016
+rtu_after_ignored_dreq() {
+	[ $rtu_resent = 1 ] || { ktap_print_msg "no RTU answered the duplicate REP"; return 1; }
+	! tids 0x0014 | grep -qi "${IGNORED_DREQ_TID: -8}\$"
+}
+ktap_check "an RTU sent after a DREQ the CEP ignored (wrong QPN) carries the REQ's TID, not that DREQ's" \
+	rtu_after_ignored_dreq
 
 ack_delay=$(ibv_devinfo -v -d "$SERVER_DEV" | awk '/local_ca_ack_delay:/ { print $2 }')
 # tshark prints the field in hex (0x0f), ibv_devinfo in decimal: compare numbers.

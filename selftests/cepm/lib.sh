@@ -97,14 +97,19 @@ mad_barrier() {
 
 # established_ceps: how many CEPs cepm lists in ESTABLISHED.
 established_ceps() { "$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l; }
-# hold_pair SERVICE_ID OUT: a CM-only connection on $RXE_DEV, both ends holding it until their
-# next event (accept and connect --hold, in the background, writing OUT.accept and
-# OUT.connect). Returns once both are ESTABLISHED, with HELD_ACTIVE and HELD_PASSIVE set to
-# the active and passive comm IDs (empty if the connection did not come up).
+# hold_pair SERVICE_ID OUT: a CM-only connection, both ends holding it until their next event
+# (accept on the topology's server, after topology_up; loopback on rxe0 otherwise, and connect
+# to it, both --hold, in the background, writing OUT.accept and OUT.connect). Returns once both
+# are ESTABLISHED, with HELD_ACTIVE and HELD_PASSIVE set to the active and passive comm IDs
+# (empty if the connection did not come up) and HELD_PIDS to the two processes.
 hold_pair() {
-	"$CEPMCTL" accept --service-id "$1" --cm-only --hold --timeout-ms 60000 >"$2.accept" 2>&1 &
+	on_server "$CEPMCTL" accept --device "${SERVER_DEV:-$RXE_DEV}" --service-id "$1" --cm-only --hold \
+		--timeout-ms 60000 >"$2.accept" 2>&1 &
+	HELD_PIDS=($!)
 	wait_until 10 file_has '^accept: listening' "$2.accept"
-	"$CEPMCTL" connect --service-id "$1" --cm-only --hold --timeout-ms 60000 >"$2.connect" 2>&1 &
+	"$CEPMCTL" connect --service-id "$1" --cm-only --hold --timeout-ms 60000 "${TO_SERVER[@]}" \
+		>"$2.connect" 2>&1 &
+	HELD_PIDS+=($!)
 	wait_until 20 pair_held "$2"
 	local ids='s/.*comm IDs: ours \(0x[0-9a-f]*\), the peer.s \(0x[0-9a-f]*\).*/'
 	HELD_ACTIVE=$(sed -n "${ids}\1/p" "$2.connect")
