@@ -492,12 +492,15 @@ impl Cep {
         if !inner.is_from_peer(dreq.local_comm_id) {
             return false;
         }
-        // The DREP answers this DREQ.
-        inner.tid = tid;
         let qpn_matches = inner
             .kind
             .connection()
             .is_some_and(|c| c.local_qpn == dreq.remote_qpn);
+        // The DREP answers this DREQ, with its TID. One for another QPN is dropped, as
+        // `cm_dreq_handler` drops it, and changes nothing, the TID included.
+        if qpn_matches {
+            inner.tid = tid;
+        }
         let event = Event::RxDreq { qpn_matches };
         self.take_received(
             &mut inner,
