@@ -35,9 +35,9 @@ pub struct Config {
     pub cm_only: bool,
     /// CM only: the QPN to announce instead of the process's own (`cm_only_qpn`).
     pub cm_only_qpn: Option<u32>,
-    /// Once established, wait for the next event (e.g. `DEVICE_REMOVAL`) instead of
-    /// disconnecting.
-    pub hold: bool,
+    /// Once established, wait for this many events (e.g. `DEVICE_REMOVAL`) instead of
+    /// disconnecting; 0: disconnect.
+    pub hold: u32,
     /// Active side: the peer's IPv4 address and next-hop MAC; `None` for this host
     /// (loopback to the port's own GID).
     pub peer: Option<([u8; 4], [u8; 6])>,
@@ -379,18 +379,21 @@ fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Trace) -> io:
     Ok(())
 }
 
-/// With `hold`, waits for the next event and records it; the caller then destroys the CEP.
+/// With `hold`, waits for that many events and records each; the caller then destroys the
+/// CEP.
 fn hold(cepm: &Cepm, config: &Config, trace: &mut Trace) -> io::Result<bool> {
-    if !config.hold {
+    if config.hold == 0 {
         return Ok(false);
     }
-    let ev = cepm.expect_event(config.timeout)?;
-    trace.push(format!(
-        "event {} on CEP {} (status {})",
-        event_name(ev.kind),
-        ev.handle,
-        ev.status
-    ));
+    for _ in 0..config.hold {
+        let ev = cepm.expect_event(config.timeout)?;
+        trace.push(format!(
+            "event {} on CEP {} (status {})",
+            event_name(ev.kind),
+            ev.handle,
+            ev.status
+        ));
+    }
     Ok(true)
 }
 

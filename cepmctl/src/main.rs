@@ -291,6 +291,10 @@ struct ConnectArgs {
     /// Once established, wait for the next event instead of disconnecting.
     #[arg(long)]
     hold: bool,
+    /// With --hold: wait for this many events (each within --timeout-ms) before destroying
+    /// the CEP; e.g. 2 keeps it past DEVICE_REMOVAL.
+    #[arg(long, requires = "hold", default_value_t = 1)]
+    hold_events: u32,
     /// CM only, event driven: this many connections (connect and disconnect each) instead of
     /// one; `accept` answers until that many have disconnected.
     #[arg(long)]
@@ -382,7 +386,7 @@ impl ConnectArgs {
             timeout: std::time::Duration::from_millis(self.timeout_ms),
             cm_only: self.cm_only,
             cm_only_qpn: self.qpn,
-            hold: self.hold,
+            hold: if self.hold { self.hold_events } else { 0 },
             peer: self
                 .peer_ip
                 .zip(self.peer_mac)

@@ -438,7 +438,7 @@ impl<'o> Client<'o> {
             timeout: o.timeout,
             cm_only: true,
             cm_only_qpn: None,
-            hold: false,
+            hold: 0,
             peer: o.peer,
             max_cm_retries: o.max_cm_retries,
             cm_response_timeout: o.cm_response_timeout,

@@ -5,13 +5,16 @@
 # nobody (SIDR_REQ_SENT) and 20 connections in timewait.  Every owner hears DEVICE_REMOVAL,
 # cepm lets go of the device (address handles, agents) inside the ib_client's remove, queued
 # timewait works do not touch it when they fire, the port disappears, and adding the device
-# back (module still loaded) manages it again.
+# back (module still loaded) manages it again. Then a passive CEP whose owner keeps it after
+# DEVICE_REMOVAL: once the device is back, a new REQ from the QP of its old peer reaches its
+# listener (REJ 10 would mean the kept CEP still named that peer, and took the new REQ for a
+# stale connection of it), and no CEP is left in DREQ_SENT with nothing to send.
 #  loopback   everything on rxe0, which is deleted;
 #  two-hosts  the server side on rxe1 in another namespace; rxe1 and rxe0 are both deleted.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 16
 
 SID=0x0000000001064e24
 out=$CEPM_ROOT/out/device_removal.$$
@@ -75,4 +78,44 @@ ktap_check "rdma link add: ports managed again" \
 ktap_check "and they carry CM traffic again (REQ to nobody: REJ 8)" \
 	sh -c "'$CEPMCTL' connect --service-id 0x0000000001064e25 --cm-only ${TO_SERVER[*]} 2>&1 | grep -q 'got REJ_RECEIVED (status 8)'"
 ktap_check "no CEP is left after that either" test "$(live_ceps)" = 0
+
+# Both sides announce the QPN 0xc0de (CM only); the server keeps its CEP past DEVICE_REMOVAL.
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id 0x0000000001064e26 --cm-only --hold \
+	--hold-events 2 --timeout-ms 60000 >"$out.keeper" 2>&1 &
+kpid=$!
+wait_until 10 file_has '^accept: listening' "$out.keeper"
+"$CEPMCTL" connect --service-id 0x0000000001064e26 --cm-only --qpn 0xc0de --hold --timeout-ms 30000 \
+	"${TO_SERVER[@]}" >"$out.old" 2>&1 &
+opid=$!
+wait_until 20 file_has 'in ESTABLISHED' "$out.keeper"
+[ "$TOPOLOGY" = loopback ] || on_server rdma link delete "$SERVER_DEV"
+rdma link delete "$RXE_DEV"
+wait $opid
+wait_until 10 file_has 'event DEVICE_REMOVAL' "$out.keeper"
+rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
+[ "$TOPOLOGY" = loopback ] || on_server rdma link add "$SERVER_DEV" type rxe netdev veth1
+managed_again() { "$CEPMCTL" ports | grep -q "^$RXE_DEV port 1 " && "$CEPMCTL" ports | grep -q "^$SERVER_DEV port 1 "; }
+wait_until 20 managed_again
+ktap_check "a server kept its established CEP past DEVICE_REMOVAL, and the device is back" \
+	sh -c "grep -q 'event DEVICE_REMOVAL' '$out.keeper' && test $(live_ceps) -ge 1" && managed_again
+on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id 0x0000000001064e27 --cm-only \
+	--timeout-ms 30000 >"$out.new-accept" 2>&1 &
+npid=$!
+wait_until 10 file_has '^accept: listening' "$out.new-accept"
+"$CEPMCTL" connect --service-id 0x0000000001064e27 --cm-only --qpn 0xc0de --timeout-ms 30000 \
+	"${TO_SERVER[@]}" >"$out.new" 2>&1
+ncrc=$?
+wait $npid
+narc=$?
+show_files "$out.old" "$out.new" "$out.new-accept"
+ktap_check "a new connection from the kept CEP's old peer QP succeeds (no REJ 10)" \
+	sh -c "test $ncrc = 0 && test $narc = 0"
+"$CEPMCTL" list >"$out.list2" 2>&1
+show_files "$out.list2"
+ktap_check "... and no CEP is left in DREQ_SENT" sh -c "! grep -q ' DREQ_SENT ' '$out.list2'"
+# (In loopback on_server is a function, and $kpid its subshell: the tool is found by name.)
+pkill -f -- '--service-id 0x0000000001064e26'
+wait $kpid
+show_files "$out.keeper"
+ktap_check "no CEP is left once the server has gone" wait_until 20 ceps_are 0
 ktap_finished
