@@ -576,6 +576,13 @@ impl Cep {
         let Some(msg) = msg else {
             return;
         };
+        if inner.peer.is_none() {
+            // Its device is gone: nothing can answer, so fail as a send that could not be
+            // made (a DREQ goes to timewait) rather than wait for nothing.
+            inner.send_error = EIO.to_errno().unsigned_abs();
+            let _ = self.apply(inner, Event::SendTimeout, None);
+            return;
+        }
         let Some(mad) = self.encode_for(inner, msg) else {
             return;
         };
@@ -630,24 +637,41 @@ impl Cep {
         }
     }
 
-    /// The device of `port` is going away: forget the peer if it is reached through it.
+    /// The device of `port` is going away: forget the peer if it is reached through it, and
+    /// the keys that named it (the peer's comm ID, QPN or SIDR request): a request from the
+    /// same peer once the device is back is a new one, not a duplicate or a stale connection
+    /// of this CEP, which could only be destroyed.
     fn device_removed(&self, port: &CmPort) {
-        let mut inner = self.inner.lock();
-        if !inner
-            .peer
-            .as_ref()
-            .is_some_and(|p| core::ptr::eq(&*p.port, port))
-        {
-            return;
-        }
-        // The agent's unregistration flushed our send, and its AH, already.
-        inner.msg = None;
-        inner.peer = None;
-        let ev = uapi::cepm_event {
-            event: uapi::CEPM_EVENT_DEVICE_REMOVAL,
-            ..Default::default()
+        let (remote_key, qpn_key) = {
+            let mut inner = self.inner.lock();
+            if !inner
+                .peer
+                .as_ref()
+                .is_some_and(|p| core::ptr::eq(&*p.port, port))
+            {
+                return;
+            }
+            // The agent's unregistration flushed our send, and its AH, already.
+            inner.msg = None;
+            inner.peer = None;
+            let ev = uapi::cepm_event {
+                event: uapi::CEPM_EVENT_DEVICE_REMOVAL,
+                ..Default::default()
+            };
+            inner.deliver_raw(self, ev);
+            let qpn_key = inner
+                .kind
+                .connection_mut()
+                .and_then(|c| c.remote_qpn_key.take());
+            (inner.remote_key.take(), qpn_key)
         };
-        inner.deliver_raw(self, ev);
+        // Outside the CEP lock, as destroy removes them.
+        if let Some((table, key)) = remote_key {
+            self.cm.tables.remove_peer(table, key, self);
+        }
+        if let Some(key) = qpn_key {
+            self.cm.tables.remove_peer(PeerTable::Qpn, key, self);
+        }
     }
 
     /// Ends the CEP as its state requires; afterwards no event for it is queued anywhere and

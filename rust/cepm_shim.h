@@ -202,7 +202,6 @@ struct ib_ah *cepm_shim_recv_reply_ah(struct ib_mad_agent *agent,
 int cepm_shim_recv_reply_info(struct ib_mad_agent *agent, struct ib_mad_recv_wc *recv,
 			      struct cepm_ah_info *info);
 
-
 /*
  * An address handle for a peer given by its GID (with a GRH, as RoCE needs)
  * on the agent's port.  Atomic context is fine.  ERR_PTR on failure.

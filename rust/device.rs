@@ -24,9 +24,10 @@ use crate::{
 ///
 /// Dropping it lets go of the port, on every path (device removal, and each error path of
 /// [`CmDevice::new`], where a REQ may already have reached a port registered a moment
-/// before): the agents are unregistered first (which flushes their sends and waits out
-/// their handlers, so no MAD arrives and no new CEP can be tied to the port), then the
-/// CEPs holding an address handle on the port drop it and hear that the device is gone.
+/// before): the agents are unregistered first (which flushes their sends, and with them every
+/// address handle made on the port, and waits out their handlers, so no MAD arrives and no
+/// new CEP can be tied to the port), then the CEPs whose peers the port reaches forget them
+/// and hear that the device is gone.
 struct ManagedPort {
     /// The CM agent and the send-only REP agent, while registered.
     agents: Option<MadAgent<CmPort>>,
