@@ -289,6 +289,38 @@ TEST_F(cepm, monitor_rules)
 	close(other);
 }
 
+/*
+ * At the user's monitor limit (max_monitors_per_user, 16 by default), a file that monitors
+ * already, or owns a CEP, still gets EBUSY for a second MONITOR, as docs/abi.md says; a new
+ * file gets EDQUOT.
+ */
+TEST_F(cepm, monitor_limit_keeps_ebusy)
+{
+	struct cepm_monitor m = { 0 };
+	int files[16], extra = open("/dev/cepm", O_RDWR | O_NONBLOCK);
+	unsigned int i;
+
+	ASSERT_GE(extra, 0);
+	for (i = 0; i < 16; i++) {
+		files[i] = open("/dev/cepm", O_RDWR | O_NONBLOCK);
+		ASSERT_GE(files[i], 0);
+		ASSERT_EQ(0, ioctl(files[i], CEPM_IOC_MONITOR, &m)) TH_LOG("monitor %u: %s", i + 1, strerror(errno));
+	}
+	EXPECT_EQ(-1, ioctl(files[0], CEPM_IOC_MONITOR, &m));
+	EXPECT_EQ(EBUSY, errno);
+	ASSERT_GT(create_cep(self->fd, 0), 0);
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_MONITOR, &m));
+	EXPECT_EQ(EBUSY, errno);
+	EXPECT_EQ(-1, ioctl(extra, CEPM_IOC_MONITOR, &m));
+	EXPECT_EQ(EDQUOT, errno);
+	/* Closing one gives its place back. */
+	close(files[0]);
+	EXPECT_EQ(0, ioctl(extra, CEPM_IOC_MONITOR, &m));
+	for (i = 1; i < 16; i++)
+		close(files[i]);
+	close(extra);
+}
+
 TEST_F(cepm, create_rejects_reserved_bits)
 {
 	struct cepm_create c = { .reserved = 1 };
