@@ -140,6 +140,14 @@ struct FileInner {
 }
 
 impl FileInner {
+    /// `EBUSY` if the file monitors already or owns a CEP: it cannot become a monitor.
+    fn may_monitor(&self) -> Result {
+        if self.monitor.is_some() || !self.handles.is_empty() {
+            return Err(EBUSY);
+        }
+        Ok(())
+    }
+
     /// Files `cep` under the reserved handle, with its listen's charge if it listens: `EBADF`
     /// once the file is closed, `EBUSY` if it monitors (it may have become a monitor since the
     /// handle was reserved). Never allocates.
@@ -775,6 +783,9 @@ impl CepmFile {
         if req.flags != 0 || req.reserved != 0 {
             return Err(EINVAL);
         }
+        // A file that cannot monitor says so before any limit does (checked again below:
+        // another call may make it busy meanwhile).
+        self.inner.lock().may_monitor()?;
         // Every event walks the monitors, and each holds a queue of 4096 records.
         let counted = UserCharge::take(
             &self.opener,
@@ -784,9 +795,7 @@ impl CepmFile {
         let traces = Ring::with_capacity(uapi::CEPM_MONITOR_QUEUE_MAX as usize)?;
         {
             let mut inner = self.inner.lock();
-            if inner.monitor.is_some() || !inner.handles.is_empty() {
-                return Err(EBUSY);
-            }
+            inner.may_monitor()?;
             inner.monitor = Some(MonitorQueue {
                 _counted: counted,
                 started: Instant::now(),
