@@ -823,6 +823,16 @@ impl Checked {
         self.0.actions.as_slice().contains(&action)
     }
 
+    /// Whether carrying it out sends a message or hands the owner an event: whether a
+    /// received request is taken (or answered again), not ignored.
+    fn acts_on_it(&self) -> bool {
+        self.0
+            .actions
+            .as_slice()
+            .iter()
+            .any(|a| matches!(a, Action::Send(_) | Action::Deliver(_)))
+    }
+
     /// Whether carrying it out hands the owner an event. A received message that does not
     /// leaves the CEP's private data, which the owner reads for its last event, as it was.
     fn delivers(&self) -> bool {

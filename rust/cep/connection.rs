@@ -162,17 +162,12 @@ impl Cep {
             return false;
         }
         let event = Event::RxRej { reason: rej.reason };
-        self.take_received(
-            &mut inner,
-            event,
-            AttrId::Rej,
-            rej.private_data.as_bytes(),
-            |inner| {
-                if let Some(c) = inner.kind.connection_mut() {
-                    c.last_rej_reason = rej.reason;
-                }
-            },
-        );
+        let received = Received::answer(AttrId::Rej, rej.private_data.as_bytes());
+        self.take_received(&mut inner, event, received, |inner| {
+            if let Some(c) = inner.kind.connection_mut() {
+                c.last_rej_reason = rej.reason;
+            }
+        });
         true
     }
 
@@ -326,13 +321,8 @@ impl Cep {
         if !inner.is_from_peer(rtu.local_comm_id) {
             return;
         }
-        self.take_received(
-            &mut inner,
-            Event::RxRtu,
-            AttrId::Rtu,
-            rtu.private_data.as_bytes(),
-            |_| {},
-        );
+        let received = Received::answer(AttrId::Rtu, rtu.private_data.as_bytes());
+        self.take_received(&mut inner, Event::RxRtu, received, |_| {});
     }
 
     /// Formats the REP for a claimed REQ without sending it.
@@ -471,17 +461,12 @@ impl Cep {
         // The timeout extends the send only with the MRA the state takes (a duplicate in
         // MRA_REQ_RCVD or MRA_REP_RCVD changes nothing, as in `cm_mra_handler`).
         let event = Event::RxMra(mra.message_mraed);
-        self.take_received(
-            &mut inner,
-            event,
-            AttrId::Mra,
-            mra.private_data.as_bytes(),
-            |inner| {
-                if let Some(c) = inner.kind.connection_mut() {
-                    c.mra_service_timeout = mra.service_timeout;
-                }
-            },
-        );
+        let received = Received::answer(AttrId::Mra, mra.private_data.as_bytes());
+        self.take_received(&mut inner, event, received, |inner| {
+            if let Some(c) = inner.kind.connection_mut() {
+                c.mra_service_timeout = mra.service_timeout;
+            }
+        });
     }
 
     /// A DREQ for this connection arrived: whether it came from this CEP's peer, by its
@@ -496,19 +481,12 @@ impl Cep {
             .kind
             .connection()
             .is_some_and(|c| c.local_qpn == dreq.remote_qpn);
-        // The DREP answers this DREQ, with its TID. One for another QPN is dropped, as
-        // `cm_dreq_handler` drops it, and changes nothing, the TID included.
-        if qpn_matches {
-            inner.tid = tid;
-        }
+        // The DREP answers the DREQ with its TID. One the state ignores (for another QPN, or
+        // before the connection is made) changes nothing, the TID its later answers carry
+        // included, as `cm_dreq_handler` keeps only the TID of a DREQ it takes.
         let event = Event::RxDreq { qpn_matches };
-        self.take_received(
-            &mut inner,
-            event,
-            AttrId::Dreq,
-            dreq.private_data.as_bytes(),
-            |_| {},
-        );
+        let received = Received::request(AttrId::Dreq, dreq.private_data.as_bytes(), tid);
+        self.take_received(&mut inner, event, received, |_| {});
         true
     }
 
@@ -518,32 +496,32 @@ impl Cep {
         if !inner.is_from_peer(drep.local_comm_id) {
             return;
         }
-        self.take_received(
-            &mut inner,
-            Event::RxDrep,
-            AttrId::Drep,
-            drep.private_data.as_bytes(),
-            |_| {},
-        );
+        let received = Received::answer(AttrId::Drep, drep.private_data.as_bytes());
+        self.take_received(&mut inner, Event::RxDrep, received, |_| {});
     }
 
-    /// Takes a message from the peer (`attr`, carrying `pdata`) that `event` describes, if
-    /// the state allows it. Only a transition that hands the owner its event replaces what
-    /// the owner reads for it: the private data, and what `keep` records of the message (a
-    /// message the state ignores must not rewrite a REP's or REJ's data before it is read).
+    /// Takes a message from the peer that `event` describes, if the state allows it. Only a
+    /// transition that hands the owner its event replaces what the owner reads for it: the
+    /// private data, and what `keep` records of the message (a message the state ignores must
+    /// not rewrite a REP's or REJ's data before it is read). A request's TID becomes the one
+    /// our answers carry only if the transition acts on it (answers or delivers it).
     fn take_received(
         self: &Arc<Self>,
         inner: &mut CepInner,
         event: Event,
-        attr: AttrId,
-        pdata: &[u8],
+        received: Received<'_>,
         keep: impl FnOnce(&mut CepInner),
     ) {
         let Ok(checked) = inner.check(event) else {
             return;
         };
+        if let Some(tid) = received.tid {
+            if checked.acts_on_it() {
+                inner.tid = tid;
+            }
+        }
         if checked.delivers() {
-            inner.set_pdata(attr, pdata);
+            inner.set_pdata(received.attr, received.pdata);
             keep(inner);
         }
         self.commit(inner, checked, None);
@@ -675,4 +653,32 @@ pub(super) fn ah_info(path: &uapi::cepm_path_rec, port: &CmPort) -> Result<AhInf
         port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
         reserved: 0,
     })
+}
+
+/// A message from the peer, as [`Cep::take_received`] takes it.
+struct Received<'a> {
+    attr: AttrId,
+    pdata: &'a [u8],
+    /// A request's TID, which our answers to it carry.
+    tid: Option<u64>,
+}
+
+impl<'a> Received<'a> {
+    /// An answer to something we sent (or a message we do not answer).
+    fn answer(attr: AttrId, pdata: &'a [u8]) -> Self {
+        Self {
+            attr,
+            pdata,
+            tid: None,
+        }
+    }
+
+    /// A request we answer, with the TID of its MAD.
+    fn request(attr: AttrId, pdata: &'a [u8], tid: u64) -> Self {
+        Self {
+            attr,
+            pdata,
+            tid: Some(tid),
+        }
+    }
 }
