@@ -46,8 +46,8 @@ typedef void cepm_rename_device_fn(void *client_ctx, struct ib_device *device);
  *
  * A MAD arrived for the agent registered with port_ctx.  recv and the buffer
  * are only valid during the call (recv can be passed to
- * cepm_shim_recv_reply_ah and cepm_shim_recv_reply_info).  Runs in process context (the MAD CQ's
- * workqueue), no locks held: it may sleep.
+ * cepm_shim_recv_reply_ah and cepm_shim_recv_reply_info).  Runs in process
+ * context (the MAD CQ's workqueue), no locks held: it may sleep.
  */
 typedef void cepm_recv_mad_fn(void *port_ctx, struct ib_mad_agent *agent,
 			      struct ib_mad_recv_wc *recv, const u8 *mad, size_t len);
