@@ -642,36 +642,23 @@ impl Cep {
     /// same peer once the device is back is a new one, not a duplicate or a stale connection
     /// of this CEP, which could only be destroyed.
     fn device_removed(&self, port: &CmPort) {
-        let (remote_key, qpn_key) = {
-            let mut inner = self.inner.lock();
-            if !inner
-                .peer
-                .as_ref()
-                .is_some_and(|p| core::ptr::eq(&*p.port, port))
-            {
-                return;
-            }
-            // The agent's unregistration flushed our send, and its AH, already.
-            inner.msg = None;
-            inner.peer = None;
-            let ev = uapi::cepm_event {
-                event: uapi::CEPM_EVENT_DEVICE_REMOVAL,
-                ..Default::default()
-            };
-            inner.deliver_raw(self, ev);
-            let qpn_key = inner
-                .kind
-                .connection_mut()
-                .and_then(|c| c.remote_qpn_key.take());
-            (inner.remote_key.take(), qpn_key)
+        let mut inner = self.inner.lock();
+        if !inner
+            .peer
+            .as_ref()
+            .is_some_and(|p| core::ptr::eq(&*p.port, port))
+        {
+            return;
+        }
+        // The agent's unregistration flushed our send, and its AH, already.
+        inner.msg = None;
+        inner.peer = None;
+        self.forget_peer_keys(&mut inner);
+        let ev = uapi::cepm_event {
+            event: uapi::CEPM_EVENT_DEVICE_REMOVAL,
+            ..Default::default()
         };
-        // Outside the CEP lock, as destroy removes them.
-        if let Some((table, key)) = remote_key {
-            self.cm.tables.remove_peer(table, key, self);
-        }
-        if let Some(key) = qpn_key {
-            self.cm.tables.remove_peer(PeerTable::Qpn, key, self);
-        }
+        inner.deliver_raw(self, ev);
     }
 
     /// Ends the CEP as its state requires; afterwards no event for it is queued anywhere and
