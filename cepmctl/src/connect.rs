@@ -7,7 +7,7 @@ use std::{fs, io, time::Duration};
 use cepm_proto::cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE};
 
 use crate::{
-    cep::{event_name, state_name},
+    cep::{event_name, state_name, Event},
     sys, umad,
     verbs::{
         AccessFlags, AhAttr, CompletionQueue, Device, Mtu, PingPong, PingPongConfig,
@@ -119,6 +119,16 @@ impl Trace {
         println!("{}: {line}", self.who);
         let _ = std::io::Write::flush(&mut std::io::stdout());
         self.lines.push(line);
+    }
+
+    /// Records an event: its name, CEP and status.
+    fn event(&mut self, ev: &Event) {
+        self.push(format!(
+            "event {} on CEP {} (status {})",
+            event_name(ev.kind),
+            ev.handle,
+            ev.status
+        ));
     }
 }
 
@@ -351,12 +361,7 @@ fn wait_for(cepm: &Cepm, want: u32, timeout: Duration, trace: &mut Trace) -> io:
         ));
         ev = cepm.expect_event(timeout)?;
     }
-    trace.push(format!(
-        "event {} on CEP {} (status {})",
-        event_name(ev.kind),
-        ev.handle,
-        ev.status
-    ));
+    trace.event(&ev);
     if ev.kind != want {
         // A REJ's private data is the peer's explanation: show it.
         let pdata = match ev.kind {
@@ -387,12 +392,7 @@ fn hold(cepm: &Cepm, config: &Config, trace: &mut Trace) -> io::Result<bool> {
     }
     for _ in 0..config.hold {
         let ev = cepm.expect_event(config.timeout)?;
-        trace.push(format!(
-            "event {} on CEP {} (status {})",
-            event_name(ev.kind),
-            ev.handle,
-            ev.status
-        ));
+        trace.event(&ev);
     }
     Ok(true)
 }
@@ -580,12 +580,7 @@ fn disconnect(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> i
     trace.push("DREQ sent".to_string());
     loop {
         let ev = cepm.expect_event(config.timeout)?;
-        trace.push(format!(
-            "event {} on CEP {} (status {})",
-            event_name(ev.kind),
-            ev.handle,
-            ev.status
-        ));
+        trace.event(&ev);
         match ev.kind {
             sys::CEPM_EVENT_DREP_RECEIVED => {}
             sys::CEPM_EVENT_DREQ_RECEIVED => {

@@ -22,6 +22,16 @@ trap 'topology_down; rm -f "$out".*' EXIT
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
 listening() { file_has '^accept: listening' "$out.accept"; }
 both_established() { file_has 'in ESTABLISHED' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
+# The topology's devices deleted, then added back; managed_again: both are cepm's ports again.
+delete_devices() {
+	[ "$TOPOLOGY" = loopback ] || on_server rdma link delete "$SERVER_DEV"
+	rdma link delete "$RXE_DEV"
+}
+add_devices() {
+	rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
+	[ "$TOPOLOGY" = loopback ] || on_server rdma link add "$SERVER_DEV" type rxe netdev veth1
+}
+managed_again() { "$CEPMCTL" ports | grep -q "^$RXE_DEV port 1 " && "$CEPMCTL" ports | grep -q "^$SERVER_DEV port 1 "; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
 ktap_check "$SERVER_DEV port 1 listed before" port_listed "$SERVER_DEV" 1
@@ -52,8 +62,7 @@ wait_until 10 file_has '^accept: listening' "$out.burst-accept"
 wait $bpid
 show_files "$out.burst-accept" "$out.burst"
 
-[ "$TOPOLOGY" = loopback ] || on_server rdma link delete "$SERVER_DEV"
-rdma link delete "$RXE_DEV"
+delete_devices
 wait $cpid; crc=$?
 wait $apid; arc=$?
 wait $rpid
@@ -71,10 +80,8 @@ ktap_check "rdma link delete: ports gone from the ioctl" \
 	wait_until 20 sh -c "! '$CEPMCTL' ports | grep -q '^rxe[01] port 1 '"
 ktap_check "module still loaded, no ports" test "$(managed_ports)" = 0
 ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
-rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
-[ "$TOPOLOGY" = loopback ] || on_server rdma link add "$SERVER_DEV" type rxe netdev veth1
-ktap_check "rdma link add: ports managed again" \
-	wait_until 20 sh -c "'$CEPMCTL' ports | grep -q '^$RXE_DEV port 1 ' && '$CEPMCTL' ports | grep -q '^$SERVER_DEV port 1 '"
+add_devices
+ktap_check "rdma link add: ports managed again" wait_until 20 managed_again
 ktap_check "and they carry CM traffic again (REQ to nobody: REJ 8)" \
 	sh -c "'$CEPMCTL' connect --service-id 0x0000000001064e25 --cm-only ${TO_SERVER[*]} 2>&1 | grep -q 'got REJ_RECEIVED (status 8)'"
 ktap_check "no CEP is left after that either" test "$(live_ceps)" = 0
@@ -88,13 +95,10 @@ wait_until 10 file_has '^accept: listening' "$out.keeper"
 	"${TO_SERVER[@]}" >"$out.old" 2>&1 &
 opid=$!
 wait_until 20 file_has 'in ESTABLISHED' "$out.keeper"
-[ "$TOPOLOGY" = loopback ] || on_server rdma link delete "$SERVER_DEV"
-rdma link delete "$RXE_DEV"
+delete_devices
 wait $opid
 wait_until 10 file_has 'event DEVICE_REMOVAL' "$out.keeper"
-rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
-[ "$TOPOLOGY" = loopback ] || on_server rdma link add "$SERVER_DEV" type rxe netdev veth1
-managed_again() { "$CEPMCTL" ports | grep -q "^$RXE_DEV port 1 " && "$CEPMCTL" ports | grep -q "^$SERVER_DEV port 1 "; }
+add_devices
 wait_until 20 managed_again
 ktap_check "a server kept its established CEP past DEVICE_REMOVAL, and the device is back" \
 	sh -c "grep -q 'event DEVICE_REMOVAL' '$out.keeper' && test $(live_ceps) -ge 1" && managed_again
