@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 10
+ktap_set_plan 11
 
 out=$CEPM_ROOT/out/runner_isolation.$$
 trap 'rm -f "$out".*' EXIT
@@ -46,6 +46,16 @@ named() {
 ktap_check "the runner names each thing the fixture broke" named
 ktap_check "the test after it passes" grep -q '^ok 2 selftests: cepm: cep_connect.sh # ' "$out.ktap"
 ktap_check "the nested run counts exactly one failure" grep -q '^# cepm selftests: 1 passed, 1 failed' "$out.ktap"
+# CI shows only the end of a run's output: after the last test, the runner repeats what each
+# failed test said of its failing checks and of the waits that gave up.
+digest_after_last_test() {
+	sed -n '/^ok 2 selftests: cepm: cep_connect.sh /,$p' "$out.ktap" >"$out.digest"
+	grep -q "^# not ok 1 selftests: cepm: $fixture # TIMEOUT ${limit}s\$" "$out.digest" &&
+		grep -q '^#   not ok 1 hang_and_break: a check that fails on purpose$' "$out.digest" &&
+		grep -q '^#   # wait_until: still false after 1 s: false$' "$out.digest"
+}
+ktap_check "after the last test, the runner repeats the failed test's failing check and the wait that gave up" \
+	digest_after_last_test
 # The fixture reloaded cepm with other parameters: they must show in sysfs, for users and for
 # the baseline, which must have seen them and loaded cepm with its defaults again.
 param() { cat "/sys/module/cepm/parameters/$1" 2>/dev/null; }

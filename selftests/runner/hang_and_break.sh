@@ -3,7 +3,8 @@
 # Not a test: a fixture for runner_isolation.sh.  It breaks the guest every way a failing
 # test has been seen to (cepm reloaded with other parameters, the stock CM loaded, the peer
 # namespace and rxe1 left behind, a lossy qdisc, a fixed neighbour, fault injection armed,
-# stray processes, one of them in its own session), then hangs and ignores SIGTERM, so that
+# stray processes, one of them in its own session), fails a check after a wait that gives up,
+# then hangs and ignores SIGTERM, so that
 # only the runner's time limit and its KILL end it.
 . "$CEPM_ROOT/selftests/cepm/lib.sh"
 rmmod cepm && insmod "$CEPM_KO" event_queue_max=16 timewait_ms=5
@@ -18,5 +19,9 @@ setsid sleep 1000 &
 # The time it took shows in the log: runner_isolation.sh's limit for this fixture must exceed it.
 echo "hang_and_break: guest broken in ${SECONDS} s"
 echo "hang_and_break: guest broken, now hanging"
+# A failed check and a wait that gave up, as a failing test prints them: the runner's digest
+# of failures, at the end of its output, must name them (runner_isolation.sh).
+echo "not ok 1 hang_and_break: a check that fails on purpose"
+wait_until 1 false
 trap '' TERM
 while :; do sleep 1; done
