@@ -120,7 +120,10 @@ if [ ! -d /sys/module/cepm ]; then
 fi
 BASELINE_EXPECTED=$(baseline_snapshot)
 echo "1..${#tests[@]}"
-n=0 failed=0
+n=0 failed=0 digest=()
+# A test's own "not ok" lines and given-up waits (builtins only: no process per line), and how
+# many of them the digest at the end repeats.
+said=$out/.said.$$ digest_lines=20
 for t in "${tests[@]}"; do
 	n=$((n + 1))
 	limit=
@@ -143,6 +146,7 @@ for t in "${tests[@]}"; do
 	[ "$shebang" != '#!/usr/bin/env bash' ] || cmd=(bash "$prog")
 	echo "# selftests: cepm: $t"
 	start=$SECONDS
+	: >"$said"
 	# Under TCG a process start costs 0.06 to 0.2 s: how many a test starts shows where its
 	# time goes.  The last PID handed out (/proc/loadavg's last field) counts them, every fork
 	# and thread, about: PIDs wrap at pid_max (once is counted right), skip those in use.
@@ -158,7 +162,10 @@ for t in "${tests[@]}"; do
 		test_rc=$?
 		baseline_kill_tagged "$tag"
 		exit $test_rc
-	) 2>&1 | while IFS= read -r line || [ -n "$line" ]; do printf '# %s\n' "$line"; done
+	) 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
+		printf '# %s\n' "$line"
+		[[ $line == 'not ok '* || $line == '# wait_until: still false'* ]] && printf '#   %s\n' "$line" >>"$said"
+	done
 	rc=${PIPESTATUS[0]}
 	took="$((SECONDS - start))s"
 	read -r _ _ _ _ pid_after </proc/loadavg
@@ -174,11 +181,22 @@ for t in "${tests[@]}"; do
 	# dmesg_clean.sh ends the run with cepm unloaded on purpose.
 	[ "$name" = dmesg_clean.sh ] || baseline_restore || [ "$rc" != 0 ] || rc=1
 	case $rc in
-	0) echo "ok $n selftests: cepm: $t # $took" ;;
-	4) echo "ok $n selftests: cepm: $t # SKIP" ;;
-	124 | 137) echo "not ok $n selftests: cepm: $t # TIMEOUT ${limit}s"; failed=$((failed + 1)) ;;
-	*) echo "not ok $n selftests: cepm: $t # exit=$rc, $took"; failed=$((failed + 1)) ;;
+	0) verdict="ok $n selftests: cepm: $t # $took" ;;
+	4) verdict="ok $n selftests: cepm: $t # SKIP" ;;
+	124 | 137) verdict="not ok $n selftests: cepm: $t # TIMEOUT ${limit}s" ;;
+	*) verdict="not ok $n selftests: cepm: $t # exit=$rc, $took" ;;
 	esac
+	echo "$verdict"
+	if [[ $verdict == 'not ok '* ]]; then
+		failed=$((failed + 1))
+		mapfile -t lines <"$said"
+		digest+=("# $verdict" "${lines[@]:0:$digest_lines}")
+		[ ${#lines[@]} -le $digest_lines ] || digest+=("#   ... and $((${#lines[@]} - digest_lines)) more")
+	fi
 done
+rm -f "$said"
+# CI shows only the end of a run's output: each failed test's failing checks and the waits
+# that gave up, again, where they are seen.
+[ $failed = 0 ] || printf '%s\n' "# what the failed tests said of their failing checks and of the waits that gave up:" "${digest[@]}"
 echo "# cepm selftests: $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
