@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # The runner keeps tests independent: a test that breaks the guest and then hangs (the
 # fixture selftests/runner/hang_and_break.sh) is stopped at its time limit and fails alone;
-# the runner restores the guest's baseline and says so, and the test after it passes.  This
+# the runner restores the guest's baseline and says so, and the test after it passes.  A test
+# that passes but leaves a process running (the fixture selftests/runner/leave_running.sh)
+# fails: what it left would hold /dev/cepm, CEPs or a port into the next checks.  This
 # runs selftests/run.sh itself, nested, with a 15 s limit for the fixture, times
 # CEPM_LIMIT_SCALE up to 4 (breaking the guest takes it 5 to 8 s under TCG, 16 s under KASAN,
 # and the fixture prints how long; every second of the limit over that is idle).  A second
@@ -11,21 +13,22 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 11
+ktap_set_plan 12
 
 out=$CEPM_ROOT/out/runner_isolation.$$
 trap 'rm -f "$out".*' EXIT
 fixture=$CEPM_ROOT/selftests/runner/hang_and_break.sh
+leaver=$CEPM_ROOT/selftests/runner/leave_running.sh
 # The nested runs scale their limits by at most 4: enough for breaking the guest under KASAN,
 # and the fixture then hangs 60 s, not the 375 s of the KASAN lane's scale of 25.
 scale=$((${CEPM_LIMIT_SCALE:-1} < 4 ? ${CEPM_LIMIT_SCALE:-1} : 4))
 fixture_limit=15
 # The fixture ignores SIGTERM: only the KILL ends it, and the 10 s the runner usually leaves a
 # test's cleanup trap before it would be idle here.
-CEPM_KILL_GRACE=1 CEPM_LIMIT_SCALE=$scale CEPM_RUN_NESTED=1 "$CEPM_ROOT/selftests/run.sh" "$fixture:$fixture_limit" cep_connect.sh >"$out.ktap" 2>&1
+CEPM_KILL_GRACE=1 CEPM_LIMIT_SCALE=$scale CEPM_RUN_NESTED=1 "$CEPM_ROOT/selftests/run.sh" "$fixture:$fixture_limit" "$leaver" cep_connect.sh >"$out.ktap" 2>&1
 rc=$?
 show_files "$out.ktap"
-ktap_check "the nested run fails (one test failed)" test $rc != 0
+ktap_check "the nested run fails (two tests failed)" test $rc != 0
 ktap_check "the fixture broke the guest before it hung" \
 	grep -q '^# hang_and_break: guest broken, now hanging' "$out.ktap"
 # The runner scales the fixture's limit too.
@@ -44,12 +47,20 @@ named() {
 	done
 }
 ktap_check "the runner names each thing the fixture broke" named
-ktap_check "the test after it passes" grep -q '^ok 2 selftests: cepm: cep_connect.sh # ' "$out.ktap"
-ktap_check "the nested run counts exactly one failure" grep -q '^# cepm selftests: 1 passed, 1 failed' "$out.ktap"
+# The leaver's own lines, from its entry's header to its verdict.
+left_running_fails() {
+	sed -n "\|^# selftests: cepm: $leaver\$|,\|^not ok 2 selftests: cepm: $leaver # exit=1, |p" "$out.ktap" >"$out.leaver"
+	grep -q '^not ok 2 ' "$out.leaver" &&
+		grep -q '^# # baseline: killed processes the test left running: sleep x1$' "$out.leaver"
+}
+ktap_check "a test that passes but leaves a process running fails, and the runner says what it killed" \
+	left_running_fails
+ktap_check "the test after them passes" grep -q '^ok 3 selftests: cepm: cep_connect.sh # ' "$out.ktap"
+ktap_check "the nested run counts exactly two failures" grep -q '^# cepm selftests: 1 passed, 2 failed' "$out.ktap"
 # CI shows only the end of a run's output: after the last test, the runner repeats what each
 # failed test said of its failing checks and of the waits that gave up.
 digest_after_last_test() {
-	sed -n '/^ok 2 selftests: cepm: cep_connect.sh /,$p' "$out.ktap" >"$out.digest"
+	sed -n '/^ok 3 selftests: cepm: cep_connect.sh /,$p' "$out.ktap" >"$out.digest"
 	grep -q "^# not ok 1 selftests: cepm: $fixture # TIMEOUT ${limit}s\$" "$out.digest" &&
 		grep -q '^#   not ok 1 hang_and_break: a check that fails on purpose$' "$out.digest" &&
 		grep -q '^#   # wait_until: still false after 1 s: false$' "$out.digest"
