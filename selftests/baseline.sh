@@ -110,7 +110,8 @@ baseline_await_rxe0() {
 # Says what it repairs, one "# baseline: ..." line each.
 baseline_note() { echo "# baseline: $*"; }
 
-# baseline_kill_tagged TAG: kill what the test TAG left running, and say so.
+# baseline_kill_tagged TAG: kill what the test TAG left running, and say so; fails if there
+# was anything to kill.
 baseline_kill_tagged() {
 	local tag=$1 pids=()
 	# Run after every test, usually to find nothing: one grep, no other process.
@@ -123,6 +124,7 @@ baseline_kill_tagged() {
 		[ -z "$(baseline_tagged_pids "$tag")" ] && break
 		sleep 0.05
 	done
+	return 1
 }
 
 # baseline_restore: put the guest back as baseline_snapshot's $BASELINE_EXPECTED describes it,

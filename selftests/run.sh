@@ -11,7 +11,9 @@
 # A test still running at its limit gets SIGTERM, then SIGKILL CEPM_KILL_GRACE seconds later
 # (default 10: time for a test's own cleanup trap).
 # Each test is independent of the one before it: whatever its result, the runner puts the
-# guest back to its baseline afterwards (baseline.sh) and says so in a '#' line if it had to.
+# guest back to its baseline afterwards (baseline.sh) and says so in a '#' line if it had to;
+# a test that passed but left a process running fails.  After the last test, what each failed
+# test said of its failing checks is repeated, above the summary that ends the output.
 # CEPM_RUN_NESTED=1 (a test of this runner running it) leaves kmemleak alone and skips
 # dmesg_clean.sh: the outer run judges those.
 # Exit status: 0 when every test passed or skipped.
@@ -121,7 +123,7 @@ fi
 BASELINE_EXPECTED=$(baseline_snapshot)
 echo "1..${#tests[@]}"
 n=0 failed=0 digest=()
-# A test's own "not ok" lines and given-up waits (builtins only: no process per line), and how
+# A test's own "not ok" lines, given-up waits and what it left running (builtins only: no process per line), and how
 # many of them the digest at the end repeats.
 said=$out/.said.$$ digest_lines=20
 for t in "${tests[@]}"; do
@@ -160,11 +162,14 @@ for t in "${tests[@]}"; do
 		cd "$here/cepm" && CEPM_TEST_TAG=$tag CEPM_TOPOLOGY=${topology:-loopback} \
 			run_limited "$limit" "${CEPM_KILL_GRACE:-10}" "${cmd[@]}"
 		test_rc=$?
-		baseline_kill_tagged "$tag"
+		# What a test leaves running would hold /dev/cepm, CEPs or a port into the next
+		# test: a test that passed fails for it (one stopped at its limit has failed already).
+		baseline_kill_tagged "$tag" || [ $test_rc != 0 ] || test_rc=1
 		exit $test_rc
 	) 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
 		printf '# %s\n' "$line"
-		[[ $line == 'not ok '* || $line == '# wait_until: still false'* ]] && printf '#   %s\n' "$line" >>"$said"
+		[[ $line == 'not ok '* || $line == '# wait_until: still false'* || $line == '# baseline: killed processes'* ]] &&
+			printf '#   %s\n' "$line" >>"$said"
 	done
 	rc=${PIPESTATUS[0]}
 	took="$((SECONDS - start))s"
