@@ -20,7 +20,7 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 "$CEPMCTL" events >"$out.events" 2>&1 &
 epid=$!
 wait_until 10 file_has '^events: monitoring' "$out.events"
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --iterations 20 >"$out.accept" 2>&1 &
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --iterations 20 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 listening
 "$CEPMCTL" connect --service-id $SID --iterations 20 "${TO_SERVER[@]}" >"$out.connect" 2>&1
@@ -70,7 +70,7 @@ ktap_check "connect to an unlistened service fails with REJ reason 8 (Invalid Se
 
 # A server that rejects with the most private data a REJ carries (148 bytes).
 max_pdata=$(printf 'r%.0s' $(seq 148))
-on_server "$CEPMCTL" serve --service-id 0x0000000001064e2c --reason 28 --reject-data "$max_pdata" >"$out.serve" 2>&1 &
+"${SERVER[@]}" "$CEPMCTL" serve --service-id 0x0000000001064e2c --reason 28 --reject-data "$max_pdata" >"$out.serve" 2>&1 &
 spid=$!
 wait_until 10 file_has '^serve: listening' "$out.serve"
 "$CEPMCTL" connect --service-id 0x0000000001064e2c --cm-only "${TO_SERVER[@]}" >"$out.rej148" 2>&1

@@ -22,7 +22,7 @@ SID=0x0000000001064e27
 case $TOPOLOGY in
 loopback) target=("${nowhere[@]}") ;;
 two-hosts)
-	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 3000 >"$out.server" 2>&1 &
+	"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 3000 >"$out.server" 2>&1 &
 	spid=$!
 	wait_until 10 file_has '^accept: listening' "$out.server"
 	modprobe sch_netem
@@ -49,7 +49,7 @@ fi
 ktap_check "no CEP is left after the timeout" wait_until 10 ceps_are 0
 
 # A REQ left unclaimed on a listener that then closes: the close rejects it (REJ 28).
-on_server "$CEPMCTL" serve --service-id 0x0000000001064e29 --leave-unclaimed --timeout-ms 20000 >"$out.unclaimed-s" 2>&1 &
+"${SERVER[@]}" "$CEPMCTL" serve --service-id 0x0000000001064e29 --leave-unclaimed --timeout-ms 20000 >"$out.unclaimed-s" 2>&1 &
 spid=$!
 wait_until 10 file_has '^serve: listening' "$out.unclaimed-s"
 "$CEPMCTL" connect --service-id 0x0000000001064e29 --cm-only "${TO_SERVER[@]}" >"$out.unclaimed" 2>&1

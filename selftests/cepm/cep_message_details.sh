@@ -15,7 +15,7 @@ out=$CEPM_ROOT/out/cep_message_details.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
 ktap_check "topology $TOPOLOGY is up" topology_up
 
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 30000 >"$out.accept" 2>&1 &
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 30000 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 file_has '^accept: listening' "$out.accept"
 "$CEPMCTL" connect --service-id $SID --cm-only --hold --rtu-data "the RTU's own words" --timeout-ms 30000 \
@@ -36,7 +36,7 @@ ktap_check "... and that DREQ carried no private data (not the RTU's)" \
 	grep -q 'DREQ private data ""' "$out.accept"
 
 # A second connection: its PSNs are not the first one's.
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 30000 >"$out.accept2" 2>&1 &
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 30000 >"$out.accept2" 2>&1 &
 apid=$!
 wait_until 10 file_has '^accept: listening' "$out.accept2"
 "$CEPMCTL" connect --service-id $SID --cm-only --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.connect2" 2>&1

@@ -35,7 +35,7 @@ run_pair() {
 	local n=$1 sid=$2 server=() apid crc=0 arc=0
 	shift 2
 	while [ "$1" != -- ]; do server+=("$1"); shift; done
-	on_server "$CEPMCTL" accept --service-id "$sid" "${server[@]}" >"$out.a$n" 2>&1 &
+	"${SERVER[@]}" "$CEPMCTL" accept --service-id "$sid" "${server[@]}" >"$out.a$n" 2>&1 &
 	apid=$!
 	wait_until 10 listening "$out.a$n"
 	"$CEPMCTL" connect --service-id "$sid" "${fast_client[@]}" "${TO_SERVER[@]}" >"$out.c$n" 2>&1 || crc=$?
@@ -76,7 +76,7 @@ ktap_check "the server sent the MRA (on the client's REQ retry)" \
 slow_clients() {
 	local slow_client=(--cm-only --max-cm-retries 7 --cm-response-timeout 14 --packet-life-time 8 --mra
 		--answer-delay-ms 3000 --timeout-ms 30000) apid crc=0 arc=0 i clients=()
-	on_server "$CEPMCTL" accept --service-id 0x0000000001064e42 --device "$SERVER_DEV" --cm-only --count 3 \
+	"${SERVER[@]}" "$CEPMCTL" accept --service-id 0x0000000001064e42 --device "$SERVER_DEV" --cm-only --count 3 \
 		--timeout-ms 30000 >"$out.a3" 2>&1 &
 	apid=$!
 	wait_until 10 listening "$out.a3"

@@ -30,7 +30,7 @@ quick=(--cm-only --max-cm-retries 15 --cm-response-timeout 16 --packet-life-time
 run() { # run NAME SERVICE_ID [accept options]: a client and a server, both must succeed
 	local name=$1 sid=$2
 	shift 2
-	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id "$sid" "${quick[@]}" "$@" >"$out.$name.accept" 2>&1 &
+	"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id "$sid" "${quick[@]}" "$@" >"$out.$name.accept" 2>&1 &
 	local apid=$!
 	wait_until 10 listening "$name"
 	"$CEPMCTL" connect --service-id "$sid" "${quick[@]}" --hold "${TO_SERVER[@]}" >"$out.$name.connect" 2>&1
@@ -48,7 +48,7 @@ ktap_check "fault injection is available" test -w $CEPM_DEBUGFS/drop_rx_count
 # own DREQ as well, it runs without --hold here.
 dropped0=$(rx_dropped)
 drop_rx 0x15 2
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id 0x0000000001064e60 "${quick[@]}" --disconnect \
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id 0x0000000001064e60 "${quick[@]}" --disconnect \
 	>"$out.cross.accept" 2>&1 &
 apid=$!
 wait_until 10 listening cross

@@ -13,7 +13,7 @@ trap 'topology_down; rm -f "$out".*' EXIT
 listening() { file_has '^accept: listening' "$1"; }
 
 run() { # run NAME SERVICE_ID COUNT PARALLEL
-	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id "$2" --count "$3" --timeout-ms 30000 >"$out.$1.accept" 2>&1 &
+	"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id "$2" --count "$3" --timeout-ms 30000 >"$out.$1.accept" 2>&1 &
 	local apid=$!
 	wait_until 10 listening "$out.$1.accept"
 	"$CEPMCTL" connect --cm-only --service-id "$2" --count "$3" --parallel "$4" --timeout-ms 30000 "${TO_SERVER[@]}" \

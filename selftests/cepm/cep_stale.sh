@@ -18,7 +18,7 @@ held() { file_has 'RTU sent; CEP [0-9]* in ESTABLISHED' "$out.first"; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
 # The passive side holds its connection, answers nothing else, and stops at the next event.
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.accept" 2>&1 &
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 listening
 "$CEPMCTL" connect --service-id $SID --cm-only --qpn $QPN --hold --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.first" 2>&1 &

@@ -45,7 +45,7 @@ pair() {
 	while [ "$1" != -- ]; do server+=("$1"); shift; done
 	shift
 	client=("$@")
-	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id "$sid" --cm-only --timeout-ms 30000 \
+	"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id "$sid" --cm-only --timeout-ms 30000 \
 		"${server[@]}" >"$out.a$sid" 2>&1 &
 	local apid=$!
 	wait_until 10 file_has '^accept: listening' "$out.a$sid"
@@ -74,7 +74,7 @@ wait "${HELD_PIDS[@]}" 2>/dev/null
 show_files "$out.held.accept" "$out.held.connect"
 # A client in REQ_SENT, its server answering 3 s late, gets a DREQ for its QP before any REP
 # (LocalCommID 0), which REQ_SENT ignores.
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID6 --cm-only --answer-delay-ms 3000 \
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID6 --cm-only --answer-delay-ms 3000 \
 	--timeout-ms 30000 >"$out.a$SID6" 2>&1 &
 apid=$!
 wait_until 10 file_has '^accept: listening' "$out.a$SID6"
@@ -91,7 +91,7 @@ wait $apid
 show_files "$out.a$SID6" "$out.c$SID6"
 # A REQ for SID4, listened on, whose primary path names a GID rxe1 does not have; its REJ
 # comes back to rxe0's cepm (which counts it) over the wire.
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID4 --cm-only --timeout-ms 30000 \
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID4 --cm-only --timeout-ms 30000 \
 	>"$out.a$SID4" 2>&1 &
 apid=$!
 wait_until 10 file_has '^accept: listening' "$out.a$SID4"

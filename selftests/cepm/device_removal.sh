@@ -37,7 +37,7 @@ ktap_check "topology $TOPOLOGY is up" topology_up
 ktap_check "$SERVER_DEV port 1 listed before" port_listed "$SERVER_DEV" 1
 
 # A CM-only connection (no QP: uverbs would hold the device until its users exit) that stays up.
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.accept" 2>&1 &
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --hold --timeout-ms 30000 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 listening
 "$CEPMCTL" connect --service-id $SID --cm-only --hold --timeout-ms 30000 "${TO_SERVER[@]}" >"$out.connect" 2>&1 &
@@ -55,7 +55,7 @@ show_files "$out.list"
 
 # Right before the delete, 20 connections that end with destroy in timewait: their timewait
 # works are still queued when the device goes, and must not touch it when they fire.
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id 0x0000000001064e2d --count 20 >"$out.burst-accept" 2>&1 &
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id 0x0000000001064e2d --count 20 >"$out.burst-accept" 2>&1 &
 bpid=$!
 wait_until 10 file_has '^accept: listening' "$out.burst-accept"
 "$CEPMCTL" connect --cm-only --service-id 0x0000000001064e2d --count 20 --parallel 20 "${TO_SERVER[@]}" >"$out.burst" 2>&1
@@ -87,7 +87,7 @@ ktap_check "and they carry CM traffic again (REQ to nobody: REJ 8)" \
 ktap_check "no CEP is left after that either" test "$(live_ceps)" = 0
 
 # Both sides announce the QPN 0xc0de (CM only); the server keeps its CEP past DEVICE_REMOVAL.
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id 0x0000000001064e26 --cm-only --hold \
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id 0x0000000001064e26 --cm-only --hold \
 	--hold-events 2 --timeout-ms 60000 >"$out.keeper" 2>&1 &
 kpid=$!
 wait_until 10 file_has '^accept: listening' "$out.keeper"
@@ -102,7 +102,7 @@ add_devices
 wait_until 20 managed_again
 ktap_check "a server kept its established CEP past DEVICE_REMOVAL, and the device is back" \
 	sh -c "grep -q 'event DEVICE_REMOVAL' '$out.keeper' && test $(live_ceps) -ge 1" && managed_again
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id 0x0000000001064e27 --cm-only \
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id 0x0000000001064e27 --cm-only \
 	--timeout-ms 30000 >"$out.new-accept" 2>&1 &
 npid=$!
 wait_until 10 file_has '^accept: listening' "$out.new-accept"
@@ -117,8 +117,7 @@ ktap_check "a new connection from the kept CEP's old peer QP succeeds (no REJ 10
 "$CEPMCTL" list >"$out.list2" 2>&1
 show_files "$out.list2"
 ktap_check "... and no CEP is left in DREQ_SENT" sh -c "! grep -q ' DREQ_SENT ' '$out.list2'"
-# (In loopback on_server is a function, and $kpid its subshell: the tool is found by name.)
-pkill -f -- '--service-id 0x0000000001064e26'
+kill $kpid
 wait $kpid
 show_files "$out.keeper"
 ktap_check "no CEP is left once the server has gone" wait_until 20 ceps_are 0

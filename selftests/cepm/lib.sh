@@ -103,7 +103,7 @@ established_ceps() { "$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l; }
 # are ESTABLISHED, with HELD_ACTIVE and HELD_PASSIVE set to the active and passive comm IDs
 # (empty if the connection did not come up) and HELD_PIDS to the two processes.
 hold_pair() {
-	on_server "$CEPMCTL" accept --device "${SERVER_DEV:-$RXE_DEV}" --service-id "$1" --cm-only --hold \
+	"${SERVER[@]}" "$CEPMCTL" accept --device "${SERVER_DEV:-$RXE_DEV}" --service-id "$1" --cm-only --hold \
 		--timeout-ms 60000 >"$2.accept" 2>&1 &
 	HELD_PIDS=($!)
 	wait_until 10 file_has '^accept: listening' "$2.accept"
@@ -530,7 +530,9 @@ topology_up() {
 	esac
 }
 topology_down() { [ "$TOPOLOGY" = loopback ] || peer_ns_down; }
-# on_server CMD...: CMD on the server's host.
+# on_server CMD...: CMD on the server's host.  Not for a background job: its job would be the
+# function's subshell, and a kill would end that and leave CMD running; start one with
+# `"${SERVER[@]}" CMD... &` instead (ip netns exec execs CMD), whose job is CMD itself.
 on_server() { "${SERVER[@]}" "$@"; }
 
 # Fault injection (cepm's debugfs): drop_rx ATTR N drops the next N CM MADs with attribute

@@ -31,7 +31,7 @@ long_ms=$(((600 + count / 50) * 1000))
 "$CEPMCTL" serve --service-id $SID_SINK --count 1000000 --timeout-ms $long_ms >"$out.sink" 2>&1 &
 sink_pid=$!
 wait_until 10 file_has '^serve: listening' "$out.sink"
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID_HELD --cm-only --hold --timeout-ms $long_ms \
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID_HELD --cm-only --hold --timeout-ms $long_ms \
 	>"$out.held-accept" 2>&1 &
 wait_until 10 file_has '^accept: listening' "$out.held-accept"
 "$CEPMCTL" connect --service-id $SID_HELD --cm-only --hold --timeout-ms $long_ms "${TO_SERVER[@]}" >"$out.held" 2>&1 &
@@ -51,7 +51,7 @@ ktap_print_msg "harvested comm IDs: $ids; QPNs: $qpns; GIDs: $gids"
 legit_round() {
 	local apid crc arc
 	rm -f "$out.legit-accept"
-	on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_LEGIT --count 100 \
+	"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_LEGIT --count 100 \
 		--timeout-ms 60000 </dev/null >"$out.legit-accept" 2>&1 &
 	apid=$!
 	wait_until 30 file_has '^accept: listening' "$out.legit-accept"
@@ -96,7 +96,7 @@ ktap_check "$((${rounds:-0} * 100)) legitimate connections next to it (rounds of
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null
 ktap_check "no CEP is left once every process has gone" wait_until 60 ceps_are 0
-on_server "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_AFTER --timeout-ms 30000 \
+"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --cm-only --service-id $SID_AFTER --timeout-ms 30000 \
 	>"$out.after-accept" 2>&1 &
 wait_until 10 file_has '^accept: listening' "$out.after-accept"
 connect_after() {
