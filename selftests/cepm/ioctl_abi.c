@@ -547,6 +547,41 @@ TEST_F(cepm, connect_and_sidr_req_check_the_path)
 	}
 }
 
+/*
+ * INIT_QP_ATTR writes the whole address it returns: ah.pkey and ah.packet_life_time are the
+ * connection's (the REQ's P_Key, 0 in the path meaning 0xffff, and the path's packet
+ * lifetime), not what the caller left in them.
+ */
+TEST_F(cepm, init_qp_attr_returns_the_connections_address)
+{
+	struct cepm_connect c = {
+		.service_id = 0x1064e7a,
+		.port_num = 1,
+		.path = good_path(),
+		.local_qpn = 0x1234,
+		/* Retried for minutes: still REQ_SENT when asked. */
+		.remote_cm_response_timeout = 20,
+		.local_cm_response_timeout = 20,
+		.max_cm_retries = 15,
+	};
+	struct cepm_qp_attr q = { .qp_state = CEPM_QPS_INIT };
+	struct cepm_destroy d = { 0 };
+
+	strcpy(c.dev_name, "rxe0");
+	d.handle = c.handle = create_cep(self->fd, 0);
+	ASSERT_GT(c.handle, 0);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_CONNECT, &c)) TH_LOG("CONNECT: %s", strerror(errno));
+	q.handle = c.handle;
+	q.ah.pkey = 0x1234;
+	q.ah.packet_life_time = 31;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_INIT_QP_ATTR, &q)) TH_LOG("INIT_QP_ATTR: %s", strerror(errno));
+	EXPECT_EQ(0xffff, q.ah.pkey);
+	EXPECT_EQ(14, q.ah.packet_life_time);
+	EXPECT_EQ(3, q.ah.mtu);
+	EXPECT_EQ(0, memcmp(q.ah.dgid, c.path.dgid, sizeof(q.ah.dgid)));
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+}
+
 /* QUERY_CEP refuses a non-zero reserved field, either of its two. */
 TEST_F(cepm, query_cep_reserved_fields)
 {
