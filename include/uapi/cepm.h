@@ -450,7 +450,9 @@ struct cepm_prepare_mra {
 /*
  * CEPM_IOC_INIT_QP_ATTR: the attributes that move the connection's QP to
  * qp_state, as ib_cm_init_qp_attr() computes them.  attr_mask holds the
- * IB_QP_* bits that are set; ah is the path of the connection.
+ * IB_QP_* bits that are set; ah is the path of the connection, whole, for any
+ * qp_state: its P_Key (0xffff for a path that gave 0), MTU and packet lifetime
+ * included.
  */
 struct cepm_qp_attr {
 	__u32 handle;

@@ -136,6 +136,11 @@ pub struct Negotiated {
     pub ack_timeout: u8,
     /// P_Key index of the port.
     pub pkey_index: u16,
+    /// The connection's P_Key: the REQ's PartitionKey.
+    pub pkey: u16,
+    /// The primary path's packet lifetime (IBTA exponent): the caller's on the active side,
+    /// the REQ's LocalAckTimeout − 1 on the passive side.
+    pub packet_life_time: u8,
     /// Port number.
     pub port_num: u8,
     /// Whether an alternate path is loaded.
@@ -164,6 +169,8 @@ impl Negotiated {
             path_mtu: req.path_mtu,
             ack_timeout: timing::av_timeout_from_packet_life_time(packet_life_time),
             pkey_index,
+            pkey: req.pkey,
+            packet_life_time,
             port_num,
             has_alternate_path: false,
             device_supports_flush: false,
@@ -204,6 +211,8 @@ impl Negotiated {
             path_mtu: req.path_mtu,
             ack_timeout: timing::av_timeout_from_packet_life_time(plt),
             pkey_index,
+            pkey: req.pkey,
+            packet_life_time: plt,
             port_num,
             has_alternate_path: false,
             device_supports_flush: false,

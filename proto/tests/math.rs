@@ -104,6 +104,25 @@ fn rdma_cm_defaults_on_rxe() {
     assert_eq!(req.destroy_wait_ms(), 15 * 4608 * 5 / 4);
 }
 
+#[test]
+fn both_sides_keep_the_reqs_pkey_and_their_packet_lifetime() {
+    for seed in 0..500 {
+        let mut r = Rng::new(seed);
+        let req = gen::req(&mut r);
+        let plt = (seed % 32) as u8;
+        let active = Negotiated::active(&req, plt, 0, 1);
+        let passive = Negotiated::passive(&req, 0, 1);
+        assert_eq!((active.pkey, active.packet_life_time), (req.pkey, plt));
+        assert_eq!(
+            (passive.pkey, passive.packet_life_time),
+            (
+                req.pkey,
+                passive_packet_life_time(req.primary_path.local_ack_timeout)
+            )
+        );
+    }
+}
+
 fn negotiate(seed: u64, transport: Transport) -> (Negotiated, Negotiated, u32, u32) {
     let mut r = Rng::new(seed);
     let mut req = gen::req(&mut r);

@@ -539,6 +539,11 @@ impl Cep {
         let negotiated = inner.kind.negotiated().ok_or(EINVAL)?;
         let a = qp_attr::derive(inner.sm.state, target, negotiated).map_err(|_| EINVAL)?;
         let info = inner.peer.as_ref().ok_or(EINVAL)?.ah_info;
+        let (path_mtu, packet_life_time, pkey) = (
+            negotiated.path_mtu,
+            negotiated.packet_life_time,
+            negotiated.pkey,
+        );
         drop(inner);
         args.attr_mask = a.mask;
         args.qp_access_flags = a.access_flags;
@@ -561,7 +566,10 @@ impl Cep {
         args.ah.flow_label = info.flow_label;
         args.ah.traffic_class = info.traffic_class;
         args.ah.sl = info.sl;
-        args.ah.mtu = a.path_mtu;
+        // The whole address, whatever the target state: nothing the caller left in it stays.
+        args.ah.mtu = path_mtu;
+        args.ah.packet_life_time = packet_life_time;
+        args.ah.pkey = pkey;
         Ok(())
     }
 
