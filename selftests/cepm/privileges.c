@@ -34,10 +34,15 @@
  *       RoCE v2 IPv4 GID (no one listens on service 0x0000000001063000: a REJ comes back),
  *       then DESTROY.  --wait-event: after a successful CONNECT, an event must arrive within
  *       MS ms (read before the DESTROY).
+ *   privileges prepare-reps N --expect E [--wait-go] [--hold]
+ *       a listener on service 0x0000000001063100 in one file, N CEPs of a second file each
+ *       CONNECT to it (this host's own RoCE v2 IPv4 GID on rxe0, QPN 0x1000 + i), and the
+ *       listener's file claims every REQ; then (with --wait-go, after the go) PREPARE_REP
+ *       for each.
  *
  * E is "ok" or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...), and
  * applies to the call the command is about: LISTEN, the first CREATE that fails, the first
- * CREATE or LISTEN that fails, CONNECT, MIGRATE, the first MONITOR that fails.  Exit status: 0 when the outcome is the expected one,
+ * CREATE or LISTEN that fails, CONNECT, MIGRATE, the first MONITOR that fails, the first PREPARE_REP that fails.  Exit status: 0 when the outcome is the expected one,
  * 1 when not, 2 when the run did not get that far (usage, opening /dev/cepm, a call that only
  * sets up): a setup failure never passes for an expected errno.
  *
@@ -129,6 +134,7 @@ static void usage(void)
 	      "                       [--want-service ID]\n"
 	      "       privileges monitor [--count N] [--timeout-ms T] [--hold]\n"
 	      "       privileges connect-sgid INDEX --expect E [--device DEV] [--wait-event MS]\n"
+	      "       privileges prepare-reps N --expect E [--wait-go] [--hold]\n"
 	      "E: ok or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...)\n",
 	      stderr);
 	exit(2);
@@ -341,17 +347,21 @@ static void own_roce_v2_address(const char *dev, __u8 dgid[16], __u8 dmac[6], un
 	       dmac[3], dmac[4], dmac[5]);
 }
 
+/* Where connect_to() and sidr_request_to() send, unless told: TCP port 0x3000, no listener. */
+#define NOBODYS_SERVICE 0x0000000001063000ULL
+
 /*
  * CONNECT HANDLE from GID SGID_INDEX of DEV port 1 to DGID (the MAC DMAC), service
- * 0x0000000001063000 (TCP port 0x3000, where no one listens), as QPN 0x123 would.
+ * SERVICE_ID, as QPN QPN would.
  */
 static int connect_to(int fd, __u32 handle, const char *dev, unsigned int sgid_index,
-		      const __u8 dgid[16], const __u8 dmac[6], __u8 max_cm_retries)
+		      const __u8 dgid[16], const __u8 dmac[6], __u8 max_cm_retries,
+		      __u64 service_id, __u32 qpn)
 {
 	struct cepm_connect c;
 
 	memset(&c, 0, sizeof(c));
-	c.service_id = 0x0000000001063000ULL;
+	c.service_id = service_id;
 	c.handle = handle;
 	c.port_num = 1;
 	snprintf(c.dev_name, sizeof(c.dev_name), "%s", dev);
@@ -362,7 +372,7 @@ static int connect_to(int fd, __u32 handle, const char *dev, unsigned int sgid_i
 	c.path.mtu = 3; /* 1024 */
 	c.path.packet_life_time = 14;
 	c.path.pkey = 0;
-	c.local_qpn = 0x123;
+	c.local_qpn = qpn;
 	c.starting_psn = 1;
 	c.responder_resources = 1;
 	c.initiator_depth = 1;
@@ -382,7 +392,7 @@ static int sidr_request_to(int fd, __u32 handle, const char *dev, unsigned int s
 	struct cepm_sidr_req r;
 
 	memset(&r, 0, sizeof(r));
-	r.service_id = 0x0000000001063000ULL;
+	r.service_id = NOBODYS_SERVICE;
 	r.handle = handle;
 	r.port_num = 1;
 	snprintf(r.dev_name, sizeof(r.dev_name), "%s", dev);
@@ -433,7 +443,8 @@ static int cmd_create(const struct opts *o)
 			int fd = fds[sent % o->files];
 
 			err = !strcmp(o->send, "req") ?
-				      connect_to(fd, handles[sent], "rxe0", gid_index, gid, mac, 15) :
+				      connect_to(fd, handles[sent], "rxe0", gid_index, gid, mac, 15,
+						 NOBODYS_SERVICE, 0x123) :
 				      sidr_request_to(fd, handles[sent], "rxe0", gid_index, gid, mac, 15);
 			if (err)
 				setup_failed("%s of CEP %lu: %s", !strcmp(o->send, "req") ? "CONNECT" :
@@ -711,7 +722,7 @@ static int cmd_connect_sgid(const struct opts *o)
 	err = create_cep(fd, 0, &handle);
 	if (err)
 		setup_failed("CREATE before the CONNECT: %s", errno_name(err));
-	err = connect_to(fd, handle, dev, index, dgid, dmac, 3);
+	err = connect_to(fd, handle, dev, index, dgid, dmac, 3, NOBODYS_SERVICE, 0x123);
 	snprintf(what, sizeof(what), "CONNECT from GID index %u", (unsigned int)index);
 	rc = verdict(what, err, o->expect);
 	if (!err && o->wait_event_ms >= 0) {
@@ -736,6 +747,90 @@ static int cmd_connect_sgid(const struct opts *o)
 	return rc;
 }
 
+/* The service prepare-reps listens on, and connects to: TCP port 0x3100. */
+#define OWN_SERVICE 0x0000000001063100ULL
+
+/*
+ * prepare-reps: N REQs from one file to a listener of another, both ours, on rxe0; every
+ * one claimed; then (after the go) a PREPARE_REP for each, the calls the verdict is about.
+ */
+static int cmd_prepare_reps(const struct opts *o)
+{
+	unsigned long n = parse_u64("N", o->pos[0]), k, claimed = 0;
+	static __u32 handles[MAX_CREATES];
+	int listener_fd, client_fd, err = 0, rc;
+	unsigned int gid_index;
+	__u32 listener, client;
+	__u8 gid[16], mac[6];
+	char what[128];
+
+	if (n > MAX_CREATES)
+		usage();
+	own_roce_v2_address("rxe0", gid, mac, &gid_index);
+	listener_fd = open_cepm(0);
+	client_fd = open_cepm(0);
+	err = create_cep(listener_fd, 0, &listener);
+	if (!err)
+		err = listen_on(listener_fd, listener, OWN_SERVICE, 0);
+	if (err)
+		setup_failed("the listener: %s", errno_name(err));
+	for (k = 0; k < n; k++) {
+		err = create_cep(client_fd, k, &client);
+		/* A QPN each: one QP's second REQ would be a stale connection's. */
+		if (!err)
+			err = connect_to(client_fd, client, "rxe0", gid_index, gid, mac, 15,
+					 OWN_SERVICE, 0x1000 + k);
+		if (err)
+			setup_failed("CONNECT %lu: %s", k + 1, errno_name(err));
+	}
+	while (claimed < n) {
+		struct pollfd p = { .fd = listener_fd, .events = POLLIN };
+		struct cepm_get_request g;
+		struct cepm_event ev;
+
+		if (poll(&p, 1, 30000) != 1)
+			setup_failed("%lu of %lu REQs claimed, then none for 30 s", claimed, n);
+		if (read(listener_fd, &ev, sizeof(ev)) != sizeof(ev))
+			setup_failed("read: %s", errno_name(errno));
+		if (ev.event != CEPM_EVENT_REQ_RECEIVED)
+			continue;
+		memset(&g, 0, sizeof(g));
+		g.listen_handle = listener;
+		err = call(listener_fd, CEPM_IOC_GET_REQUEST, &g);
+		if (err)
+			setup_failed("GET_REQUEST %lu: %s", claimed + 1, errno_name(err));
+		handles[claimed++] = g.handle;
+		/* Never 30 s silent: the script gives up on a helper that is. */
+		if (claimed % 250 == 0)
+			printf("# %lu REQs claimed so far\n", claimed);
+	}
+	printf("# %lu REQs claimed\n", claimed);
+	if (o->wait_go)
+		wait_go();
+	for (k = 0; k < n; k++) {
+		struct cepm_accept a;
+
+		memset(&a, 0, sizeof(a));
+		a.handle = handles[k];
+		a.local_qpn = 0x2000 + k;
+		a.starting_psn = 1;
+		a.responder_resources = 1;
+		a.initiator_depth = 1;
+		a.rnr_retry_count = 7;
+		err = call(listener_fd, CEPM_IOC_PREPARE_REP, &a);
+		if (err)
+			break;
+	}
+	if (err)
+		snprintf(what, sizeof(what), "PREPARE_REP of CEP %lu", k + 1);
+	else
+		snprintf(what, sizeof(what), "%lu PREPARE_REPs", n);
+	rc = verdict(what, err, o->expect);
+	if (rc == 0 && o->hold)
+		hold_until_eof();
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const struct {
@@ -752,6 +847,7 @@ int main(int argc, char **argv)
 		{ "monitors", cmd_monitors, 1, true },
 		{ "connect-sgid", cmd_connect_sgid, 1, true },
 		{ "migrate", cmd_migrate, 1, true },
+		{ "prepare-reps", cmd_prepare_reps, 1, true },
 	};
 	struct opts o;
 	size_t c;

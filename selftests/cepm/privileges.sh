@@ -22,7 +22,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 57
+ktap_set_plan 58
 
 USER_A=65534
 USER_B=65533
@@ -543,15 +543,38 @@ sends_charged_to_cgroup() {
 	return $rc
 }
 
+# User A claims 1000 REQs that its own CEPs sent to its own listener, and prepares a REP for
+# each: the cgroup's kernel memory grows by at least 200 bytes a REP (one holds up to 196 bytes
+# of private data; uncharged, hardly anything grows). Measured from the moment every REQ is
+# claimed, so that only the prepared REPs count.
+reps_charged_to_cgroup() {
+	local key=kernel before now want=$((1000 * 200)) rc
+	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab
+	HOLDER_CGROUP=$CG_DIR hold_start reps a prepare-reps 1000 --wait-go --expect ok --hold &&
+		holder_says reps waiting || return 1
+	before=$(kmem $key)
+	holder_tell reps go
+	holder_says reps ready && wait_until 10 kmem_grew_by $key "$before" $want
+	rc=$?
+	now=$(kmem $key)
+	ktap_print_msg "memory.stat $key: $before before the PREPARE_REPs, $now with them" \
+		"(+$want at least expected)"
+	holder_release reps || rc=1
+	wait_until 30 ceps_are 0 || rc=1
+	return $rc
+}
+
 if memory_cgroup; then
 	ktap_check "user A's CEPs are charged to its memory cgroup" charged_to_cgroup
 	ktap_check "so are the REQs they send" sends_charged_to_cgroup req
 	ktap_check "and their SIDR_REQs" sends_charged_to_cgroup sidr
+	ktap_check "and the REPs it prepares" reps_charged_to_cgroup
 else
 	ktap_print_msg "$no_cgroup"
 	ktap_test_skip "user A's CEPs are charged to its memory cgroup"
 	ktap_test_skip "so are the REQs they send"
 	ktap_test_skip "and their SIDR_REQs"
+	ktap_test_skip "and the REPs it prepares"
 fi
 cgroup_cleanup
 ktap_finished
