@@ -298,7 +298,7 @@ impl Cep {
 
     /// A new idle CEP of `cm`, owned by `owner`.
     pub(crate) fn create(cm: &Arc<Cm>, owner: Owner) -> Result<Arc<Self>> {
-        cm.tables.insert_new_local(|id| {
+        cm.tables.insert_new_local(GFP_KERNEL_ACCOUNT, |id| {
             Self::new(cm.clone(), id, state::Cep::new(), Kind::Idle, Some(owner))
         })
     }
@@ -751,8 +751,9 @@ impl Cep {
         let port = spawn.port;
         let tables = &port.cm().tables;
         let (table, key, qpn_key) = (spawn.table, spawn.key, spawn.qpn_key);
-        let cep = tables
-            .insert_new_local(|id| Self::new(port.cm().clone(), id, spawn.sm, spawn.kind, None))?;
+        let cep = tables.insert_new_local(GFP_KERNEL, |id| {
+            Self::new(port.cm().clone(), id, spawn.sm, spawn.kind, None)
+        })?;
         // Unwinds the insertions made so far, newest first.
         let unwind = |qpn: bool, peer: bool| {
             if let (true, Some(qpn_key)) = (qpn, qpn_key) {

@@ -27,6 +27,7 @@ use crate::{
     users::Opener,
 };
 use kernel::{
+    alloc::Flags,
     new_spinlock,
     prelude::*,
     rbtree::{
@@ -93,12 +94,14 @@ impl Tables {
 
 impl Tables {
     /// Gives a new CEP a fresh local comm ID and makes it findable by it; `make` builds the
-    /// CEP for the chosen ID.
+    /// CEP for the chosen ID. Its table node is allocated with `gfp`: the CEP's own flags, so
+    /// that a user's CEP is charged whole to the user's memory cgroup.
     pub(crate) fn insert_new_local(
         &self,
+        gfp: Flags,
         make: impl FnOnce(u32) -> Result<Arc<Cep>>,
     ) -> Result<Arc<Cep>> {
-        let reservation = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let reservation = RBTreeNodeReservation::new(gfp)?;
         // Cyclic allocation: the next value of the counter, skipping IDs still in use (after
         // a wrap) and 0. Distinct counter values give distinct IDs, so no two callers pick
         // the same.

@@ -329,6 +329,9 @@ impl Cep {
     pub(crate) fn prepare_rep(self: &Arc<Self>, args: &uapi::cepm_accept) -> Result {
         let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
         let private_data = PrivateData::new(pdata).map_err(|_| E2BIG)?;
+        // Allocated before the lock, so that it may sleep and is charged to the caller's memory
+        // cgroup; filled in under it.
+        let mut rep_msg = KBox::new(Rep::default(), GFP_KERNEL_ACCOUNT)?;
         let mut inner = self.inner.lock();
         let peer = inner.peer.as_ref().ok_or(EINVAL)?;
         let rep = Rep {
@@ -350,7 +353,7 @@ impl Cep {
             .encode(&mut [0u8; MAD_SIZE])
             .map_err(|_| EINVAL)?;
         let checked = inner.check(Event::PrepareRep)?;
-        let rep_msg = KBox::new(rep, GFP_ATOMIC)?;
+        *rep_msg = rep;
         let c = inner.kind.connection_mut().ok_or(EINVAL)?;
         c.rep_msg = Some(rep_msg);
         c.local_qpn = args.local_qpn;
