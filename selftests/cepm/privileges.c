@@ -61,6 +61,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cepm.h"
@@ -747,6 +748,14 @@ static int cmd_connect_sgid(const struct opts *o)
 	return rc;
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
 /* The service prepare-reps listens on, and connects to: TCP port 0x3100. */
 #define OWN_SERVICE 0x0000000001063100ULL
 
@@ -758,6 +767,7 @@ static int cmd_prepare_reps(const struct opts *o)
 {
 	unsigned long n = parse_u64("N", o->pos[0]), k, claimed = 0;
 	static __u32 handles[MAX_CREATES];
+	double started;
 	int listener_fd, client_fd, err = 0, rc;
 	unsigned int gid_index;
 	__u32 listener, client;
@@ -774,6 +784,7 @@ static int cmd_prepare_reps(const struct opts *o)
 		err = listen_on(listener_fd, listener, OWN_SERVICE, 0);
 	if (err)
 		setup_failed("the listener: %s", errno_name(err));
+	started = now_s();
 	for (k = 0; k < n; k++) {
 		err = create_cep(client_fd, k, &client);
 		/* A QPN each: one QP's second REQ would be a stale connection's. */
@@ -804,7 +815,7 @@ static int cmd_prepare_reps(const struct opts *o)
 		if (claimed % 250 == 0)
 			printf("# %lu REQs claimed so far\n", claimed);
 	}
-	printf("# %lu REQs claimed\n", claimed);
+	printf("# %lu REQs sent and claimed in %.1f s\n", claimed, now_s() - started);
 	if (o->wait_go)
 		wait_go();
 	for (k = 0; k < n; k++) {

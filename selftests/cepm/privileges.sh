@@ -543,14 +543,14 @@ sends_charged_to_cgroup() {
 	return $rc
 }
 
-# User A claims 1000 REQs that its own CEPs sent to its own listener, and prepares a REP for
+# User A claims 500 REQs that its own CEPs sent to its own listener, and prepares a REP for
 # each: the cgroup's kernel memory grows by at least 200 bytes a REP (one holds up to 196 bytes
 # of private data; uncharged, hardly anything grows). Measured from the moment every REQ is
 # claimed, so that only the prepared REPs count.
 reps_charged_to_cgroup() {
-	local key=kernel before now want=$((1000 * 200)) rc
+	local key=kernel before now want=$((500 * 200)) rc
 	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab
-	HOLDER_CGROUP=$CG_DIR hold_start reps a prepare-reps 1000 --wait-go --expect ok --hold &&
+	HOLDER_CGROUP=$CG_DIR hold_start reps a prepare-reps 500 --wait-go --expect ok --hold &&
 		holder_says reps waiting || return 1
 	before=$(kmem $key)
 	holder_tell reps go
