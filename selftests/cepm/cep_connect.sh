@@ -12,7 +12,7 @@ ktap_set_plan 16
 modprobe ib_uverbs
 SID=0x0000000001064e22
 out=$CEPM_ROOT/out/cep_connect.$$
-trap 'kill $(jobs -p) 2>/dev/null; topology_down; rm -f "$out".*' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
 listening() { file_has '^accept: listening' "$out.accept"; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
