@@ -216,6 +216,11 @@ bool cepm_shim_port_has_ib_cm(struct ib_device *device, u32 port)
  * which a CEPM_IOC_MIGRATE may move the CEP to another file.  listen_delayed
  * counts the LISTENs that entered it, so that a test knows when one is there.
  *
+ * request_delay_ms makes every CEPM_IOC_CONNECT and CEPM_IOC_SIDR_REQ sleep
+ * that long after it has found its port and before it uses it: the window in
+ * which the port's device may go.  request_delayed counts the calls that
+ * entered it.
+ *
  * The next fail_handle_count handle reservations on a /dev/cepm file fail
  * with EMFILE, as if the file's handle numbers had run out.
  *
@@ -226,6 +231,8 @@ static struct dentry *cepm_debugfs;
 static u32 cepm_destroy_delay_ms;
 static u32 cepm_listen_delay_ms;
 static atomic_t cepm_listen_delayed = ATOMIC_INIT(0);
+static u32 cepm_request_delay_ms;
+static atomic_t cepm_request_delayed = ATOMIC_INIT(0);
 static u16 cepm_drop_rx_attr;
 static atomic_t cepm_drop_rx_count = ATOMIC_INIT(0);
 static atomic_t cepm_rx_dropped = ATOMIC_INIT(0);
@@ -262,6 +269,8 @@ void cepm_shim_debugfs_create(void)
 	debugfs_create_u32("destroy_delay_ms", 0600, cepm_debugfs, &cepm_destroy_delay_ms);
 	debugfs_create_u32("listen_delay_ms", 0600, cepm_debugfs, &cepm_listen_delay_ms);
 	debugfs_create_atomic_t("listen_delayed", 0400, cepm_debugfs, &cepm_listen_delayed);
+	debugfs_create_u32("request_delay_ms", 0600, cepm_debugfs, &cepm_request_delay_ms);
+	debugfs_create_atomic_t("request_delayed", 0400, cepm_debugfs, &cepm_request_delayed);
 	debugfs_create_atomic_t("fail_handle_count", 0600, cepm_debugfs, &cepm_fail_handle_count);
 	debugfs_create_bool("pretend_ib", 0600, cepm_debugfs, &cepm_pretend_ib);
 }
@@ -299,14 +308,22 @@ void cepm_shim_fault_destroy_delay(void)
 		msleep(ms);
 }
 
-void cepm_shim_fault_listen_delay(void)
+static void cepm_fault_delay(u32 ms, atomic_t *entered)
 {
-	u32 ms = READ_ONCE(cepm_listen_delay_ms);
-
 	if (ms) {
-		atomic_inc(&cepm_listen_delayed);
+		atomic_inc(entered);
 		msleep(ms);
 	}
+}
+
+void cepm_shim_fault_listen_delay(void)
+{
+	cepm_fault_delay(READ_ONCE(cepm_listen_delay_ms), &cepm_listen_delayed);
+}
+
+void cepm_shim_fault_request_delay(void)
+{
+	cepm_fault_delay(READ_ONCE(cepm_request_delay_ms), &cepm_request_delayed);
 }
 
 bool cepm_shim_fault_fail_handle(void)

@@ -111,6 +111,8 @@ void cepm_shim_debugfs_remove(void);
 void cepm_shim_fault_destroy_delay(void);
 /* LISTEN's window between finding its CEP and locking it (debugfs listen_delay_ms). */
 void cepm_shim_fault_listen_delay(void);
+/* CONNECT's and SIDR_REQ's window between finding their port and using it (request_delay_ms). */
+void cepm_shim_fault_request_delay(void);
 /* Whether this handle reservation is to fail (debugfs fail_handle_count). */
 bool cepm_shim_fault_fail_handle(void);
 bool cepm_shim_cancel_delayed_work_sync(void *work);

@@ -756,6 +756,7 @@ impl CepmFile {
             .devices
             .find_port(&req.dev_name, req.port_num)
             .ok_or(ENODEV)?;
+        shim::fault_request_delay();
         cep.connect(port, &req)
     }
 
@@ -876,6 +877,7 @@ impl CepmFile {
             .devices
             .find_port(&req.dev_name, req.port_num)
             .ok_or(ENODEV)?;
+        shim::fault_request_delay();
         cep.sidr_req(port, &req)
     }
 

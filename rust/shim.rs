@@ -274,6 +274,13 @@ pub(crate) fn fault_listen_delay() {
     unsafe { shim::cepm_shim_fault_listen_delay() };
 }
 
+/// Fault injection: sleeps for debugfs's `request_delay_ms` (0, no sleep, unless a test set
+/// it), counting the sleep in `request_delayed`. Process context only.
+pub(crate) fn fault_request_delay() {
+    // SAFETY: No preconditions beyond process context, which the caller guarantees.
+    unsafe { shim::cepm_shim_fault_request_delay() };
+}
+
 /// Fault injection: whether this handle reservation is to fail (debugfs's
 /// `fail_handle_count`, 0 unless a test set it).
 pub(crate) fn fault_fail_handle() -> bool {

@@ -28,6 +28,9 @@ fact() {
 	return 0
 }
 
+# cepm's debugfs fault injection: armed (non-zero) is a fact of the guest to repair.
+BASELINE_FAULT_KNOBS="drop_rx_count destroy_delay_ms listen_delay_ms request_delay_ms fail_handle_count pretend_ib"
+
 # What the guest looks like, one fact a line; two snapshots compare with diff.  It runs after
 # every test, and under TCG every process costs 0.1 to 0.25 s and every fork tens of
 # milliseconds: it reads /sys and /proc with shell builtins and starts one program, an
@@ -63,7 +66,7 @@ baseline_snapshot() {
 		esac
 	done < <(printf '%s\n' 'addr show dev veth0' 'link show dev veth0' 'neigh show dev veth0 nud permanent' |
 		ip -o -4 -force -batch - 2>/dev/null)
-	for knob in drop_rx_count destroy_delay_ms fail_handle_count pretend_ib; do
+	for knob in $BASELINE_FAULT_KNOBS; do
 		[ -r /sys/kernel/debug/cepm/$knob ] && fact v /sys/kernel/debug/cepm/$knob && echo "$knob $v"
 	done
 	for p in /proc/[0-9]*/comm; do
@@ -185,7 +188,7 @@ baseline_restore() {
 		baseline_load_cepm
 		await_rxe0=1
 	fi
-	for knob in drop_rx_count destroy_delay_ms fail_handle_count pretend_ib; do
+	for knob in $BASELINE_FAULT_KNOBS; do
 		differ "$knob " && [ -w /sys/kernel/debug/cepm/$knob ] && echo 0 >/sys/kernel/debug/cepm/$knob
 	done
 	[ -z "$await_rxe0" ] || baseline_await_rxe0
