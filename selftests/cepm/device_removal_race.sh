@@ -5,14 +5,16 @@
 # runs is held open (debugfs destroy_delay_ms) after it let go of the CEP's lock; rxe0 is
 # deleted in that window.  If the AH is not accounted to the port when the device goes, it
 # outlives the device: the MAD layer frees the PD under it (WARNING in ib_dealloc_pd) and
-# the late destroy touches a freed device.  Loopback; rxe0 is added back at the end.
+# the late destroy touches a freed device.  Then a CONNECT, and a SIDR_REQ, held between
+# finding their port and using it (debugfs request_delay_ms) while its device goes: ENODEV,
+# as docs/abi.md says.  Loopback; rxe0 is added back after each removal.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 7
 
 out=$CEPM_ROOT/out/device_removal_race.$$
-trap 'echo 0 >$CEPM_DEBUGFS/destroy_delay_ms; kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
+trap 'echo 0 >$CEPM_DEBUGFS/destroy_delay_ms; echo 0 >$CEPM_DEBUGFS/request_delay_ms; kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
 nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
 
 "$CEPMCTL" connect --service-id 0x0000000001064e79 --cm-only --timeout-ms 60000 "${nowhere[@]}" >"$out.req" 2>&1 &
@@ -35,4 +37,28 @@ ktap_check "no warning or crash: the AH went before the device" test -z "$bad"
 
 rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
 ktap_check "$RXE_DEV is back and managed" wait_until 20 port_listed "$RXE_DEV" 1
+
+delayed() { [ "$(cat $CEPM_DEBUGFS/request_delayed)" -gt "$1" ]; }
+# request_meets_removal connect|resolve SERVICE_ID: that call's ioctl sleeps 5 s once it has
+# found rxe0's port (the knob is read on entry: disarmed at once, the next call would not
+# wait), rxe0 is deleted meanwhile and added back after; the tool must fail with ENODEV.
+request_meets_removal() {
+	local what=$1 pid rc n
+	n=$(cat $CEPM_DEBUGFS/request_delayed)
+	echo 5000 >$CEPM_DEBUGFS/request_delay_ms
+	"$CEPMCTL" "$what" --service-id "$2" --cm-only --timeout-ms 20000 "${nowhere[@]}" >"$out.$what" 2>&1 &
+	pid=$!
+	wait_until 20 delayed "$n"
+	echo 0 >$CEPM_DEBUGFS/request_delay_ms
+	rdma link delete "$RXE_DEV"
+	wait $pid
+	rc=$?
+	rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
+	wait_until 20 port_listed "$RXE_DEV" 1
+	show_files "$out.$what"
+	test $rc != 0 && grep -q 'os error 19' "$out.$what"
+}
+ktap_check "a CONNECT whose device goes while it holds the port fails with ENODEV" \
+	request_meets_removal connect 0x0000000001064e7a
+ktap_check "so does a SIDR_REQ" request_meets_removal resolve 0x0000000001114e7a
 ktap_finished
