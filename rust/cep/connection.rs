@@ -179,8 +179,7 @@ impl Cep {
     ) -> Result {
         let path = &args.path;
         let info = ah_info(path, &port)?;
-        // A source GID the port lacks is the caller's mistake.
-        let local_gid = port.source_gid(path.sgid_index).map_err(|_| EINVAL)?;
+        let local_gid = port.source_gid(path.sgid_index).map_err(source_gid_error)?;
         let req = KBox::new(
             Req {
                 local_comm_id: self.local_id,
@@ -648,6 +647,16 @@ impl Cep {
             private_data: PrivateData::new(pdata.get(..pdata.len().min(220)).unwrap_or(&[]))
                 .unwrap_or(PrivateData::empty()),
         }))
+    }
+}
+
+/// Why a caller's source GID cannot be used: the device going away (`ENODEV`), else a GID the
+/// port lacks, or not of the type the port speaks, which is the caller's mistake (`EINVAL`).
+pub(super) fn source_gid_error(e: Error) -> Error {
+    if e == ENODEV {
+        ENODEV
+    } else {
+        EINVAL
     }
 }
 

@@ -35,7 +35,10 @@ use crate::{
     uapi, //
 };
 
-use super::connection::ah_info;
+use super::connection::{
+    ah_info,
+    source_gid_error, //
+};
 use super::{
     kind::Sidr,
     Cep,
@@ -53,7 +56,7 @@ impl Cep {
     ) -> Result {
         let path = &args.path;
         let info = ah_info(path, &port)?;
-        port.source_gid(path.sgid_index).map_err(|_| EINVAL)?;
+        port.source_gid(path.sgid_index).map_err(source_gid_error)?;
         let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
         let req = KBox::new(
             SidrReq {
