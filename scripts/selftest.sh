@@ -111,7 +111,7 @@ trap - INT TERM
 if [ ${#failed[@]} -gt 0 ]; then
 	for g in "${failed[@]}"; do
 		# The failed entries, then what they said of their failing checks (run.sh's digest).
-		sed -n -e '/^not ok/p' -e '/^# what the failed tests said/,/^# cepm selftests:/p' \
+		sed -n -e '/^not ok/p' -e '/^# why the failed tests failed/,/^# cepm selftests:/p' \
 			"out/selftest-$g.log" | sed "s/^/[$g] /" >&2 || true
 	done
 	die "guest(s) ${failed[*]} failed: see out/selftest-N.log"

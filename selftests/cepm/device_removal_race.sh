@@ -42,21 +42,25 @@ delayed() { [ "$(cat $CEPM_DEBUGFS/request_delayed)" -gt "$1" ]; }
 # request_meets_removal connect|resolve SERVICE_ID: that call's ioctl sleeps 5 s once it has
 # found rxe0's port (the knob is read on entry: disarmed at once, the next call would not
 # wait), rxe0 is deleted meanwhile and added back after; the tool must fail with ENODEV.
+# The call must have entered the window with rxe0 managed, and rxe0 must have gone in it:
+# otherwise the port lookup before the window would give the same ENODEV.
 request_meets_removal() {
-	local what=$1 pid rc n
+	local what=$1 pid rc n entered=0 deleted=0
+	wait_until 20 port_listed "$RXE_DEV" 1 || return 1
 	n=$(cat $CEPM_DEBUGFS/request_delayed)
 	echo 5000 >$CEPM_DEBUGFS/request_delay_ms
 	"$CEPMCTL" "$what" --service-id "$2" --cm-only --timeout-ms 20000 "${nowhere[@]}" >"$out.$what" 2>&1 &
 	pid=$!
-	wait_until 20 delayed "$n"
+	wait_until 20 delayed "$n" && entered=1
 	echo 0 >$CEPM_DEBUGFS/request_delay_ms
-	rdma link delete "$RXE_DEV"
+	rdma link delete "$RXE_DEV" && deleted=1
 	wait $pid
 	rc=$?
 	rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
-	wait_until 20 port_listed "$RXE_DEV" 1
+	wait_until 20 port_listed "$RXE_DEV" 1 || ktap_print_msg "$RXE_DEV is not back"
 	show_files "$out.$what"
-	test $rc != 0 && grep -q 'os error 19' "$out.$what"
+	ktap_print_msg "$what: entered the window $entered, $RXE_DEV deleted $deleted, exit $rc"
+	test $entered = 1 && test $deleted = 1 && test $rc != 0 && grep -q 'os error 19' "$out.$what"
 }
 ktap_check "a CONNECT whose device goes while it holds the port fails with ENODEV" \
 	request_meets_removal connect 0x0000000001064e7a

@@ -793,6 +793,9 @@ static int cmd_prepare_reps(const struct opts *o)
 					 OWN_SERVICE, 0x1000 + k);
 		if (err)
 			setup_failed("CONNECT %lu: %s", k + 1, errno_name(err));
+		/* Never 30 s silent: the script gives up on a helper that is. */
+		if ((k + 1) % 250 == 0)
+			printf("# %lu REQs sent so far\n", k + 1);
 	}
 	while (claimed < n) {
 		struct pollfd p = { .fd = listener_fd, .events = POLLIN };
