@@ -795,7 +795,7 @@ static int cmd_prepare_reps(const struct opts *o)
 			setup_failed("CONNECT %lu: %s", k + 1, errno_name(err));
 		/* Never 30 s silent: the script gives up on a helper that is. */
 		if ((k + 1) % 250 == 0)
-			printf("# %lu REQs sent so far\n", k + 1);
+			printf("# %lu REQs sent so far, %.1f s in\n", k + 1, now_s() - started);
 	}
 	while (claimed < n) {
 		struct pollfd p = { .fd = listener_fd, .events = POLLIN };
@@ -816,7 +816,7 @@ static int cmd_prepare_reps(const struct opts *o)
 		handles[claimed++] = g.handle;
 		/* Never 30 s silent: the script gives up on a helper that is. */
 		if (claimed % 250 == 0)
-			printf("# %lu REQs claimed so far\n", claimed);
+			printf("# %lu REQs claimed so far, %.1f s in\n", claimed, now_s() - started);
 	}
 	printf("# %lu REQs sent and claimed in %.1f s\n", claimed, now_s() - started);
 	if (o->wait_go)
