@@ -29,6 +29,7 @@ use kind::{
 };
 
 use kernel::{
+    alloc::Flags,
     impl_has_delayed_work,
     new_delayed_work,
     new_spinlock,
@@ -243,21 +244,34 @@ pub(crate) fn release_port(port: &CmPort) {
 }
 
 impl Cep {
+    /// A new CEP with a fresh local comm ID, findable by it. A user's CEP is charged, its
+    /// node in the local table too, to the user's memory cgroup; one a peer's REQ spawns is
+    /// charged to no memory cgroup until claimed, though counted against its listener's
+    /// limits meanwhile (`kind::Pending`; a listener holds at most backlog() of them).
+    fn insert_new(
+        cm: &Arc<Cm>,
+        sm: state::Cep,
+        kind: Kind,
+        owner: Option<Owner>,
+    ) -> Result<Arc<Self>> {
+        let gfp = if owner.is_some() {
+            GFP_KERNEL_ACCOUNT
+        } else {
+            GFP_KERNEL
+        };
+        cm.tables
+            .insert_new_local(gfp, |id| Self::new(cm.clone(), id, sm, kind, owner, gfp))
+    }
+
+    /// The CEP [`Cep::insert_new`] makes, allocated with `gfp`.
     fn new(
         cm: Arc<Cm>,
         local_id: u32,
         sm: state::Cep,
         kind: Kind,
         owner: Option<Owner>,
+        gfp: Flags,
     ) -> Result<Arc<Self>> {
-        // A user's CEP is charged to the user's memory cgroup; one a peer's REQ spawns is
-        // charged to no memory cgroup until claimed, though counted against its listener's
-        // limits meanwhile (`kind::Pending`; a listener holds at most backlog() of them).
-        let gfp = if owner.is_some() {
-            GFP_KERNEL_ACCOUNT
-        } else {
-            GFP_KERNEL
-        };
         // Only a CEP without an owner (born from a listen) parks events.
         let parked = Parked {
             events: match owner {
@@ -298,9 +312,7 @@ impl Cep {
 
     /// A new idle CEP of `cm`, owned by `owner`.
     pub(crate) fn create(cm: &Arc<Cm>, owner: Owner) -> Result<Arc<Self>> {
-        cm.tables.insert_new_local(GFP_KERNEL_ACCOUNT, |id| {
-            Self::new(cm.clone(), id, state::Cep::new(), Kind::Idle, Some(owner))
-        })
+        Self::insert_new(cm, state::Cep::new(), Kind::Idle, Some(owner))
     }
 
     /// Applies `event`; on success runs the actions and returns the new state.
@@ -751,9 +763,7 @@ impl Cep {
         let port = spawn.port;
         let tables = &port.cm().tables;
         let (table, key, qpn_key) = (spawn.table, spawn.key, spawn.qpn_key);
-        let cep = tables.insert_new_local(GFP_KERNEL, |id| {
-            Self::new(port.cm().clone(), id, spawn.sm, spawn.kind, None)
-        })?;
+        let cep = Self::insert_new(port.cm(), spawn.sm, spawn.kind, None)?;
         // Unwinds the insertions made so far, newest first.
         let unwind = |qpn: bool, peer: bool| {
             if let (true, Some(qpn_key)) = (qpn, qpn_key) {

@@ -94,8 +94,8 @@ impl Tables {
 
 impl Tables {
     /// Gives a new CEP a fresh local comm ID and makes it findable by it; `make` builds the
-    /// CEP for the chosen ID. Its table node is allocated with `gfp`: the CEP's own flags, so
-    /// that a user's CEP is charged whole to the user's memory cgroup.
+    /// CEP for the chosen ID. Its table node is allocated with `gfp`: the CEP's own flags
+    /// ([`Cep::insert_new`]).
     pub(crate) fn insert_new_local(
         &self,
         gfp: Flags,
