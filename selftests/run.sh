@@ -127,10 +127,12 @@ n=0 failed=0 digest=()
 # waits, what it left running; builtins only: no process per line) and what the runner found
 # after it, and how many of those lines the digest at the end repeats.
 said=$out/.said.$$ digest_lines=20
+# for_digest LINE: LINE among what the test just run said of why it failed.
+for_digest() { printf '#   %s\n' "$1" >>"$said"; }
 # runner_says LINE: the runner's judgement of the test just run, in the log and the digest.
 runner_says() {
 	echo "$1"
-	printf '#   %s\n' "$1" >>"$said"
+	for_digest "$1"
 }
 for t in "${tests[@]}"; do
 	n=$((n + 1))
@@ -177,7 +179,7 @@ for t in "${tests[@]}"; do
 		printf '# %s\n' "$line"
 		[[ $line == 'not ok '* || $line == 'Bail out!'* || $line == '# Totals:'* ||
 			$line == '# wait_until: still false'* || $line == '# baseline: killed processes'* ]] &&
-			printf '#   %s\n' "$line" >>"$said"
+			for_digest "$line"
 	done
 	rc=${PIPESTATUS[0]}
 	took="$((SECONDS - start))s"
@@ -193,7 +195,7 @@ for t in "${tests[@]}"; do
 	fi
 	# dmesg_clean.sh ends the run with cepm unloaded on purpose.
 	if [ "$name" != dmesg_clean.sh ] && ! baseline_restore; then
-		printf '#   %s\n' "# baseline: the runner could not restore the guest (its '# baseline:' lines above say what differs)" >>"$said"
+		for_digest "# baseline: the runner could not restore the guest (its '# baseline:' lines above say what differs)"
 		[ "$rc" != 0 ] || rc=1
 	fi
 	case $rc in

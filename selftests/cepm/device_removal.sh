@@ -31,7 +31,7 @@ add_devices() {
 	rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
 	[ "$TOPOLOGY" = loopback ] || on_server rdma link add "$SERVER_DEV" type rxe netdev veth1
 }
-managed_again() { "$CEPMCTL" ports | grep -q "^$RXE_DEV port 1 " && "$CEPMCTL" ports | grep -q "^$SERVER_DEV port 1 "; }
+managed_again() { port_listed "$RXE_DEV" 1 && port_listed "$SERVER_DEV" 1; }
 
 ktap_check "topology $TOPOLOGY is up" topology_up
 ktap_check "$SERVER_DEV port 1 listed before" port_listed "$SERVER_DEV" 1

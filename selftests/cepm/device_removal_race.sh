@@ -35,8 +35,9 @@ bad=$(dmesg_since_mark | grep -E 'WARNING:|BUG:|still has users|general protecti
 [ -z "$bad" ] || dmesg_since_mark | sed 's/^/# /' | tail -60
 ktap_check "no warning or crash: the AH went before the device" test -z "$bad"
 
-rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
-ktap_check "$RXE_DEV is back and managed" wait_until 20 port_listed "$RXE_DEV" 1
+# rxe0 added back, and cepm's port again.
+rxe_back() { rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV" && wait_until 20 port_listed "$RXE_DEV" 1; }
+ktap_check "$RXE_DEV is back and managed" rxe_back
 
 delayed() { [ "$(cat $CEPM_DEBUGFS/request_delayed)" -gt "$1" ]; }
 # request_meets_removal connect|resolve SERVICE_ID: that call's ioctl sleeps 5 s once it has
@@ -56,8 +57,7 @@ request_meets_removal() {
 	rdma link delete "$RXE_DEV" && deleted=1
 	wait $pid
 	rc=$?
-	rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
-	wait_until 20 port_listed "$RXE_DEV" 1 || ktap_print_msg "$RXE_DEV is not back"
+	rxe_back || ktap_print_msg "$RXE_DEV is not back"
 	show_files "$out.$what"
 	ktap_print_msg "$what: entered the window $entered, $RXE_DEV deleted $deleted, exit $rc"
 	test $entered = 1 && test $deleted = 1 && test $rc != 0 && grep -q 'os error 19' "$out.$what"
