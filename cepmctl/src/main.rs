@@ -127,6 +127,10 @@ enum Command {
         /// of the port's own: its answers then cross the wire [default: the port's own]
         #[arg(long)]
         to_gid: Option<std::net::Ipv6Addr>,
+        /// Send from this RoCE v2 GID of the port (IPv6 notation), e.g. one of its netdev's
+        /// IPv6 addresses [default: the port's first IPv4 GID]
+        #[arg(long)]
+        from_gid: Option<std::net::Ipv6Addr>,
         #[command(flatten)]
         forge: forge::Fields,
     },
@@ -842,10 +846,14 @@ fn run(cli: Cli) -> std::io::Result<()> {
             count,
             verbose,
             to_gid,
+            from_gid,
             forge,
         } => {
             // Refuse bad options before touching the device.
-            let gid = umad::roce_v2_ipv4_gid(&device, port)?;
+            let gid = match from_gid {
+                Some(from) => umad::roce_v2_gid(&device, port, from)?,
+                None => umad::roce_v2_ipv4_gid(&device, port)?,
+            };
             let to = to_gid.map_or(gid.raw, |g| g.octets());
             forge.mad(attr, 0, &to).map_err(invalid_input)?;
             let mut agent = umad::SendAgent::open(&device, port)?;

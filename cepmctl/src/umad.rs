@@ -45,8 +45,8 @@ pub fn parse_gid(s: &str) -> Option<[u8; 16]> {
     groups.next().is_none().then_some(raw)
 }
 
-/// The port's first RoCE v2 GID that maps an IPv4 address (`::ffff:a.b.c.d`).
-pub fn roce_v2_ipv4_gid(device: &str, port: u32) -> io::Result<Gid> {
+/// The port's first RoCE v2 GID that `wanted` accepts.
+fn first_roce_v2_gid(device: &str, port: u32, wanted: impl Fn(&[u8; 16]) -> bool) -> Option<Gid> {
     let base = format!("/sys/class/infiniband/{device}/ports/{port}");
     for index in 0..=u8::MAX {
         let Ok(kind) = fs::read_to_string(format!("{base}/gid_attrs/types/{index}")) else {
@@ -61,16 +61,36 @@ pub fn roce_v2_ipv4_gid(device: &str, port: u32) -> io::Result<Gid> {
         else {
             continue;
         };
-        if raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
-            return Ok(Gid { index, raw });
+        if wanted(&raw) {
+            return Some(Gid { index, raw });
         }
     }
-    Err(io::Error::new(
-        io::ErrorKind::NotFound,
-        format!(
-            "{device} port {port} has no RoCE v2 IPv4 GID (does its netdev have an IPv4 address?)"
-        ),
-    ))
+    None
+}
+
+/// The port's first RoCE v2 GID that maps an IPv4 address (`::ffff:a.b.c.d`).
+pub fn roce_v2_ipv4_gid(device: &str, port: u32) -> io::Result<Gid> {
+    first_roce_v2_gid(device, port, |raw| {
+        raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+    })
+    .ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "{device} port {port} has no RoCE v2 IPv4 GID (does its netdev have an IPv4 address?)"
+            ),
+        )
+    })
+}
+
+/// The port's RoCE v2 GID `gid` (an IPv6 address of its netdev, or a mapped IPv4 one).
+pub fn roce_v2_gid(device: &str, port: u32, gid: std::net::Ipv6Addr) -> io::Result<Gid> {
+    first_roce_v2_gid(device, port, |raw| *raw == gid.octets()).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{device} port {port} has no RoCE v2 GID {gid}"),
+        )
+    })
 }
 
 /// The `/dev/infiniband/umadN` node serving `device` port `port`.

@@ -8,10 +8,10 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 10
 
 out=$CEPM_ROOT/out/cep_sidr.$$
-trap 'drop_rx 0 0; peer_ns_down; rm -f "$out".*' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait; drop_rx 0 0; ipv6_down; ip addr del fd78::1/64 dev veth0 2>/dev/null; peer_ns_down; rm -f "$out".*' EXIT
 listening() { file_has '^serve-ud: listening' "$1"; }
 
 "$CEPMCTL" serve-ud --service-id 0x0000000001114e60 --qpn 0x4242 --qkey 0x11111111 >"$out.s1" 2>&1 &
@@ -65,5 +65,36 @@ rrc=$?
 wait $spid
 show_files "$out.s4" "$out.r4"
 ktap_check "SIDR across the veth pair to rxe1" sh -c "test $rrc = 0 && grep -q 'status 0, QPN 0x777, Q_Key 0x2222' '$out.r4'"
+
+# Two requesters whose GIDs differ in their prefix only (fd77::2 and fd78::2, both rxe1's: an
+# interface ID shared, as by hosts with ::2 on two subnets, or by a peer that copies a
+# victim's) send a SIDR_REQ each, with the same request ID, for one service. Each is a
+# request of its own, answered by the server, not the second taken for a retry of the first
+# and sent the first's answer. (Linux's `cm_insert_remote_sidr` keys the requester's LID,
+# which RoCE lacks: it would take the second for the first's retry too.)
+sid6=0x0000000001114e66
+two_prefixes_up() {
+	ipv6_up "${PEER[@]}" &&
+		ip addr add fd78::1/64 dev veth0 nodad &&
+		"${PEER[@]}" ip addr add fd78::2/64 dev veth1 nodad &&
+		wait_until 20 has_gid rxe0 fd78:0000:0000:0000:0000:0000:0000:0001 &&
+		wait_until 20 has_gid rxe1 fd78:0000:0000:0000:0000:0000:0000:0002
+}
+ktap_check "GIDs fd77::2 and fd78::2 on rxe1, fd77::1 and fd78::1 on rxe0" two_prefixes_up
+"$CEPMCTL" serve-ud --device rxe0 --service-id $sid6 --qpn 0x666 --qkey 0x6666 --answers 2 \
+	--timeout-ms 20000 >"$out.s6" 2>&1 &
+spid=$!
+wait_until 10 listening "$out.s6"
+reps0=$(tx SIDR_REP)
+"${PEER[@]}" "$CEPMCTL" send-mad rxe1 1 SIDR_REQ --from-gid fd77::2 --to-gid fd77::1 \
+	--comm-id 0x5151 --service-id $sid6
+wait_until 10 counter_is tx SIDR_REP $((reps0 + 1))
+"${PEER[@]}" "$CEPMCTL" send-mad rxe1 1 SIDR_REQ --from-gid fd78::2 --to-gid fd78::1 \
+	--comm-id 0x5151 --service-id $sid6
+wait $spid
+src=$?
+show_files "$out.s6"
+ktap_check "same request ID from fd77::2 and fd78::2: the server answered both" \
+	sh -c "test $src = 0 && grep -q 'answered 2 SIDR_REQ' '$out.s6'"
 ktap_check "no CEP is left in the module" wait_until 10 ceps_are 0
 ktap_finished
