@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # /dev/cepm for every user (docs/abi.md, "Privileges and limits").  The shipped udev rule
 # makes the device 0666, and then what one user does cannot reach another's: a privileged
-# port needs CAP_NET_BIND_SERVICE; another user's service IDs are theirs (CAP_NET_ADMIN may
+# port needs CAP_NET_BIND_SERVICE; a masked listen needs CAP_NET_ADMIN (it would claim
+# service IDs no one has taken yet); another user's service IDs are theirs (CAP_NET_ADMIN may
 # cover them with a masked listen, no one may take them over); LIST_CEPS and monitors show
 # only the caller's user's CEPs (all with CAP_NET_ADMIN, and never another file's
 # user_context); CONNECT starts from a RoCE v2 GID the port has; the module parameters bound
@@ -22,7 +23,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 58
+ktap_set_plan 59
 
 USER_A=65534
 USER_B=65533
@@ -293,20 +294,26 @@ ktap_check "user A holds an exact listener on TCP port 5001 (0x1389)" \
 	hold a_exact a listen 0x0000000001061389 $EXACT --expect ok --hold
 ktap_check "user B, the same service ID and mask: EBUSY" \
 	as b listen 0x0000000001061389 $EXACT --expect EBUSY
-ktap_check "user B, a masked listen over it (ports 0x1300..0x13ff): EADDRINUSE" \
-	as b listen 0x0000000001061300 0xffffffffffffff00 --expect EADDRINUSE
+ktap_check "user B, a masked listen over it (ports 0x1300..0x13ff): EPERM" \
+	as b listen 0x0000000001061300 0xffffffffffffff00 --expect EPERM
 ktap_check "user B with CAP_NET_ADMIN may listen over it" \
 	as b+net_admin listen 0x0000000001061300 0xffffffffffffff00 --expect ok
-ktap_check "user A's own masked listen over its listener" \
-	as a listen 0x0000000001061300 0xffffffffffffff00 --expect ok
+ktap_check "user A's own masked listen over its listener, with CAP_NET_ADMIN" \
+	as a+net_admin listen 0x0000000001061300 0xffffffffffffff00 --expect ok
 ktap_check "user B listens on the port next to it (0x1388)" \
 	as b listen 0x0000000001061388 $EXACT --expect ok
 holder_release a_exact
 
-# --- e. Another user's masked listener: no one takes a service ID from it --------------------
+# --- e. Masked listens: CAP_NET_ADMIN's, and no one takes a service ID from one -------------
+# A masked listen claims every service ID of its range that no one listens on yet, so that a
+# later, exact listen of another user there is refused (below). Without CAP_NET_ADMIN, a user
+# could claim that way a range of IDs others will want: with mask 0x400, half of all IDs,
+# rping's TCP port 7174 (0x1c06) among them.
 
-ktap_check "user A holds a masked listener on TCP ports 0x1400..0x14ff" \
-	hold a_masked a listen 0x0000000001061400 0xffffffffffffff00 --expect ok --hold
+ktap_check "user A cannot listen under a mask, over service IDs no one listens on: EPERM" \
+	as a listen 0x0000000000000400 0x0000000000000400 --expect EPERM
+ktap_check "user A with CAP_NET_ADMIN holds a masked listener on TCP ports 0x1400..0x14ff" \
+	hold a_masked a+net_admin listen 0x0000000001061400 0xffffffffffffff00 --expect ok --hold
 ktap_check "user B cannot take port 0x1401 from it: EADDRINUSE" \
 	as b listen 0x0000000001061401 $EXACT --expect EADDRINUSE
 ktap_check "root cannot either: EADDRINUSE" \
