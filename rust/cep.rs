@@ -86,7 +86,10 @@ use crate::{
         OutstandingSend,
         SendOwner, //
     },
-    tables::PeerTable,
+    tables::{
+        PeerId,
+        PeerTable, //
+    },
     uapi, //
 };
 
@@ -100,7 +103,6 @@ pub(crate) struct Owner {
 /// The other side of a connection.
 struct Peer {
     comm_id: u32,
-    ca_guid: u64,
     port: Arc<CmPort>,
     /// Where our MADs to the peer go (from the REQ's work completion for a passive CEP):
     /// each send makes an AH from it that lives as long as the send, so an idle CEP holds
@@ -129,9 +131,9 @@ struct Spawn<'a> {
     /// The requester's key in `table` ([`PeerTable::CommId`] or [`PeerTable::SidrId`]); it
     /// also names the peer.
     table: PeerTable,
-    key: (u32, u64),
+    key: PeerId,
     /// A REQ's (QPN, CA GUID): a connection that holds it already is stale.
-    qpn_key: Option<(u32, u64)>,
+    qpn_key: Option<PeerId>,
     service_id: u64,
     tid: u64,
 }
@@ -171,7 +173,7 @@ struct CepInner {
     service_id: u64,
     /// The key this CEP holds in the remote-ID table, or (SIDR) in the SIDR table, while its
     /// connection or request lives.
-    remote_key: Option<(PeerTable, (u32, u64))>,
+    remote_key: Option<(PeerTable, PeerId)>,
     peer: Option<Peer>,
     pdata: ReceivedPdata,
     /// Events raised while unclaimed, delivered when claimed.
@@ -463,7 +465,7 @@ impl Cep {
                 rep.service_id = inner.service_id;
                 // For the request's retries, should this answer be lost.
                 peer.port
-                    .remember_sidr_answer((peer.comm_id, peer.ca_guid), rep);
+                    .remember_sidr_answer(PeerId::by_gid(peer.comm_id, &peer.ah_info.dgid), rep);
                 self.send_once(inner, Some(CmMsg::SidrRep(rep)));
             }
             Action::Send(Outgoing::MraReq) => self.send_mra(inner, MessageCode::Req),
@@ -793,8 +795,7 @@ impl Cep {
         }
         inner.service_id = spawn.service_id;
         inner.peer = Some(Peer {
-            comm_id: key.0,
-            ca_guid: key.1,
+            comm_id: key.id(),
             port: port.clone(),
             ah_info: spawn.ah_info,
         });
@@ -878,7 +879,6 @@ impl CepInner {
         port.attach_user(cep, &info, node)?;
         self.peer = Some(Peer {
             comm_id: 0,
-            ca_guid: 0,
             port,
             ah_info: info,
         });

@@ -48,7 +48,7 @@ use crate::{
         MAD_SIZE, //
     },
     tables::{
-        self,
+        PeerId,
         PeerTable,
         Tables, //
     },
@@ -162,7 +162,7 @@ fn rej_received(tables: &Tables, rej: &Rej) -> bool {
     let target = rej.target();
     let cep = match target {
         RejTarget::Peer { comm_id, ca_guid } => {
-            tables.find_peer(PeerTable::CommId, (comm_id, ca_guid))
+            tables.find_peer(PeerTable::CommId, PeerId::by_guid(comm_id, ca_guid))
         }
         RejTarget::Local { local_comm_id, .. } => tables.find_local(local_comm_id),
     };
@@ -182,7 +182,10 @@ fn req_received(
         return Some(Unmatched::ReqInvalidTransport);
     }
     let tables = &port.cm().tables;
-    if let Some(cep) = tables.find_peer(PeerTable::CommId, (req.local_comm_id, req.local_ca_guid)) {
+    if let Some(cep) = tables.find_peer(
+        PeerTable::CommId,
+        PeerId::by_guid(req.local_comm_id, req.local_ca_guid),
+    ) {
         cep.duplicate_req();
         return None;
     }
@@ -239,7 +242,7 @@ fn sidr_req_received(
         return None;
     };
     // A retry of a request answered lately: its answer was lost, so send it again.
-    let key = tables::sidr_key(sreq.request_id, &info.dgid);
+    let key = PeerId::by_gid(sreq.request_id, &info.dgid);
     if let Some(rep) = port.sidr_answer(key, sreq.service_id) {
         port.count_duplicate();
         let answer = CmMsg::SidrRep(rep);

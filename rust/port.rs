@@ -46,6 +46,7 @@ use crate::{
         ReceivedMad,
         SendOwner, //
     },
+    tables::PeerId,
     uapi, //
 };
 
@@ -330,13 +331,13 @@ impl CmPort {
     }
 
     /// Remembers `rep`, sent from this port in answer to the SIDR_REQ `key` (see
-    /// [`crate::tables::sidr_key`]). Never allocates; callable under a CEP's lock.
-    pub(crate) fn remember_sidr_answer(&self, key: (u32, u64), rep: SidrRep) {
+    /// [`crate::tables::PeerId::by_gid`]). Never allocates; callable under a CEP's lock.
+    pub(crate) fn remember_sidr_answer(&self, key: PeerId, rep: SidrRep) {
         self.sidr_answers.lock().remember(key, rep);
     }
 
     /// The answer this port sent lately to the SIDR_REQ `key` for `service_id`, if any.
-    pub(crate) fn sidr_answer(&self, key: (u32, u64), service_id: u64) -> Option<SidrRep> {
+    pub(crate) fn sidr_answer(&self, key: PeerId, service_id: u64) -> Option<SidrRep> {
         self.sidr_answers.lock().find(key, service_id)
     }
 

@@ -180,7 +180,7 @@ impl Tables {
 
 /// The tables keyed by a peer: (comm ID, CA GUID) finds the CEP a duplicate REQ belongs
 /// to; (QPN, CA GUID) finds a live connection a new one would make stale (`cm_match_req` in
-/// drivers/infiniband/core/cm.c); (request ID, GUID) finds the CEP a duplicate SIDR_REQ
+/// drivers/infiniband/core/cm.c); (request ID, GID) finds the CEP a duplicate SIDR_REQ
 /// belongs to (`cm_insert_remote_sidr`), apart from the REQs, whose IDs it may share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum PeerTable {
@@ -188,20 +188,52 @@ pub(crate) enum PeerTable {
     CommId,
     /// (remote QPN, remote CA GUID).
     Qpn,
-    /// (SIDR request ID, the low half of the requester's GID: a SIDR_REQ has no CA GUID).
+    /// (SIDR request ID, the requester's GID: a SIDR_REQ has no CA GUID).
     SidrId,
 }
 
-/// The key of a SIDR_REQ with ID `request_id` from the port with GID `requester_gid`: a
-/// SIDR_REQ has no CA GUID, so the interface-ID half of the requester's GID stands in.
-pub(crate) fn sidr_key(request_id: u32, requester_gid: &[u8; 16]) -> (u32, u64) {
-    let mut guid = [0u8; 8];
-    guid.copy_from_slice(&requester_gid[8..]);
-    (request_id, u64::from_be_bytes(guid))
+/// An ID a peer chose (a comm ID, a QPN or a SIDR request ID), with the peer that chose it:
+/// its CA GUID or, for a SIDR_REQ, which carries none, its whole GID. Half a GID would not
+/// do: hosts on different subnets may share an interface ID (`::1`), and a hostile peer can
+/// pick its address to share a victim's. (Linux's `cm_insert_remote_sidr` keys the
+/// requester's LID, which RoCE does not have: there, the request ID alone.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct PeerId {
+    id: u32,
+    /// The CA GUID in the low word, or the GID's two halves, in network order.
+    origin: [u64; 2],
+}
+
+impl PeerId {
+    /// `id`, chosen by the CA with GUID `ca_guid`.
+    pub(crate) fn by_guid(id: u32, ca_guid: u64) -> Self {
+        Self {
+            id,
+            origin: [0, ca_guid],
+        }
+    }
+
+    /// The SIDR request `request_id` from the port with GID `requester_gid`.
+    pub(crate) fn by_gid(request_id: u32, requester_gid: &[u8; 16]) -> Self {
+        let half = |h: &[u8]| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(h);
+            u64::from_be_bytes(word)
+        };
+        Self {
+            id: request_id,
+            origin: [half(&requester_gid[..8]), half(&requester_gid[8..])],
+        }
+    }
+
+    /// The ID the peer chose.
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
 }
 
 /// A key of the peer index: the table, and the peer's (ID, GUID) in it.
-type PeerKey = (PeerTable, (u32, u64));
+type PeerKey = (PeerTable, PeerId);
 type PeerTree = Option<RBTree<PeerKey, Arc<Cep>>>;
 
 /// Room for one entry of a peer table, taken where allocating is allowed.
@@ -210,9 +242,11 @@ pub(crate) type PeerReservation = RBTreeNodeReservation<PeerKey, Arc<Cep>>;
 impl Tables {
     /// Runs `f` on the shard of the index that holds `key`, under its lock.
     fn with_peer<R>(&self, key: PeerKey, f: impl FnOnce(&mut PeerTree) -> R) -> R {
-        let (table, (id, guid)) = key;
-        self.peer
-            .with(shard_of(u64::from(id) ^ guid ^ table as u64), f)
+        let (table, PeerId { id, origin }) = key;
+        self.peer.with(
+            shard_of(u64::from(id) ^ origin[0] ^ origin[1] ^ table as u64),
+            f,
+        )
     }
 
     /// Makes `cep` findable in `table` by `key`. Returns the CEP already there, if any (a
@@ -220,7 +254,7 @@ impl Tables {
     pub(crate) fn insert_peer(
         &self,
         table: PeerTable,
-        key: (u32, u64),
+        key: PeerId,
         cep: &Arc<Cep>,
         reservation: PeerReservation,
     ) -> Option<Arc<Cep>> {
@@ -236,13 +270,13 @@ impl Tables {
     }
 
     /// The CEP `table` has for `key`, if any.
-    pub(crate) fn find_peer(&self, table: PeerTable, key: (u32, u64)) -> Option<Arc<Cep>> {
+    pub(crate) fn find_peer(&self, table: PeerTable, key: PeerId) -> Option<Arc<Cep>> {
         let key = (table, key);
         self.with_peer(key, |t| t.as_ref()?.get(&key).cloned())
     }
 
     /// Forgets `key` in `table` if it still maps to `cep`.
-    pub(crate) fn remove_peer(&self, table: PeerTable, key: (u32, u64), cep: &Cep) {
+    pub(crate) fn remove_peer(&self, table: PeerTable, key: PeerId, cep: &Cep) {
         let key = (table, key);
         let removed = self.with_peer(key, |t| {
             let tree = t.as_mut()?;

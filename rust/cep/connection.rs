@@ -50,7 +50,10 @@ use crate::{
         }, //
     },
     shim::AhInfo,
-    tables::PeerTable,
+    tables::{
+        PeerId,
+        PeerTable, //
+    },
     uapi, //
 };
 
@@ -119,8 +122,8 @@ impl Cep {
             sm,
             kind: Kind::Connection(connection),
             table: PeerTable::CommId,
-            key: (req.local_comm_id, req.local_ca_guid),
-            qpn_key: Some((req.local_qpn, req.local_ca_guid)),
+            key: PeerId::by_guid(req.local_comm_id, req.local_ca_guid),
+            qpn_key: Some(PeerId::by_guid(req.local_qpn, req.local_ca_guid)),
             service_id: req.service_id,
             tid,
         };
@@ -268,7 +271,7 @@ impl Cep {
         // From now on the peer's (comm ID, CA GUID) finds this CEP (a timeout REJ needs it).
         // Another connection holding them already makes this REP a duplicate: dropped, as
         // `cm_rep_handler` drops it when `cm_insert_remote_id` fails.
-        let key = (rep.local_comm_id, rep.local_ca_guid);
+        let key = PeerId::by_guid(rep.local_comm_id, rep.local_ca_guid);
         if self
             .cm
             .tables
@@ -277,7 +280,7 @@ impl Cep {
         {
             return;
         }
-        let qpn_key = (rep.local_qpn, rep.local_ca_guid);
+        let qpn_key = PeerId::by_guid(rep.local_qpn, rep.local_ca_guid);
         if let Some(old) =
             self.cm
                 .tables
@@ -302,7 +305,6 @@ impl Cep {
         inner.remote_key = Some((PeerTable::CommId, key));
         if let Some(peer) = inner.peer.as_mut() {
             peer.comm_id = rep.local_comm_id;
-            peer.ca_guid = rep.local_ca_guid;
         }
         if let Some(c) = inner.kind.connection_mut() {
             c.remote_qpn_key = Some(qpn_key);

@@ -20,6 +20,7 @@ use crate::{
         sidr_rep::SidrRep,
         sidr_req::SidrReq, //
     },
+    tables::PeerId,
     uapi,
     users::UserCharge, //
 };
@@ -62,7 +63,7 @@ pub(super) struct Connection {
     /// Passive side: the REQ as the user will see it.
     pub(super) req: Option<KBox<uapi::cepm_req_info>>,
     /// The key this CEP holds in the remote-QPN table while its connection is live.
-    pub(super) remote_qpn_key: Option<(u32, u64)>,
+    pub(super) remote_qpn_key: Option<PeerId>,
     /// QP parameters agreed so far (from the REQ and REP).
     pub(super) negotiated: Option<Negotiated>,
     /// Messages waiting for the transition that sends them.

@@ -29,7 +29,7 @@ use crate::{
     },
     shim::AhInfo,
     tables::{
-        self,
+        PeerId,
         PeerTable, //
     },
     uapi, //
@@ -151,7 +151,7 @@ impl Cep {
         let (sm, _actions) = state::Cep::spawned_from_sidr_req();
         let spawn = Spawn {
             port,
-            key: tables::sidr_key(sreq.request_id, &ah_info.dgid),
+            key: PeerId::by_gid(sreq.request_id, &ah_info.dgid),
             ah_info,
             sm,
             kind: Kind::Sidr(Sidr {

@@ -18,7 +18,7 @@ use kernel::{
     },
 };
 
-use crate::proto::sidr_rep::SidrRep;
+use crate::{proto::sidr_rep::SidrRep, tables::PeerId};
 
 /// Answers kept per port. The ring is allocated with the port, so that remembering one never
 /// allocates; a lookup scans it, under the port's lock.
@@ -30,8 +30,8 @@ pub(crate) const LIFETIME_MS: i64 = 60_000;
 
 #[derive(Clone, Copy)]
 struct Answer {
-    /// (request ID, the low half of the requester's GID), as [`crate::tables::sidr_key`].
-    key: (u32, u64),
+    /// The request ID and the requester's GID.
+    key: PeerId,
     rep: SidrRep,
     sent: Instant<Monotonic>,
 }
@@ -59,7 +59,7 @@ impl SidrAnswers {
 
     /// Keeps `rep`, the answer to the SIDR_REQ `key` for `rep.service_id`, in place of an
     /// older answer to the same request, or else of the oldest one.
-    pub(crate) fn remember(&mut self, key: (u32, u64), rep: SidrRep) {
+    pub(crate) fn remember(&mut self, key: PeerId, rep: SidrRep) {
         let answer = Answer {
             key,
             rep,
@@ -79,7 +79,7 @@ impl SidrAnswers {
 
     /// The answer to the SIDR_REQ `key` for `service_id`, if one was sent less than
     /// [`LIFETIME_MS`] ago.
-    pub(crate) fn find(&self, key: (u32, u64), service_id: u64) -> Option<SidrRep> {
+    pub(crate) fn find(&self, key: PeerId, service_id: u64) -> Option<SidrRep> {
         self.ring
             .iter()
             .find(|a| {
