@@ -661,6 +661,11 @@ impl CepmFile {
         if range.includes_privileged_port() && !self.opener.net_bind_service {
             return Err(EACCES);
         }
+        // A masked listen claims every ID of its range no one listens on yet, ahead of their
+        // later exact listens (docs/abi.md, "Privileges and limits"): not for every user.
+        if range.mask != u64::MAX && !self.opener.net_admin {
+            return Err(EPERM);
+        }
         let cep = self.cep(req.handle)?;
         // A test holds this window open: a MIGRATE may move the CEP before it is locked below.
         shim::fault_listen_delay();
