@@ -161,6 +161,9 @@ for t in "${tests[@]}"; do
 	# time goes.  The last PID handed out (/proc/loadavg's last field) counts them, every fork
 	# and thread, about: PIDs wrap at pid_max (once is counted right), skip those in use.
 	read -r _ _ _ _ pid_before </proc/loadavg
+	# And how busy the vCPUs were: a test that leaves them idle is waiting on a timer, where
+	# a shorter wait would save its time (the "cpu" line of /proc/stat, in ticks).
+	read -r _ user0 nice0 system0 idle0 iowait0 irq0 softirq0 _ </proc/stat
 	tag=$$.$n
 	# run_limited signals the test's whole process group; KILL if TERM is not enough. What
 	# the test left running (in another session, say) is killed right after, inside the
@@ -184,7 +187,11 @@ for t in "${tests[@]}"; do
 	rc=${PIPESTATUS[0]}
 	took="$((SECONDS - start))s"
 	read -r _ _ _ _ pid_after </proc/loadavg
-	echo "# about $(((pid_after - pid_before + pid_max) % pid_max)) PIDs used in $took"
+	read -r _ user1 nice1 system1 idle1 iowait1 irq1 softirq1 _ </proc/stat
+	busy=$((user1 + nice1 + system1 + irq1 + softirq1 - user0 - nice0 - system0 - irq0 - softirq0))
+	all=$((busy + idle1 + iowait1 - idle0 - iowait0))
+	echo "# about $(((pid_after - pid_before + pid_max) % pid_max)) PIDs used in $took," \
+		"the vCPUs $((all > 0 ? 100 * busy / all : 0)) % busy"
 	# rxe leaves a QP in the error state for good when a send meets a transmit error (a
 	# qdisc drop, e.g. with veth0's carrier gone): for rxe0's QP1 every later CM exchange
 	# would then time out.  The test that left it so fails; rxe0 is made anew for the next.
