@@ -224,6 +224,10 @@ bool cepm_shim_port_has_ib_cm(struct ib_device *device, u32 port)
  * The next fail_handle_count handle reservations on a /dev/cepm file fail
  * with EMFILE, as if the file's handle numbers had run out.
  *
+ * The next fail_backlog_push_count requests (REQ or SIDR_REQ) offered to a
+ * listener fail to join its backlog as if the atomic allocation that makes
+ * room there had failed.
+ *
  * While pretend_ib is set, devices added are taken for native InfiniBand
  * ones (the VM has only RoCE and iWARP devices).
  */
@@ -237,6 +241,7 @@ static u16 cepm_drop_rx_attr;
 static atomic_t cepm_drop_rx_count = ATOMIC_INIT(0);
 static atomic_t cepm_rx_dropped = ATOMIC_INIT(0);
 static atomic_t cepm_fail_handle_count = ATOMIC_INIT(0);
+static atomic_t cepm_fail_backlog_push_count = ATOMIC_INIT(0);
 static bool cepm_pretend_ib;
 
 /* pretend_ib: a RoCE port passes for native InfiniBand. */
@@ -272,6 +277,8 @@ void cepm_shim_debugfs_create(void)
 	debugfs_create_u32("request_delay_ms", 0600, cepm_debugfs, &cepm_request_delay_ms);
 	debugfs_create_atomic_t("request_delayed", 0400, cepm_debugfs, &cepm_request_delayed);
 	debugfs_create_atomic_t("fail_handle_count", 0600, cepm_debugfs, &cepm_fail_handle_count);
+	debugfs_create_atomic_t("fail_backlog_push_count", 0600, cepm_debugfs,
+				&cepm_fail_backlog_push_count);
 	debugfs_create_bool("pretend_ib", 0600, cepm_debugfs, &cepm_pretend_ib);
 }
 
@@ -329,6 +336,11 @@ void cepm_shim_fault_request_delay(void)
 bool cepm_shim_fault_fail_handle(void)
 {
 	return atomic_dec_if_positive(&cepm_fail_handle_count) >= 0;
+}
+
+bool cepm_shim_fault_fail_backlog_push(void)
+{
+	return atomic_dec_if_positive(&cepm_fail_backlog_push_count) >= 0;
 }
 
 void cepm_shim_debugfs_remove(void)

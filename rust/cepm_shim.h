@@ -115,6 +115,8 @@ void cepm_shim_fault_listen_delay(void);
 void cepm_shim_fault_request_delay(void);
 /* Whether this handle reservation is to fail (debugfs fail_handle_count). */
 bool cepm_shim_fault_fail_handle(void);
+/* Whether this push onto a listener's backlog is to fail (debugfs fail_backlog_push_count). */
+bool cepm_shim_fault_fail_backlog_push(void);
 bool cepm_shim_cancel_delayed_work_sync(void *work);
 /* A workqueue of our own (alloc_workqueue), or NULL; destroying it drains it. */
 struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);

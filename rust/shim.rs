@@ -288,6 +288,13 @@ pub(crate) fn fault_fail_handle() -> bool {
     unsafe { shim::cepm_shim_fault_fail_handle() }
 }
 
+/// Fault injection: whether this push onto a listener's backlog is to fail as a failed
+/// atomic allocation would (debugfs's `fail_backlog_push_count`, 0 unless a test set it).
+pub(crate) fn fault_fail_backlog_push() -> bool {
+    // SAFETY: No preconditions: it only counts down an atomic of the shim's.
+    unsafe { shim::cepm_shim_fault_fail_backlog_push() }
+}
+
 /// Cancels the delayed work whose `work_struct` is `work` and waits until no instance of it
 /// runs; whether it was pending.
 ///

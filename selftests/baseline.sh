@@ -29,7 +29,7 @@ fact() {
 }
 
 # cepm's debugfs fault injection: armed (non-zero) is a fact of the guest to repair.
-BASELINE_FAULT_KNOBS="drop_rx_count destroy_delay_ms listen_delay_ms request_delay_ms fail_handle_count pretend_ib"
+BASELINE_FAULT_KNOBS="drop_rx_count destroy_delay_ms listen_delay_ms request_delay_ms fail_handle_count fail_backlog_push_count pretend_ib"
 
 # What the guest looks like, one fact a line; two snapshots compare with diff.  It runs after
 # every test, and under TCG every process costs 0.1 to 0.25 s and every fork tens of

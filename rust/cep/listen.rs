@@ -61,7 +61,9 @@ impl Cep {
 
     /// Hands a spawned CEP to this listener; it waits there until claimed. Fails if this CEP
     /// is no longer listening (`ENOTCONN`), or already has [`backlog`] REQs waiting, or its
-    /// owner's user holds as many CEPs as it may (`EBUSY`).
+    /// owner's user holds as many CEPs as it may (`EBUSY`), or the backlog's room could not be
+    /// allocated (`ENOMEM`, atomically, under the listener's lock; debugfs's
+    /// `fail_backlog_push_count` fails it for tests).
     pub(crate) fn offer(self: &Arc<Self>, child: Arc<Cep>, sidr: bool) -> Result {
         let mut inner = self.inner.lock();
         // The listener's rule for a REQ (SIDR_REQ): it spawns a CEP, or the listener takes
@@ -96,13 +98,14 @@ impl Cep {
         };
         let listener = inner.kind.listener_mut().ok_or(ENOTCONN)?;
         // The spawn itself: the new CEP joins the backlog, and the owner hears of it.
-        listener.pending.push(
-            Pending {
-                cep: child,
-                _counted: counted,
-            },
-            GFP_ATOMIC,
-        )?;
+        let pending = Pending {
+            cep: child,
+            _counted: counted,
+        };
+        if crate::shim::fault_fail_backlog_push() {
+            return Err(ENOMEM);
+        }
+        listener.pending.push(pending, GFP_ATOMIC)?;
         self.deliver(&mut inner, offered);
         self.commit(&mut inner, checked, None);
         Ok(())

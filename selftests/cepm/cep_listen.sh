@@ -4,16 +4,17 @@
 # claims the new CEP (REQ details intact), rejects it with private data; a REQ left unclaimed
 # is rejected when its listener goes away, and so is one that a GET_REQUEST could not take
 # (debugfs fail_handle_count: the file's handle numbers ran out), which stays in the backlog;
-# a SIDR_REQ beyond a full backlog is dropped, as a REQ is, not rejected.
+# a SIDR_REQ beyond a full backlog is dropped, as a REQ is, not rejected; so is a REQ the
+# backlog had no room for (debugfs fail_backlog_push_count: an atomic allocation failed).
 # REQs come from ib_umad loopback (cepmctl send-mad).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 14
+ktap_set_plan 16
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
-trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count; [ "$(cat /sys/module/cepm/parameters/listen_backlog 2>/dev/null)" = 1024 ] || { rmmod cepm; insmod "$CEPM_KO"; }' EXIT
+trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count; echo 0 >$CEPM_DEBUGFS/fail_backlog_push_count; [ "$(cat /sys/module/cepm/parameters/listen_backlog 2>/dev/null)" = 1024 ] || { rmmod cepm; insmod "$CEPM_KO"; }' EXIT
 listening() { file_has '^serve: listening' "$1"; }
 # lib.sh's probe for a tool's listener, which the rdmacm tests wait on: this one, and no other.
 listens_on_20001_only() { cepm_listens 20001 && ! cepm_listens 20002 && ! cepm_listens 20001 $UDP; }
@@ -61,6 +62,28 @@ ktap_check "a GET_REQUEST without a handle to give fails with EMFILE" \
 	sh -c "test $rc != 0 && grep -q 'event REQ_RECEIVED' '$out.3' && grep -q 'os error 24' '$out.3'"
 ktap_check "... and the REQ stayed in the backlog: closing the listener rejects it" \
 	wait_until 10 counter_is tx REJ $((rej0 + 4))
+
+# A REQ for which the backlog has no room (the atomic allocation that makes it failed) is
+# dropped, as one beyond a full backlog, not rejected: the requester retries it, and Linux
+# drops a REQ it cannot allocate for (`cm_req_handler`). Its retry is then claimed as new.
+fault_used() { local v; read -r v <$CEPM_DEBUGFS/fail_backlog_push_count && [ "$v" = 0 ]; }
+"$CEPMCTL" serve --service-id $SID --reason 28 --timeout-ms 20000 >"$out.5" 2>&1 &
+pid=$!
+wait_until 10 listening "$out.5"
+rej1=$(tx REJ) req1=$(rx REQ)
+echo 1 >$CEPM_DEBUGFS/fail_backlog_push_count
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00005
+wait_until 10 counter_is rx REQ $((req1 + 1))
+mad_barrier
+dropped_not_rejected() { fault_used && [ "$(tx REJ)" = "$rej1" ]; }
+ktap_check "a REQ the backlog had no room for is dropped, not rejected ($(($(tx REJ) - rej1)) REJ sent)" \
+	dropped_not_rejected
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00005
+wait $pid
+rc=$?
+show_files "$out.5"
+ktap_check "... and its retry is claimed by the listener, which rejects it" \
+	sh -c "test $rc = 0 && grep -q 'REQ from comm ID 0xabc00005' '$out.5'"
 
 # A full backlog drops what comes next, so that the requester retries, as it drops a REQ: a
 # REJECT would be final, and kept for the request's retries.  cepm reloaded with a backlog of
