@@ -220,8 +220,9 @@ fn req_received(
     };
     match listener.offer(cep.clone(), false) {
         Ok(()) => {}
-        // A full backlog: drop the REQ; the peer retries it.
-        Err(e) if e == EBUSY => cep.destroy_silently(),
+        // A full backlog, or no room in it (an atomic allocation failed): drop the REQ; the
+        // peer retries it, where a REJ would be final.
+        Err(e) if e == EBUSY || e == ENOMEM => cep.destroy_silently(),
         // The listener went away meanwhile: the new CEP rejects the REQ as it is destroyed.
         Err(_) => cep.destroy(),
     }
@@ -260,7 +261,8 @@ fn sidr_req_received(
     };
     match listener.offer(cep.clone(), true) {
         Ok(()) => {}
-        Err(e) if e == EBUSY => cep.destroy_silently(),
+        // As for a REQ: the requester retries.
+        Err(e) if e == EBUSY || e == ENOMEM => cep.destroy_silently(),
         // The destroy answers the SIDR_REQ with status REJECT.
         Err(_) => cep.destroy(),
     }
