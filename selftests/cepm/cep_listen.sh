@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 16
+ktap_set_plan 17
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
@@ -84,6 +84,20 @@ rc=$?
 show_files "$out.5"
 ktap_check "... and its retry is claimed by the listener, which rejects it" \
 	sh -c "test $rc = 0 && grep -q 'REQ from comm ID 0xabc00005' '$out.5'"
+# The same for a SIDR_REQ: dropped, no SIDR_REP (its status REJECT would be final).
+"$CEPMCTL" serve --service-id 0x0000000001114e22 --timeout-ms 20000 >"$out.6" 2>&1 &
+pid=$!
+wait_until 10 listening "$out.6"
+sidr_rep1=$(tx SIDR_REP) sidr_req1=$(rx SIDR_REQ)
+echo 1 >$CEPM_DEBUGFS/fail_backlog_push_count
+"$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id 0x0000000001114e22 --local-comm-id 0x5005
+wait_until 10 counter_is rx SIDR_REQ $((sidr_req1 + 1))
+mad_barrier
+sidr_dropped() { fault_used && [ "$(tx SIDR_REP)" = "$sidr_rep1" ]; }
+ktap_check "a SIDR_REQ the backlog had no room for is dropped too ($(($(tx SIDR_REP) - sidr_rep1)) SIDR_REP sent)" \
+	sidr_dropped
+kill $pid
+wait $pid 2>/dev/null
 
 # A full backlog drops what comes next, so that the requester retries, as it drops a REQ: a
 # REJECT would be final, and kept for the request's retries.  cepm reloaded with a backlog of

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 10
+ktap_set_plan 11
 
 out=$CEPM_ROOT/out/cep_sidr.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; drop_rx 0 0; ipv6_down; ip addr del fd78::1/64 dev veth0 2>/dev/null; peer_ns_down; rm -f "$out".*' EXIT
@@ -69,9 +69,11 @@ ktap_check "SIDR across the veth pair to rxe1" sh -c "test $rrc = 0 && grep -q '
 # Two requesters whose GIDs differ in their prefix only (fd77::2 and fd78::2, both rxe1's: an
 # interface ID shared, as by hosts with ::2 on two subnets, or by a peer that copies a
 # victim's) send a SIDR_REQ each, with the same request ID, for one service. Each is a
-# request of its own, answered by the server, not the second taken for a retry of the first
-# and sent the first's answer. (Linux's `cm_insert_remote_sidr` keys the requester's LID,
-# which RoCE lacks: it would take the second for the first's retry too.)
+# request of its own: once the first is answered, the second is not taken for its retry and
+# sent its kept answer (the port's ring of answers); while the first waits unclaimed, the
+# second waits beside it, not dropped as its duplicate (the SIDR table). Linux's
+# `cm_insert_remote_sidr` keys the requester's LID, which RoCE lacks, so there two such
+# requests waiting at once are one.
 sid6=0x0000000001114e66
 two_prefixes_up() {
 	ipv6_up "${PEER[@]}" &&
@@ -96,5 +98,28 @@ src=$?
 show_files "$out.s6"
 ktap_check "same request ID from fd77::2 and fd78::2: the server answered both" \
 	sh -c "test $src = 0 && grep -q 'answered 2 SIDR_REQ' '$out.s6'"
+# Both at once: the server is stopped before they come, so both wait in its backlog.
+"$CEPMCTL" serve-ud --device rxe0 --service-id $sid6 --qpn 0x666 --qkey 0x6666 --answers 2 \
+	--timeout-ms 20000 >"$out.s7" 2>&1 &
+spid=$!
+wait_until 10 listening "$out.s7"
+kill -STOP $spid
+reqs0=$(rx SIDR_REQ)
+for from in fd77 fd78; do
+	"${PEER[@]}" "$CEPMCTL" send-mad rxe1 1 SIDR_REQ --from-gid $from::2 --to-gid $from::1 \
+		--comm-id 0x5252 --service-id $sid6
+done
+wait_until 10 counter_is rx SIDR_REQ $((reqs0 + 2))
+mad_barrier
+waiting=
+while read -r _ state service _ _ pending; do
+	[ "$state" = LISTEN ] && ((service == sid6)) && waiting=$pending
+done < <("$CEPMCTL" list)
+kill -CONT $spid
+wait $spid
+src=$?
+show_files "$out.s7"
+ktap_check "... both at once, with request ID 0x5252: $waiting waited for the server, which answered both" \
+	sh -c "test '$waiting' = 2 && test $src = 0 && grep -q 'answered 2 SIDR_REQ' '$out.s7'"
 ktap_check "no CEP is left in the module" wait_until 10 ceps_are 0
 ktap_finished
