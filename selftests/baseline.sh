@@ -55,17 +55,20 @@ baseline_snapshot() {
 		[ -e "$d" ] && fact v "$d/ports/1/gid_attrs/ndevs/0" && echo "rdma ${d##*/} $v"
 	done
 	# One line a fact in -o mode: "N: veth0    inet ADDR ...", "N: veth0: <FLAGS> ... qdisc
-	# KIND ...", and a neighbour's "ADDR lladdr ... PERMANENT".
+	# KIND ...", and a neighbour's "ADDR lladdr ... PERMANENT". Of IPv6, the global addresses
+	# tests add (fd77::1 ...): the link-local one follows veth0's MAC, which a restore renews.
 	while read -r line; do
 		case $line in
 		*": veth0 "*inet\ *) read -r _ _ _ v _ <<<"$line" && echo "addr veth0 $v" ;;
+		*": veth0 "*inet6\ *"scope global"*) read -r _ _ _ v _ <<<"$line" && echo "addr veth0 $v" ;;
+		*": veth0 "*inet6\ *) ;;
 		# veth0's link line names it "veth0@veth1:", or "veth0@ifN:" with veth1 elsewhere.
 		*": veth0@"* | *": veth0: "*) [[ $line =~ \ qdisc\ ([^ ]+) ]] &&
 			[ "${BASH_REMATCH[1]}" != noqueue ] && echo "qdisc ${BASH_REMATCH[1]}" ;;
 		*) echo "neighbour $line" ;;
 		esac
 	done < <(printf '%s\n' 'addr show dev veth0' 'link show dev veth0' 'neigh show dev veth0 nud permanent' |
-		ip -o -4 -force -batch - 2>/dev/null)
+		ip -o -force -batch - 2>/dev/null)
 	for knob in $BASELINE_FAULT_KNOBS; do
 		[ -r /sys/kernel/debug/cepm/$knob ] && fact v /sys/kernel/debug/cepm/$knob && echo "$knob $v"
 	done
@@ -179,6 +182,7 @@ baseline_restore() {
 			ip link add veth0 type veth peer name veth1
 		fi
 		ip -br -4 addr show dev veth0 | grep -q '10\.77\.0\.1/24' || ip addr replace 10.77.0.1/24 dev veth0
+		ip -6 addr flush dev veth0 scope global
 		ip link set veth0 up
 		ip link set veth1 up
 		rdma link show rxe0/1 >/dev/null 2>&1 || { rdma link add rxe0 type rxe netdev veth0; await_rxe0=1; }

@@ -189,9 +189,9 @@ for t in "${tests[@]}"; do
 	read -r _ _ _ _ pid_after </proc/loadavg
 	read -r _ user1 nice1 system1 idle1 iowait1 irq1 softirq1 _ </proc/stat
 	busy=$((user1 + nice1 + system1 + irq1 + softirq1 - user0 - nice0 - system0 - irq0 - softirq0))
-	all=$((busy + idle1 + iowait1 - idle0 - iowait0))
+	ticks=$((busy + idle1 + iowait1 - idle0 - iowait0))
 	echo "# about $(((pid_after - pid_before + pid_max) % pid_max)) PIDs used in $took," \
-		"the vCPUs $((all > 0 ? 100 * busy / all : 0)) % busy"
+		"the vCPUs $((ticks > 0 ? 100 * busy / ticks : 0)) % busy"
 	# rxe leaves a QP in the error state for good when a send meets a transmit error (a
 	# qdisc drop, e.g. with veth0's carrier gone): for rxe0's QP1 every later CM exchange
 	# would then time out.  The test that left it so fails; rxe0 is made anew for the next.

@@ -48,9 +48,12 @@ pub fn parse_gid(s: &str) -> Option<[u8; 16]> {
 /// The port's first RoCE v2 GID that `wanted` accepts.
 fn first_roce_v2_gid(device: &str, port: u32, wanted: impl Fn(&[u8; 16]) -> bool) -> Option<Gid> {
     let base = format!("/sys/class/infiniband/{device}/ports/{port}");
-    for index in 0..=u8::MAX {
+    // The table has one file per entry; an empty entry fails to read (EINVAL), and the
+    // entries after it may be in use.
+    let entries = fs::read_dir(format!("{base}/gids")).map_or(0, |d| d.count());
+    for index in (0..entries).filter_map(|i| u8::try_from(i).ok()) {
         let Ok(kind) = fs::read_to_string(format!("{base}/gid_attrs/types/{index}")) else {
-            break;
+            continue;
         };
         if kind.trim() != "RoCE v2" {
             continue;
