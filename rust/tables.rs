@@ -232,7 +232,7 @@ impl PeerId {
     }
 }
 
-/// A key of the peer index: the table, and the peer's (ID, GUID) in it.
+/// A key of the peer index: the table, and the peer's ID in it.
 type PeerKey = (PeerTable, PeerId);
 type PeerTree = Option<RBTree<PeerKey, Arc<Cep>>>;
 
@@ -292,7 +292,8 @@ impl Tables {
     /// Adds `cep`, of `owner`'s user, as a listener on `range`: `EBUSY` if the same range is
     /// listened on already, `EADDRINUSE` if it may not join another user's listener there
     /// (docs/abi.md, "Privileges and limits": a listen never takes REQs from another user's,
-    /// and only `CAP_NET_ADMIN` covers one with a wider mask).
+    /// and only `CAP_NET_ADMIN` covers one with a wider mask; `CEPM_IOC_LISTEN` refuses a
+    /// masked listen without it before this, and the check here keeps the rule whole).
     ///
     /// No lock covers every listener. An exact listen checks its shard, then the masked ones
     /// if any exist; a masked listen counts itself in [`Tables::masked_count`] first, then

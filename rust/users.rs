@@ -185,7 +185,8 @@ impl Drop for UserCharge {
 pub(crate) struct Opener {
     cm: Arc<Cm>,
     pub(crate) uid: Kuid,
-    /// `CAP_NET_ADMIN`: listens over other users' service IDs, and sees every CEP.
+    /// `CAP_NET_ADMIN`: listens under a mask, over other users' service IDs too, and sees
+    /// every CEP.
     pub(crate) net_admin: bool,
     /// `CAP_NET_BIND_SERVICE`: listens on the privileged ports of rdma_cm's port spaces.
     pub(crate) net_bind_service: bool,

@@ -111,7 +111,10 @@ struct cepm_destroy {
 	__u32 events_reported; /* out */
 };
 
-/* CEPM_IOC_LISTEN: accept REQs whose service ID matches id under mask. */
+/*
+ * CEPM_IOC_LISTEN: accept REQs whose service ID matches id under mask.  A mask
+ * (but 0 and all ones) needs CAP_NET_ADMIN: EPERM otherwise.
+ */
 struct cepm_listen {
 	__u32 handle;
 	__u32 reserved;
