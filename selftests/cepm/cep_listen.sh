@@ -16,13 +16,20 @@ SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
 trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count; echo 0 >$CEPM_DEBUGFS/fail_backlog_push_count; [ "$(cat /sys/module/cepm/parameters/listen_backlog 2>/dev/null)" = 1024 ] || { rmmod cepm; insmod "$CEPM_KO"; }' EXIT
 listening() { file_has '^serve: listening' "$1"; }
+# serve_bg OUT ARGS...: `cepmctl serve ARGS` in the background, its output in OUT and its PID
+# in $pid, once it listens.
+serve_bg() {
+	local out=$1
+	shift
+	"$CEPMCTL" serve "$@" >"$out" 2>&1 &
+	pid=$!
+	wait_until 10 listening "$out"
+}
 # lib.sh's probe for a tool's listener, which the rdmacm tests wait on: this one, and no other.
 listens_on_20001_only() { cepm_listens 20001 && ! cepm_listens 20002 && ! cepm_listens 20001 $UDP; }
 
 rej0=$(tx REJ)
-"$CEPMCTL" serve --service-id $SID --reason 28 --reject-data "no thanks" --timeout-ms 20000 >"$out.1" 2>&1 &
-pid=$!
-wait_until 10 listening "$out.1"
+serve_bg "$out.1" --service-id $SID --reason 28 --reject-data "no thanks" --timeout-ms 20000
 ktap_check "cepm_listens sees the listener on TCP port 20001, and none on port 20002 or UDP 20001" \
 	listens_on_20001_only
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00001
@@ -34,9 +41,7 @@ ktap_check "the claimed CEP carries the REQ's fields, in REQ_RCVD" \
 	grep -q "REQ from comm ID 0xabc00001 QPN 0x1234 PSN 0x5678 for $SID on $RXE_DEV port 1, CEP [0-9]* in REQ_RCVD" "$out.1"
 ktap_check "the REJ went out" wait_until 10 counter_is tx REJ $((rej0 + 1))
 
-"$CEPMCTL" serve --service-id $SID --leave-unclaimed --timeout-ms 20000 >"$out.2" 2>&1 &
-pid=$!
-wait_until 10 listening "$out.2"
+serve_bg "$out.2" --service-id $SID --leave-unclaimed --timeout-ms 20000
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00002
 wait $pid
 rc=$?
@@ -50,9 +55,7 @@ ktap_check "after the listener is gone, a REQ gets the stateless REJ" wait_until
 
 # A GET_REQUEST that cannot reserve a handle fails, and leaves the REQ where it was.  The
 # fault is armed once serve listens, so that it hits the GET_REQUEST and not serve's CREATE.
-"$CEPMCTL" serve --service-id $SID --timeout-ms 20000 >"$out.3" 2>&1 &
-pid=$!
-wait_until 10 listening "$out.3"
+serve_bg "$out.3" --service-id $SID --timeout-ms 20000
 echo 1 >$CEPM_DEBUGFS/fail_handle_count
 "$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00004
 wait $pid
@@ -67,14 +70,19 @@ ktap_check "... and the REQ stayed in the backlog: closing the listener rejects 
 # dropped, as one beyond a full backlog, not rejected: the requester retries it, and Linux
 # drops a REQ it cannot allocate for (`cm_req_handler`). Its retry is then claimed as new.
 fault_used() { local v; read -r v <$CEPM_DEBUGFS/fail_backlog_push_count && [ "$v" = 0 ]; }
-"$CEPMCTL" serve --service-id $SID --reason 28 --timeout-ms 20000 >"$out.5" 2>&1 &
-pid=$!
-wait_until 10 listening "$out.5"
-rej1=$(tx REJ) req1=$(rx REQ)
-echo 1 >$CEPM_DEBUGFS/fail_backlog_push_count
-"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID --comm-id 0xabc00005
-wait_until 10 counter_is rx REQ $((req1 + 1))
-mad_barrier
+# send_failing_push ATTR SEND_MAD_ARGS...: the next push onto a backlog fails; one ATTR is
+# sent, and handled by the time this returns.
+send_failing_push() {
+	local attr=$1 received
+	shift
+	received=$(rx "$attr")
+	echo 1 >$CEPM_DEBUGFS/fail_backlog_push_count
+	"$CEPMCTL" send-mad "$RXE_DEV" 1 "$attr" "$@" &&
+		wait_until 10 counter_is rx "$attr" $((received + 1)) && mad_barrier
+}
+serve_bg "$out.5" --service-id $SID --reason 28 --timeout-ms 20000
+rej1=$(tx REJ)
+send_failing_push REQ --valid --service-id $SID --comm-id 0xabc00005
 dropped_not_rejected() { fault_used && [ "$(tx REJ)" = "$rej1" ]; }
 ktap_check "a REQ the backlog had no room for is dropped, not rejected ($(($(tx REJ) - rej1)) REJ sent)" \
 	dropped_not_rejected
@@ -85,14 +93,9 @@ show_files "$out.5"
 ktap_check "... and its retry is claimed by the listener, which rejects it" \
 	sh -c "test $rc = 0 && grep -q 'REQ from comm ID 0xabc00005' '$out.5'"
 # The same for a SIDR_REQ: dropped, no SIDR_REP (its status REJECT would be final).
-"$CEPMCTL" serve --service-id 0x0000000001114e22 --timeout-ms 20000 >"$out.6" 2>&1 &
-pid=$!
-wait_until 10 listening "$out.6"
-sidr_rep1=$(tx SIDR_REP) sidr_req1=$(rx SIDR_REQ)
-echo 1 >$CEPM_DEBUGFS/fail_backlog_push_count
-"$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id 0x0000000001114e22 --local-comm-id 0x5005
-wait_until 10 counter_is rx SIDR_REQ $((sidr_req1 + 1))
-mad_barrier
+serve_bg "$out.6" --service-id 0x0000000001114e22 --timeout-ms 20000
+sidr_rep1=$(tx SIDR_REP)
+send_failing_push SIDR_REQ --service-id 0x0000000001114e22 --local-comm-id 0x5005
 sidr_dropped() { fault_used && [ "$(tx SIDR_REP)" = "$sidr_rep1" ]; }
 ktap_check "a SIDR_REQ the backlog had no room for is dropped too ($(($(tx SIDR_REP) - sidr_rep1)) SIDR_REP sent)" \
 	sidr_dropped
@@ -106,17 +109,12 @@ wait $pid 2>/dev/null
 reload() { rmmod cepm && insmod "$CEPM_KO" "$@" && wait_until 20 port_listed "$RXE_DEV" 1; }
 ktap_check "cepm reloaded with listen_backlog=4" reload listen_backlog=4
 SID_UD=0x0000000001114e21
-"$CEPMCTL" serve --service-id $SID_UD --timeout-ms 60000 >"$out.4" 2>&1 &
-pid=$!
-wait_until 10 listening "$out.4"
+serve_bg "$out.4" --service-id $SID_UD --timeout-ms 60000
 kill -STOP $pid
 sidr_rep0=$(tx SIDR_REP) sidr_req0=$(rx SIDR_REQ)
 "$CEPMCTL" send-mad "$RXE_DEV" 1 SIDR_REQ --service-id $SID_UD --local-comm-id 0x5000 --count 5
 wait_until 20 counter_reaches rx SIDR_REQ $((sidr_req0 + 5))
-pending=
-while read -r _ state service _ _ waiting; do
-	[ "$state" = LISTEN ] && ((service == SID_UD)) && pending=$waiting
-done < <("$CEPMCTL" list)
+pending=$(backlog_of $SID_UD)
 mad_barrier
 ktap_check "5 SIDR_REQs to a listener with a backlog of 4 whose owner is stopped: $pending wait in it, $(($(tx SIDR_REP) - sidr_rep0)) SIDR_REP(s) sent" \
 	sh -c "test '$pending' = 4 && test $(tx SIDR_REP) = $sidr_rep0"

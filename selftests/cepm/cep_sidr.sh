@@ -83,38 +83,38 @@ two_prefixes_up() {
 		wait_until 20 has_gid rxe1 fd78:0000:0000:0000:0000:0000:0000:0002
 }
 ktap_check "GIDs fd77::2 and fd78::2 on rxe1, fd77::1 and fd78::1 on rxe0" two_prefixes_up
-"$CEPMCTL" serve-ud --device rxe0 --service-id $sid6 --qpn 0x666 --qkey 0x6666 --answers 2 \
-	--timeout-ms 20000 >"$out.s6" 2>&1 &
-spid=$!
-wait_until 10 listening "$out.s6"
+# serve_twice OUT: a server for $sid6 that answers two SIDR_REQs, its output in OUT and its
+# PID in $spid, once it listens.
+serve_twice() {
+	"$CEPMCTL" serve-ud --device rxe0 --service-id $sid6 --qpn 0x666 --qkey 0x6666 --answers 2 \
+		--timeout-ms 20000 >"$1" 2>&1 &
+	spid=$!
+	wait_until 10 listening "$1"
+}
+# sidr_req_from PREFIX ID: the peer's SIDR_REQ ID for $sid6, from PREFIX::2 to PREFIX::1.
+sidr_req_from() {
+	"${PEER[@]}" "$CEPMCTL" send-mad rxe1 1 SIDR_REQ --from-gid "$1::2" --to-gid "$1::1" \
+		--comm-id "$2" --service-id $sid6
+}
+serve_twice "$out.s6"
 reps0=$(tx SIDR_REP)
-"${PEER[@]}" "$CEPMCTL" send-mad rxe1 1 SIDR_REQ --from-gid fd77::2 --to-gid fd77::1 \
-	--comm-id 0x5151 --service-id $sid6
+sidr_req_from fd77 0x5151
 wait_until 10 counter_is tx SIDR_REP $((reps0 + 1))
-"${PEER[@]}" "$CEPMCTL" send-mad rxe1 1 SIDR_REQ --from-gid fd78::2 --to-gid fd78::1 \
-	--comm-id 0x5151 --service-id $sid6
+sidr_req_from fd78 0x5151
 wait $spid
 src=$?
 show_files "$out.s6"
 ktap_check "same request ID from fd77::2 and fd78::2: the server answered both" \
 	sh -c "test $src = 0 && grep -q 'answered 2 SIDR_REQ' '$out.s6'"
 # Both at once: the server is stopped before they come, so both wait in its backlog.
-"$CEPMCTL" serve-ud --device rxe0 --service-id $sid6 --qpn 0x666 --qkey 0x6666 --answers 2 \
-	--timeout-ms 20000 >"$out.s7" 2>&1 &
-spid=$!
-wait_until 10 listening "$out.s7"
+serve_twice "$out.s7"
 kill -STOP $spid
 reqs0=$(rx SIDR_REQ)
-for from in fd77 fd78; do
-	"${PEER[@]}" "$CEPMCTL" send-mad rxe1 1 SIDR_REQ --from-gid $from::2 --to-gid $from::1 \
-		--comm-id 0x5252 --service-id $sid6
-done
+sidr_req_from fd77 0x5252
+sidr_req_from fd78 0x5252
 wait_until 10 counter_is rx SIDR_REQ $((reqs0 + 2))
 mad_barrier
-waiting=
-while read -r _ state service _ _ pending; do
-	[ "$state" = LISTEN ] && ((service == sid6)) && waiting=$pending
-done < <("$CEPMCTL" list)
+waiting=$(backlog_of $sid6)
 kill -CONT $spid
 wait $spid
 src=$?

@@ -147,6 +147,14 @@ list_has_state() {
 	done < <("$CEPMCTL" list)
 	return 1
 }
+# backlog_of SERVICE_ID: how many requests wait unclaimed on the listener for SERVICE_ID (the
+# last column of its `cepmctl list` line); nothing if no CEP listens there.
+backlog_of() {
+	local state service waiting
+	while read -r _ state service _ _ waiting; do
+		[ "$state" = LISTEN ] && ((service == $1)) && echo "$waiting"
+	done < <("$CEPMCTL" list)
+}
 
 # dmesg lines logged since mark_dmesg. The mark is the last line's timestamp, not a line
 # count: once the ring buffer is full, each new line pushes out the oldest and the count stays

@@ -445,12 +445,6 @@ holder_release a_ceps
 # send-mad) to user A's listener: the backlog takes what user A may still own (5 beside the
 # listener), and the rest are dropped, as beyond a full backlog.
 SID_BACKLOG=0x0000000001064e7b
-backlog_of() {
-	local state service waiting
-	while read -r _ state service _ _ waiting; do
-		[ "$state" = LISTEN ] && ((service == $1)) && echo "$waiting"
-	done < <("$CEPMCTL" list)
-}
 backlog_charged() {
 	local req0 pending i
 	req0=$(rx REQ)
