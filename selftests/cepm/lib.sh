@@ -496,7 +496,7 @@ exited() {
 	local p st
 	for p; do
 		st=
-		[ -e "/proc/$p" ] && read -r _ _ st _ <"/proc/$p/stat" 2>/dev/null
+		[ -e "/proc/$p" ] && read -r _ _ st _ 2>/dev/null <"/proc/$p/stat"
 		[ -z "$st" ] || [ "$st" = Z ] || return 1
 	done
 }
