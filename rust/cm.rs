@@ -218,15 +218,20 @@ fn req_received(
             return Some(Unmatched::ReqStale);
         }
     };
-    match listener.offer(cep.clone(), false) {
+    offer_or_drop(&listener, cep, false);
+    None
+}
+
+/// Hands `cep`, spawned for a REQ (a SIDR_REQ if `sidr`), to `listener`. A full backlog, or no
+/// room in it (an atomic allocation failed), drops the request: its sender retries it, where
+/// a REJ or a SIDR_REP REJECT would be final. A listener gone meanwhile: the new CEP answers
+/// the request so as it is destroyed.
+fn offer_or_drop(listener: &Arc<Cep>, cep: Arc<Cep>, sidr: bool) {
+    match listener.offer(cep.clone(), sidr) {
         Ok(()) => {}
-        // A full backlog, or no room in it (an atomic allocation failed): drop the REQ; the
-        // peer retries it, where a REJ would be final.
         Err(e) if e == EBUSY || e == ENOMEM => cep.destroy_silently(),
-        // The listener went away meanwhile: the new CEP rejects the REQ as it is destroyed.
         Err(_) => cep.destroy(),
     }
-    None
 }
 
 /// Routes a SIDR_REQ (with TID `tid`) to its listener; otherwise says why it gets a
@@ -259,13 +264,7 @@ fn sidr_req_received(
     let Ok(Spawned::New(cep)) = Cep::spawn_from_sidr_req(port, info, sreq, tid) else {
         return None;
     };
-    match listener.offer(cep.clone(), true) {
-        Ok(()) => {}
-        // As for a REQ: the requester retries.
-        Err(e) if e == EBUSY || e == ENOMEM => cep.destroy_silently(),
-        // The destroy answers the SIDR_REQ with status REJECT.
-        Err(_) => cep.destroy(),
-    }
+    offer_or_drop(&listener, cep, true);
     None
 }
 
