@@ -15,12 +15,16 @@
  *   privileges listens N --expect E [--files F] [--base SERVICE_ID]
  *       in F files in turn, CREATE and LISTEN exactly on BASE + i for i < N
  *       (default BASE 0x0000000001062000: TCP port 0x2000).
- *   privileges migrate N --expect E [--listening] [--others M] [--drop-to UID]
+ *   privileges migrate N --expect E [--listening] [--others M] [--drop-to UID] [--wait-go]
+ *                      [--hold]
  *       file 2 CREATEs N CEPs (with --listening, each LISTENs on BASE + i), file 1 CREATEs
  *       M more and then one (which LISTENs on BASE + N), and MIGRATEs that one to file 2;
  *       the CEP must be in exactly one of the files afterwards: file 2 if it moved, file 1
  *       if not.  --drop-to: run as root; file 2 is opened as root, then the process becomes
  *       UID (setresuid) and opens file 1, so that the move goes to another user's file.
+ *       --wait-go: the MIGRATE waits for the go (the script fills the listener's backlog
+ *       meanwhile); the requests waiting before and after the move are logged.  --hold: once
+ *       it moved, file 1 is closed and file 2 held.
  *   privileges list [--expect-own N] [--expect-other N] [--min-other N] [--want-service ID]
  *       LIST_CEPS: entries with a handle are this file's own, those without are others'.
  *       N may be "any".  Always fails if another file's CEP shows a user_context.
@@ -134,6 +138,8 @@ static void usage(void)
 	      "       privileges list [--expect-own N|any] [--expect-other N|any] [--min-other N]\n"
 	      "                       [--want-service ID]\n"
 	      "       privileges monitor [--count N] [--timeout-ms T] [--hold]\n"
+	      "       privileges migrate N --expect E [--listening] [--others M] [--drop-to UID]\n"
+	      "                          [--wait-go] [--hold]\n"
 	      "       privileges connect-sgid INDEX --expect E [--device DEV] [--wait-event MS]\n"
 	      "       privileges prepare-reps N --expect E [--wait-go] [--hold]\n"
 	      "E: ok or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...)\n",
@@ -519,6 +525,15 @@ static int cmd_migrate(const struct opts *o)
 		err = listen_on(fds[0], handle, o->base + n, 0);
 	if (err)
 		setup_failed("the CEP of file 1: %s", errno_name(err));
+	if (o->wait_go) {
+		wait_go();
+		in_from.handle = handle;
+		err = call(fds[0], CEPM_IOC_QUERY_CEP, &in_from);
+		if (err)
+			setup_failed("QUERY_CEP before the MIGRATE: %s", errno_name(err));
+		printf("# before the move: %u request(s) waiting in file 1\n",
+		       in_from.pending_requests);
+	}
 	m.fd = fds[0];
 	m.handle = handle;
 	err = call(fds[1], CEPM_IOC_MIGRATE, &m);
@@ -538,6 +553,12 @@ static int cmd_migrate(const struct opts *o)
 	if (rc == 0 && o->listening && (err ? in_from.state : in_to.state) != CEPM_STATE_LISTEN) {
 		printf("# ... and no longer listens\n");
 		rc = 1;
+	}
+	if (rc == 0 && to_has && o->wait_go)
+		printf("# after the move: %u request(s) waiting in file 2\n", in_to.pending_requests);
+	if (rc == 0 && to_has && o->hold) {
+		close(fds[0]);
+		hold_until_eof();
 	}
 	return rc;
 }

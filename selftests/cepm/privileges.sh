@@ -23,7 +23,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 59
+ktap_set_plan 63
 
 USER_A=65534
 USER_B=65533
@@ -441,29 +441,57 @@ holder_release a_ceps
 # The REQs waiting in a listener's backlog are its user's CEPs too: unclaimed, they are charged
 # to nothing else, and a user's own REQs to its own listeners would otherwise pin a CEP each,
 # up to the backlog of every listen it may hold.  They count against the user, not the file:
-# a listener may move to another of the user's files with its backlog.  Ten REQs (root's
-# send-mad) to user A's listener: the backlog takes what user A may still own (5 beside the
-# listener), and the rest are dropped, as beyond a full backlog.
-SID_BACKLOG=0x0000000001064e7b
-backlog_charged() {
-	local req0 pending i
+# a listener may move to another of the user's files with its backlog.
+
+# requests_wait SID QP WANT: 10 REQs to SID (root's send-mad), each from a QP of its own
+# (QPN QP + i, comm ID QP << 16 | i: a second REQ from one QP would be a stale connection's),
+# of which WANT wait in the listener's backlog.
+requests_wait() {
+	local sid=$1 qp=$2 want=$3 req0 pending i
 	req0=$(rx REQ)
-	# Each from a QP of its own: a second REQ from one QP would be a stale connection's.
 	for i in 0 1 2 3 4 5 6 7 8 9; do
-		"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_BACKLOG --comm-id $((0xbac00000 + i)) \
-			--qpn $((0xbac0 + i)) || return 1
+		"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id "$sid" \
+			--comm-id $((qp << 16 | i)) --qpn $((qp + i)) || return 1
 	done
 	wait_until 20 counter_reaches rx REQ $((req0 + 10)) || return 1
 	mad_barrier || return 1
-	pending=$(backlog_of $SID_BACKLOG)
+	pending=$(backlog_of "$sid")
 	ktap_print_msg "user A's listener has $pending REQ(s) waiting"
-	[ "$pending" = 5 ]
+	[ "$pending" = "$want" ]
 }
+# Gone with the CEPs they were: user A may own 6 again.
+charges_given_back() { wait_until 20 ceps_are 0 && as a create 6 --files 2 --expect ok; }
+
+# Ten REQs to user A's listener: the backlog takes what user A may still own (5 beside the
+# listener), and the rest are dropped, as beyond a full backlog.
+SID_BACKLOG=0x0000000001064e7b
 hold a_listen a listen $SID_BACKLOG 0 --expect ok --hold
 ktap_check "10 REQs to user A's listener (user limit 6): 5 wait in its backlog, the rest are dropped" \
-	backlog_charged
+	requests_wait $SID_BACKLOG 0xbac0 5
 holder_release a_listen
-ktap_check "... and closing the listener leaves no CEP" wait_until 20 ceps_are 0
+ktap_check "... and closing the listener leaves no CEP, and gives user A its 6 CEPs back" \
+	charges_given_back
+
+# A listener that moves keeps its backlog, which stays its user's: user A's listener in file 1
+# (`migrate 1 --listening` listens on BASE + 1, and on BASE in file 2) gets 10 REQs, of which 4
+# wait (6 less the two listeners); it moves to file 2, and file 1 closes.
+SID_MOVING=0x0000000001062001
+moving_listener_fills() {
+	hold_start moving a migrate 1 --listening --wait-go --expect ok --hold &&
+		holder_says moving waiting && requests_wait $SID_MOVING 0xbad0 4
+}
+moved_with_backlog() {
+	holder_tell moving go && holder_says moving ready || return 1
+	[ "$(backlog_of $SID_MOVING)" = 4 ]
+}
+ktap_check "10 REQs to user A's listener in its second file: 4 wait beside its 2 listeners" \
+	moving_listener_fills
+ktap_check "MIGRATE of that listener, then its first file closed: the 4 requests still wait" \
+	moved_with_backlog
+ktap_check "... and still count against user A: its next CEP is EDQUOT" as a create 1 --expect EDQUOT
+moved_file_closed() { holder_release moving && charges_given_back; }
+ktap_check "closing the file they moved to leaves no CEP, and gives user A its 6 CEPs back" \
+	moved_file_closed
 reload_defaults() { reload_cepm && limits_loaded=0; }
 ktap_check "cepm reloaded with its default limits" reload_defaults
 
