@@ -8,9 +8,11 @@
  *   privileges listen SERVICE_ID MASK --expect E [--context U64] [--hold]
  *       CREATE, then LISTEN on SERVICE_ID under MASK (passed as given: 0 means exact).
  *   privileges create N --expect E [--files F] [--wait-go] [--hold] [--send req|sidr]
+ *                     [--response-timeout T]
  *       CREATE in F files (default 1) in turn until N CEPs exist or one fails.  --send: then
  *       each CEP sends a REQ (CONNECT) or a SIDR_REQ (SIDR_REQ) to this host's own RoCE v2
- *       IPv4 GID on rxe0, service 0x0000000001063000, with 15 retries 4 s apart; with
+ *       IPv4 GID on rxe0, service 0x0000000001063000, with 15 retries 4 s apart (with
+ *       --response-timeout, a REQ's remote CM response timeout is T, 0..31, instead of 20); with
  *       --wait-go, the sends (not the creates) wait for the go.
  *   privileges listens N --expect E [--files F] [--base SERVICE_ID]
  *       in F files in turn, CREATE and LISTEN exactly on BASE + i for i < N
@@ -125,6 +127,7 @@ struct opts {
 	const char *device;
 	long wait_event_ms;
 	const char *send;
+	unsigned long response_timeout;
 	unsigned long others;
 	long drop_to;
 };
@@ -133,7 +136,7 @@ static void usage(void)
 {
 	fputs("usage: privileges listen SERVICE_ID MASK --expect E [--context U64] [--hold]\n"
 	      "       privileges create N --expect E [--files F] [--wait-go] [--hold]\n"
-	      "                         [--send req|sidr]\n"
+	      "                         [--send req|sidr] [--response-timeout T]\n"
 	      "       privileges listens N --expect E [--files F] [--base SERVICE_ID]\n"
 	      "       privileges list [--expect-own N|any] [--expect-other N|any] [--min-other N]\n"
 	      "                       [--want-service ID]\n"
@@ -232,6 +235,10 @@ static void parse_option(struct opts *o, const char *name, const char *value)
 		o->drop_to = (long)parse_u64(name, value);
 	} else if (!strcmp(name, "--wait-event")) {
 		o->wait_event_ms = parse_u64(name, value);
+	} else if (!strcmp(name, "--response-timeout")) {
+		o->response_timeout = parse_u64(name, value);
+		if (o->response_timeout > 31)
+			usage();
 	} else if (!strcmp(name, "--send")) {
 		if (strcmp(value, "req") && strcmp(value, "sidr"))
 			usage();
@@ -363,7 +370,7 @@ static void own_roce_v2_address(const char *dev, __u8 dgid[16], __u8 dmac[6], un
  */
 static int connect_to(int fd, __u32 handle, const char *dev, unsigned int sgid_index,
 		      const __u8 dgid[16], const __u8 dmac[6], __u8 max_cm_retries,
-		      __u64 service_id, __u32 qpn)
+		      __u8 response_timeout, __u64 service_id, __u32 qpn)
 {
 	struct cepm_connect c;
 
@@ -383,7 +390,7 @@ static int connect_to(int fd, __u32 handle, const char *dev, unsigned int sgid_i
 	c.starting_psn = 1;
 	c.responder_resources = 1;
 	c.initiator_depth = 1;
-	c.remote_cm_response_timeout = 20; /* 4 s */
+	c.remote_cm_response_timeout = response_timeout; /* 20: 4 s */
 	c.local_cm_response_timeout = 20;
 	c.retry_count = 7;
 	c.rnr_retry_count = 7;
@@ -451,7 +458,7 @@ static int cmd_create(const struct opts *o)
 
 			err = !strcmp(o->send, "req") ?
 				      connect_to(fd, handles[sent], "rxe0", gid_index, gid, mac, 15,
-						 NOBODYS_SERVICE, 0x123) :
+						 o->response_timeout, NOBODYS_SERVICE, 0x123) :
 				      sidr_request_to(fd, handles[sent], "rxe0", gid_index, gid, mac, 15);
 			if (err)
 				setup_failed("%s of CEP %lu: %s", !strcmp(o->send, "req") ? "CONNECT" :
@@ -744,7 +751,7 @@ static int cmd_connect_sgid(const struct opts *o)
 	err = create_cep(fd, 0, &handle);
 	if (err)
 		setup_failed("CREATE before the CONNECT: %s", errno_name(err));
-	err = connect_to(fd, handle, dev, index, dgid, dmac, 3, NOBODYS_SERVICE, 0x123);
+	err = connect_to(fd, handle, dev, index, dgid, dmac, 3, 20, NOBODYS_SERVICE, 0x123);
 	snprintf(what, sizeof(what), "CONNECT from GID index %u", (unsigned int)index);
 	rc = verdict(what, err, o->expect);
 	if (!err && o->wait_event_ms >= 0) {
@@ -810,7 +817,7 @@ static int cmd_prepare_reps(const struct opts *o)
 		err = create_cep(client_fd, k, &client);
 		/* A QPN each: one QP's second REQ would be a stale connection's. */
 		if (!err)
-			err = connect_to(client_fd, client, "rxe0", gid_index, gid, mac, 15,
+			err = connect_to(client_fd, client, "rxe0", gid_index, gid, mac, 15, 20,
 					 OWN_SERVICE, 0x1000 + k);
 		if (err)
 			setup_failed("CONNECT %lu: %s", k + 1, errno_name(err));
@@ -905,6 +912,7 @@ int main(int argc, char **argv)
 	o.timeout_ms = -1;
 	o.wait_event_ms = -1;
 	o.drop_to = -1;
+	o.response_timeout = 20;
 	if (argc < 2)
 		usage();
 	for (i = 2; i < argc; i++) {

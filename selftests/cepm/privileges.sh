@@ -23,7 +23,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 63
+ktap_set_plan 66
 
 USER_A=65534
 USER_B=65533
@@ -606,4 +606,42 @@ else
 	ktap_test_skip "and the REPs it prepares"
 fi
 cgroup_cleanup
+
+# --- k. The MAD layer's window of requests ---------------------------------------------------
+
+# The MAD layer lets a port's CM agent have 128 requests (REQs, DREQs, SIDR_REQs) waiting for
+# their answers (ib_mad's flow control: recv_queue_size / 4); the rest wait behind them in one
+# queue, with no timer, until one is answered or one of its tries times out.  User A's 128 REQs
+# that no one answers (rxe0 drops them as they arrive), each try waiting 2.3 hours (CM
+# response timeout 31, which any user may choose), must hold back no one else's: root's
+# connection to its own listener on the port is made at once.
+SID_AFTER_WINDOW=0x0000000001064f01
+all_dropped() { [ "$(drops_pending)" = 0 ]; }
+window_filled() {
+	drop_rx 0x10 128 || return 1
+	hold_start window a create 128 --send req --response-timeout 31 --expect ok --hold &&
+		holder_says window ready && wait_until 30 all_dropped
+}
+connects_after_window() {
+	local apid rc
+	"$CEPMCTL" accept --cm-only --service-id $SID_AFTER_WINDOW --count 1 --timeout-ms 30000 \
+		>"$work/accept.log" 2>&1 &
+	apid=$!
+	if wait_until 10 file_has '^accept: listening' "$work/accept.log"; then
+		"$CEPMCTL" connect --cm-only --service-id $SID_AFTER_WINDOW --timeout-ms 20000 \
+			>"$work/connect.log" 2>&1
+		rc=$?
+	else
+		rc=1
+	fi
+	[ $rc = 0 ] || kill $apid 2>/dev/null
+	wait $apid || rc=1
+	show_files "$work/connect.log" "$work/accept.log"
+	return $rc
+}
+window_released() { holder_release window && drop_rx 0 0 && wait_until 30 ceps_are 0; }
+ktap_check "user A's 128 REQs that no one answers, each try waiting 2.3 hours, are sent" window_filled
+ktap_check "... and hold back no one: root's connection on the port is made at once" \
+	connects_after_window
+ktap_check "... and user A's CEPs go with its file" window_released
 ktap_finished
