@@ -609,15 +609,7 @@ impl Cep {
             cep: self.clone(),
             seq: inner.send_seq,
         };
-        let retry = inner.retry;
-        match peer.port.send_retried(
-            &peer.ah_info,
-            &mad,
-            attr,
-            retry.timeout_ms,
-            retry.retries,
-            owner,
-        ) {
+        match peer.port.send_retried(&peer.ah_info, &mad, attr, inner.retry, owner) {
             Ok(sent) => inner.msg = Some(sent),
             // Nothing will ever answer: fail now as if every retry had run out, so the owner
             // gets its *_ERROR event instead of waiting forever.

@@ -29,16 +29,16 @@ use crate::{
 /// new CEP can be tied to the port), then the CEPs whose peers the port reaches forget them
 /// and hear that the device is gone.
 struct ManagedPort {
-    /// The CM agent and the send-only REP agent, while registered.
+    /// The CM agent and the send-only agent, while registered.
     agents: Option<MadAgent<CmPort>>,
-    rep_agent: Option<MadAgent<CmPort>>,
+    send_only_agent: Option<MadAgent<CmPort>>,
     port: Arc<CmPort>,
 }
 
 impl Drop for ManagedPort {
     fn drop(&mut self) {
         drop(self.agents.take());
-        drop(self.rep_agent.take());
+        drop(self.send_only_agent.take());
         cep::release_port(&self.port);
     }
 }
@@ -48,7 +48,7 @@ impl ManagedPort {
     fn register(ib: &IbDevice, port: Arc<CmPort>) -> Result<Self> {
         let mut managed = Self {
             agents: None,
-            rep_agent: None,
+            send_only_agent: None,
             port,
         };
         // On error `managed` is dropped, which releases whatever was registered already.
@@ -59,11 +59,11 @@ impl ManagedPort {
             managed.port.clone(),
             AgentRole::Cm,
         )?);
-        managed.rep_agent = Some(MadAgent::register(
+        managed.send_only_agent = Some(MadAgent::register(
             ib,
             num,
             managed.port.clone(),
-            AgentRole::Rep,
+            AgentRole::SendOnly,
         )?);
         Ok(managed)
     }

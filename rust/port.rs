@@ -34,6 +34,7 @@ use crate::{
             MAD_SIZE, //
         },
         sidr_rep::SidrRep,
+        timing::RetryTimer,
     },
     shim::{
         AgentRef,
@@ -78,7 +79,7 @@ impl AttrCounters {
 /// A port's agents, and the CEPs whose peers are reached through it.
 struct Agents {
     cm: Option<AttachedAgent>,
-    rep: Option<AttachedAgent>,
+    send_only: Option<AttachedAgent>,
     /// Every CEP whose peer is reached through this port, by comm ID. Recorded under this
     /// lock when the peer is attached, so that device removal ([`CmPort::release_users`])
     /// finds every one to tell; `None` from then on, and no peer can be attached here any
@@ -90,7 +91,7 @@ impl Default for Agents {
     fn default() -> Self {
         Self {
             cm: None,
-            rep: None,
+            send_only: None,
             users: Some(RBTree::new()),
         }
     }
@@ -100,7 +101,7 @@ impl Agents {
     fn slot(&mut self, role: AgentRole) -> &mut Option<AttachedAgent> {
         match role {
             AgentRole::Cm => &mut self.cm,
-            AgentRole::Rep => &mut self.rep,
+            AgentRole::SendOnly => &mut self.send_only,
         }
     }
 }
@@ -118,7 +119,7 @@ pub(crate) struct CmPort {
     ca_guid: u64,
     /// The CA's local ACK delay exponent.
     ack_delay: u8,
-    /// The agents, while registered: the CM agent and the send-only REP agent. Senders take
+    /// The agents, while registered: the CM agent and the send-only agent. Senders take
     /// this lock, so none is mid-send when an agent goes away.
     #[pin]
     agents: SpinLock<Agents>,
@@ -233,24 +234,24 @@ impl CmPort {
         }
     }
 
-    /// Sends `mad` (attribute `attr`) to the peer `to` describes, retried until cancelled;
-    /// callable under a spinlock.
+    /// Sends `mad` (attribute `attr`) to the peer `to` describes, retried by `retry` until
+    /// cancelled; callable under a spinlock. A REP, and a request whose tries wait longer than
+    /// the MAD layer's window allows, go through the send-only agent ([`AgentRole::SendOnly`]).
     pub(crate) fn send_retried(
         &self,
         to: &AhInfo,
         mad: &[u8; MAD_SIZE],
         attr: AttrId,
-        timeout_ms: u32,
-        retries: u8,
+        retry: RetryTimer,
         owner: SendOwner,
     ) -> Result<OutstandingSend> {
-        let role = if attr == AttrId::Rep {
-            AgentRole::Rep
+        let role = if attr == AttrId::Rep || !retry.fits_window() {
+            AgentRole::SendOnly
         } else {
             AgentRole::Cm
         };
         let sent = self.with_agent_for(role, |agent| {
-            agent.send_retried(to, mad, timeout_ms, retries, owner)
+            agent.send_retried(to, mad, retry.timeout_ms, retry.retries, owner)
         });
         match &sent {
             Ok(_) => self.count_tx(attr),

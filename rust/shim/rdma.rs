@@ -274,10 +274,14 @@ unsafe impl<H: MadHandler> Sync for MadAgent<H> {}
 pub(crate) enum AgentRole {
     /// Owns the CM class: receives every CM MAD, sends all but REPs.
     Cm,
-    /// Send-only, for REPs: the MAD layer's flow control on the main agent's outstanding
-    /// requests (REQs, DREQs) can then never hold a REP back, so mutual connect storms cannot
-    /// deadlock (Linux's `rep_agent`, 2025).
-    Rep,
+    /// Send-only, outside the MAD layer's flow control, which lets the main agent have 128
+    /// requests (`recv_queue_size / 4`) waiting for answers and queues the rest, untimed,
+    /// behind them. For REPs, which it can then never hold back, so that mutual connect storms
+    /// cannot deadlock (Linux's `rep_agent`, 2025); and for requests whose tries wait longer
+    /// than [`timing::WINDOW_TRY_MAX_MS`], which would hold every other request back as long.
+    ///
+    /// [`timing::WINDOW_TRY_MAX_MS`]: crate::proto::timing::WINDOW_TRY_MAX_MS
+    SendOnly,
 }
 
 impl<H: MadHandler> MadAgent<H> {
@@ -302,7 +306,7 @@ impl<H: MadHandler> MadAgent<H> {
             shim::cepm_shim_agent_register(
                 device.ptr.as_ptr(),
                 port_num,
-                role == AgentRole::Rep,
+                role == AgentRole::SendOnly,
                 ctx,
                 Self::RECV,
                 Self::SEND_DONE,
