@@ -40,11 +40,12 @@
  *       RoCE v2 IPv4 GID (no one listens on service 0x0000000001063000: a REJ comes back),
  *       then DESTROY.  --wait-event: after a successful CONNECT, an event must arrive within
  *       MS ms (read before the DESTROY).
- *   privileges prepare-reps N --expect E [--wait-go] [--hold]
+ *   privileges prepare-reps N --expect E [--wait-go] [--hold] [--mra-timeout T]
  *       a listener on service 0x0000000001063100 in one file, N CEPs of a second file each
  *       CONNECT to it (this host's own RoCE v2 IPv4 GID on rxe0, QPN 0x1000 + i), and the
  *       listener's file claims every REQ; then (with --wait-go, after the go) PREPARE_REP
- *       for each.
+ *       for each, or with --mra-timeout, PREPARE_MRA with CEPM_MRA_SEND_NOW and service
+ *       timeout T (0..31): each REQ's try then waits that long for its answer.
  *
  * E is "ok" or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...), and
  * applies to the call the command is about: LISTEN, the first CREATE that fails, the first
@@ -128,6 +129,7 @@ struct opts {
 	long wait_event_ms;
 	const char *send;
 	unsigned long response_timeout;
+	long mra_timeout;
 	unsigned long others;
 	long drop_to;
 };
@@ -144,7 +146,7 @@ static void usage(void)
 	      "       privileges migrate N --expect E [--listening] [--others M] [--drop-to UID]\n"
 	      "                          [--wait-go] [--hold]\n"
 	      "       privileges connect-sgid INDEX --expect E [--device DEV] [--wait-event MS]\n"
-	      "       privileges prepare-reps N --expect E [--wait-go] [--hold]\n"
+	      "       privileges prepare-reps N --expect E [--wait-go] [--hold] [--mra-timeout T]\n"
 	      "E: ok or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...)\n",
 	      stderr);
 	exit(2);
@@ -235,6 +237,10 @@ static void parse_option(struct opts *o, const char *name, const char *value)
 		o->drop_to = (long)parse_u64(name, value);
 	} else if (!strcmp(name, "--wait-event")) {
 		o->wait_event_ms = parse_u64(name, value);
+	} else if (!strcmp(name, "--mra-timeout")) {
+		o->mra_timeout = (long)parse_u64(name, value);
+		if (o->mra_timeout > 31)
+			usage();
 	} else if (!strcmp(name, "--response-timeout")) {
 		o->response_timeout = parse_u64(name, value);
 		if (o->response_timeout > 31)
@@ -849,7 +855,18 @@ static int cmd_prepare_reps(const struct opts *o)
 	printf("# %lu REQs sent and claimed in %.1f s\n", claimed, now_s() - started);
 	if (o->wait_go)
 		wait_go();
-	for (k = 0; k < n; k++) {
+	for (k = 0; k < n && o->mra_timeout >= 0; k++) {
+		struct cepm_prepare_mra m = {
+			.handle = handles[k],
+			.flags = CEPM_MRA_SEND_NOW | CEPM_MRA_SERVICE_TIMEOUT,
+			.service_timeout = o->mra_timeout,
+		};
+
+		err = call(listener_fd, CEPM_IOC_PREPARE_MRA, &m);
+		if (err)
+			break;
+	}
+	for (k = 0; k < n && o->mra_timeout < 0 && !err; k++) {
 		struct cepm_accept a;
 
 		memset(&a, 0, sizeof(a));
@@ -864,9 +881,11 @@ static int cmd_prepare_reps(const struct opts *o)
 			break;
 	}
 	if (err)
-		snprintf(what, sizeof(what), "PREPARE_REP of CEP %lu", k + 1);
+		snprintf(what, sizeof(what), "%s of CEP %lu",
+			 o->mra_timeout < 0 ? "PREPARE_REP" : "PREPARE_MRA", k + 1);
 	else
-		snprintf(what, sizeof(what), "%lu PREPARE_REPs", n);
+		snprintf(what, sizeof(what), "%lu %s", n,
+			 o->mra_timeout < 0 ? "PREPARE_REPs" : "PREPARE_MRAs");
 	rc = verdict(what, err, o->expect);
 	if (rc == 0 && o->hold)
 		hold_until_eof();
@@ -913,6 +932,7 @@ int main(int argc, char **argv)
 	o.wait_event_ms = -1;
 	o.drop_to = -1;
 	o.response_timeout = 20;
+	o.mra_timeout = -1;
 	if (argc < 2)
 		usage();
 	for (i = 2; i < argc; i++) {

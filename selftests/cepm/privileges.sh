@@ -23,7 +23,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 66
+ktap_set_plan 69
 
 USER_A=65534
 USER_B=65533
@@ -609,21 +609,39 @@ cgroup_cleanup
 
 # --- k. The MAD layer's window of requests ---------------------------------------------------
 
-# The MAD layer lets a port's CM agent have 128 requests (REQs, DREQs, SIDR_REQs) waiting for
-# their answers (ib_mad's flow control: recv_queue_size / 4); the rest wait behind them in one
-# queue, with no timer, until one is answered or one of its tries times out.  User A's 128 REQs
-# that no one answers (rxe0 drops them as they arrive), each try waiting 2.3 hours (CM
-# response timeout 31, which any user may choose), must hold back no one else's: root's
-# connection to its own listener on the port is made at once.
+# The MAD layer lets an agent that receives have recv_queue_size / 4 MADs (128 with ib_core's
+# default) waiting for their answers, and queues the rest behind them, untimed, one queue for
+# every user of the port, until one is answered or one of its tries times out.  User A's
+# requests, however long their tries, must hold back no one else's: root's connection to its
+# own listener on the port is made at once, with as many of user A's REQs waiting for 2.3 hours
+# a try as fill the window.  Once REQs with CM response timeout 31 (which any user may choose)
+# that no one answers (rxe0 drops them as they arrive); once REQs to user A's own listener,
+# each answered with an MRA of service timeout 31, which lengthens the try it answers.
+read -r recv_queue_size </sys/module/ib_core/parameters/recv_queue_size
+WINDOW=$((recv_queue_size / 4))
 SID_AFTER_WINDOW=0x0000000001064f01
+ceps_in() {
+	local n=0 state
+	while read -r _ state _; do [ "$state" = "$1" ] && n=$((n + 1)); done < <("$CEPMCTL" list)
+	echo $n
+}
 all_dropped() { [ "$(drops_pending)" = 0 ]; }
-window_filled() {
-	drop_rx 0x10 128 || return 1
-	hold_start window a create 128 --send req --response-timeout 31 --expect ok --hold &&
+unanswered_window() {
+	drop_rx 0x10 $WINDOW || return 1
+	hold_start window a create $WINDOW --send req --response-timeout 31 --expect ok --hold &&
 		holder_says window ready && wait_until 30 all_dropped
 }
+mra_window() {
+	local mra0
+	mra0=$(rx MRA)
+	hold_start mras a prepare-reps $WINDOW --mra-timeout 31 --expect ok --hold &&
+		holder_says mras ready && wait_until 30 counter_reaches rx MRA $((mra0 + WINDOW)) &&
+		mad_barrier
+}
+# connects_after_window STATE: root's connection is made, and user A's requests are still
+# waiting meanwhile (WINDOW of its CEPs in STATE).
 connects_after_window() {
-	local apid rc
+	local apid rc waiting
 	"$CEPMCTL" accept --cm-only --service-id $SID_AFTER_WINDOW --count 1 --timeout-ms 30000 \
 		>"$work/accept.log" 2>&1 &
 	apid=$!
@@ -637,11 +655,27 @@ connects_after_window() {
 	[ $rc = 0 ] || kill $apid 2>/dev/null
 	wait $apid || rc=1
 	show_files "$work/connect.log" "$work/accept.log"
+	waiting=$(ceps_in "$1")
+	ktap_print_msg "user A's CEPs in $1 after root's connection: $waiting (window $WINDOW)"
+	[ "$waiting" -ge $WINDOW ] || rc=1
 	return $rc
 }
-window_released() { holder_release window && drop_rx 0 0 && wait_until 30 ceps_are 0; }
-ktap_check "user A's 128 REQs that no one answers, each try waiting 2.3 hours, are sent" window_filled
+# window_released HOLDER: it lets go, and with it its CEPs go.
+window_released() {
+	local rc=0
+	holder_release "$1" || rc=1
+	drop_rx 0 0 || rc=1
+	wait_until 30 ceps_are 0 || rc=1
+	return $rc
+}
+ktap_check "user A's $WINDOW REQs that no one answers, each try waiting 2.3 hours, are sent" \
+	unanswered_window
 ktap_check "... and hold back no one: root's connection on the port is made at once" \
-	connects_after_window
-ktap_check "... and user A's CEPs go with its file" window_released
+	connects_after_window REQ_SENT
+ktap_check "... and user A's CEPs go with its file" window_released window
+ktap_check "user A's $WINDOW REQs to its own listener, each answered by an MRA of 2.3 hours" \
+	mra_window
+ktap_check "... and hold back no one: root's connection on the port is made at once" \
+	connects_after_window MRA_REQ_RCVD
+ktap_check "... and user A's CEPs go with its files" window_released mras
 ktap_finished
