@@ -609,7 +609,10 @@ impl Cep {
             cep: self.clone(),
             seq: inner.send_seq,
         };
-        match peer.port.send_retried(&peer.ah_info, &mad, attr, inner.retry, owner) {
+        match peer
+            .port
+            .send_retried(&peer.ah_info, &mad, attr, inner.retry, owner)
+        {
             Ok(sent) => inner.msg = Some(sent),
             // Nothing will ever answer: fail now as if every retry had run out, so the owner
             // gets its *_ERROR event instead of waiting forever.

@@ -166,9 +166,10 @@ bool cepm_shim_port_is_roce(struct ib_device *device, u32 port);
  * Registers a GSI agent for CM class 0x07 version 2, method SEND, whose
  * callbacks are recv(port_ctx, ...) and send_done(port_ctx, ...).  Returns an
  * ERR_PTR on failure, e.g. -EINVAL when another CM (ib_cm) owns the class.
- * With send_only, the agent registers no class: it only sends (REPs, so
- * that the main agent's flow control on outstanding requests can never hold
- * them back, as Linux's cm rep_agent).  May sleep.
+ * With send_only, the agent registers no class and no receive handler: it
+ * only sends, and the MAD layer's flow control for solicited MADs (which
+ * needs a receive handler) never queues its sends.  cepm sends every MAD that
+ * waits for an answer through it.  May sleep.
  */
 struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port,
 					      bool send_only, void *port_ctx,

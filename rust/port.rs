@@ -235,8 +235,8 @@ impl CmPort {
     }
 
     /// Sends `mad` (attribute `attr`) to the peer `to` describes, retried by `retry` until
-    /// cancelled; callable under a spinlock. A REP, and a request whose tries wait longer than
-    /// the MAD layer's window allows, go through the send-only agent ([`AgentRole::SendOnly`]).
+    /// cancelled; callable under a spinlock. Through the send-only agent, outside the MAD
+    /// layer's window of unanswered requests ([`AgentRole::SendOnly`]).
     pub(crate) fn send_retried(
         &self,
         to: &AhInfo,
@@ -245,12 +245,7 @@ impl CmPort {
         retry: RetryTimer,
         owner: SendOwner,
     ) -> Result<OutstandingSend> {
-        let role = if attr == AttrId::Rep || !retry.fits_window() {
-            AgentRole::SendOnly
-        } else {
-            AgentRole::Cm
-        };
-        let sent = self.with_agent_for(role, |agent| {
+        let sent = self.with_agent_for(AgentRole::SendOnly, |agent| {
             agent.send_retried(to, mad, retry.timeout_ms, retry.retries, owner)
         });
         match &sent {

@@ -93,16 +93,6 @@ pub const fn active_ack_timeout_after_rep(target_ack_delay: u8, av_timeout: u8) 
     ack_timeout(target_ack_delay, av_timeout.saturating_sub(1))
 }
 
-/// The longest a try of a request (REQ, DREQ, SIDR_REQ) may wait for its answer inside the
-/// MAD layer's window: ib_mad lets a port's CM agent have `recv_queue_size / 4` (128) requests
-/// unanswered and queues the rest behind them, untimed (`mad_is_for_backlog` in
-/// drivers/infiniband/core/mad.c), so each slot is held until its request is answered or its
-/// try times out. A request whose tries wait longer is sent outside the window. 16384 ms:
-/// rdma_cm's tries wait 4608 ms on RoCE (packet lifetime 16, CM response timeout 20) and
-/// 12288 ms over an IB path of packet lifetime 20; a user may ask for up to 2.3 hours a try (CM
-/// response timeout 31), and a peer may make cepm's DREQs to it wait as long.
-pub const WINDOW_TRY_MAX_MS: u32 = 16384;
-
 /// A retried MAD's timer: wait `timeout_ms` for an answer, resend up to `retries` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RetryTimer {
@@ -147,12 +137,6 @@ impl RetryTimer {
         }
     }
 
-    /// Whether each try is short enough to wait in the MAD layer's window
-    /// ([`WINDOW_TRY_MAX_MS`]).
-    pub const fn fits_window(self) -> bool {
-        self.timeout_ms <= WINDOW_TRY_MAX_MS
-    }
-
     /// Worst-case time until the final timeout: `timeout_ms · (retries + 1)`.
     pub const fn budget_ms(self) -> u64 {
         (self.timeout_ms as u64).saturating_mul(self.retries as u64 + 1)
@@ -195,15 +179,6 @@ mod tests {
         assert_eq!(RetryTimer::rep(20, 15).budget_ms(), 65_536);
         assert_eq!(RetryTimer::rep(20, 15).after_mra(24, 17).timeout_ms, 66_048);
         assert_eq!(timewait_ms(17), 512);
-        // rdma_cm's REQ fits the window; a user's longest, or a peer's (its DREQs), does not.
-        assert!(RetryTimer::req(16, 20, 15).fits_window());
-        assert!(RetryTimer::req(16, 21, 15).fits_window());
-        assert!(RetryTimer::req(20, 20, 15).fits_window());
-        assert!(RetryTimer::rep(22, 15).fits_window());
-        assert!(!RetryTimer::req(0, 22, 15).fits_window());
-        assert!(!RetryTimer::req(21, 20, 15).fits_window());
-        assert!(!RetryTimer::req(14, 31, 15).fits_window());
-        assert!(!RetryTimer::req(31, 0, 15).fits_window());
         assert_eq!(exponent_at_least_ns(4096), 0);
         assert_eq!(exponent_at_least_ns(4097), 1);
         assert_eq!(exponent_at_least_ns(u64::MAX), 31);

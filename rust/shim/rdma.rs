@@ -272,15 +272,17 @@ unsafe impl<H: MadHandler> Sync for MadAgent<H> {}
 /// What a port's agent is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AgentRole {
-    /// Owns the CM class: receives every CM MAD, sends all but REPs.
+    /// Owns the CM class: receives every CM MAD, and sends those that wait for no answer (REJ,
+    /// RTU, MRA, DREP, SIDR_REP, and every stateless answer).
     Cm,
-    /// Send-only, outside the MAD layer's flow control, which lets the main agent have 128
-    /// requests (`recv_queue_size / 4`) waiting for answers and queues the rest, untimed,
-    /// behind them. For REPs, which it can then never hold back, so that mutual connect storms
-    /// cannot deadlock (Linux's `rep_agent`, 2025); and for requests whose tries wait longer
-    /// than [`timing::WINDOW_TRY_MAX_MS`], which would hold every other request back as long.
-    ///
-    /// [`timing::WINDOW_TRY_MAX_MS`]: crate::proto::timing::WINDOW_TRY_MAX_MS
+    /// Registers no class (no receive handler), so the MAD layer's flow control for solicited
+    /// MADs leaves it alone: an agent that receives may have `recv_queue_size / 4` (128) MADs
+    /// waiting for answers, and queues the rest behind them, untimed, in one queue for all of
+    /// the port's users (`ib_register_mad_agent`, `mad_is_for_backlog` in
+    /// drivers/infiniband/core/mad.c). Sends every MAD that waits for an answer (REQ, REP, DREQ,
+    /// SIDR_REQ), so that no user's or peer's unanswered ones, however long their tries (up to
+    /// 2.3 hours, lengthened in place by an MRA), hold anyone else's back; REPs first went here
+    /// so that requests could never hold one back (Linux's `rep_agent`, 2025).
     SendOnly,
 }
 
