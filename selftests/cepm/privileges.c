@@ -866,7 +866,7 @@ static int cmd_prepare_reps(const struct opts *o)
 		if (err)
 			break;
 	}
-	for (k = 0; k < n && o->mra_timeout < 0 && !err; k++) {
+	for (k = 0; k < n && o->mra_timeout < 0; k++) {
 		struct cepm_accept a;
 
 		memset(&a, 0, sizeof(a));
