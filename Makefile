@@ -81,6 +81,7 @@ host-test:
 	rdmacm/check-symbols.sh
 	rdmacm/check-symbols-test.sh
 	selftests/check-waits.sh
+	selftests/check-holders.sh
 	scripts/check-vm-log-test.sh
 	scripts/check-vm-args-test.sh
 	selftests/check-tool-pair.sh
