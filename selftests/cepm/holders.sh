@@ -42,8 +42,17 @@ holder_says() {
 	return 1
 }
 
-# holder_tell NAME LINE: a line on holder NAME's stdin.
-holder_tell() { echo "$2" >&"${HOLDER_IN[$1]}"; }
+# holder_tell NAME LINE: a line on holder NAME's stdin; false if it has ended.  The write is
+# made in a subshell that ignores SIGPIPE: a fifo with no reader raises it, and it would end
+# the whole test before its EXIT trap ran.
+holder_tell() {
+	(
+		trap '' PIPE
+		echo "$2" >&"${HOLDER_IN[$1]}"
+	) 2>/dev/null && return 0
+	ktap_print_msg "[$1] could not be told '$2': it has ended"
+	return 1
+}
 
 # hold NAME WHO ARGS...: hold_start, then wait for its "ready".
 hold() { hold_start "$@" && holder_says "$1" ready; }
