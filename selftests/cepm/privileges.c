@@ -46,10 +46,13 @@
  *       listener's file claims every REQ; then (with --wait-go, after the go) PREPARE_REP
  *       for each, or with --mra-timeout, PREPARE_MRA with CEPM_MRA_SEND_NOW and service
  *       timeout T (0..31): each REQ's try then waits that long for its answer.
+ *       With --claims-after-go, the go comes once every REQ waits in the listener's backlog,
+ *       and the calls after it are the N GET_REQUESTs alone (no PREPARE_REP).
  *
  * E is "ok" or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...), and
  * applies to the call the command is about: LISTEN, the first CREATE that fails, the first
- * CREATE or LISTEN that fails, CONNECT, MIGRATE, the first MONITOR that fails, the first PREPARE_REP that fails.  Exit status: 0 when the outcome is the expected one,
+ * CREATE or LISTEN that fails, CONNECT, MIGRATE, the first MONITOR that fails, the first PREPARE_REP
+ * (or, with --claims-after-go, GET_REQUEST) that fails.  Exit status: 0 when the outcome is the expected one,
  * 1 when not, 2 when the run did not get that far (usage, opening /dev/cepm, a call that only
  * sets up): a setup failure never passes for an expected errno.
  *
@@ -115,6 +118,7 @@ struct opts {
 	bool hold;
 	bool listening;
 	bool wait_go;
+	bool claims_after_go;
 	__u64 context;
 	unsigned long files;
 	__u64 base;
@@ -147,6 +151,7 @@ static void usage(void)
 	      "                          [--wait-go] [--hold]\n"
 	      "       privileges connect-sgid INDEX --expect E [--device DEV] [--wait-event MS]\n"
 	      "       privileges prepare-reps N --expect E [--wait-go] [--hold] [--mra-timeout T]\n"
+	      "                                [--claims-after-go]\n"
 	      "E: ok or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...)\n",
 	      stderr);
 	exit(2);
@@ -793,6 +798,54 @@ static double now_s(void)
 /* The service prepare-reps listens on, and connects to: TCP port 0x3100. */
 #define OWN_SERVICE 0x0000000001063100ULL
 
+/* Read the listener's events until N REQ_RECEIVEDs (30 s at most between two events). */
+static void await_reqs(int listener_fd, unsigned long n, double started)
+{
+	unsigned long seen = 0;
+
+	while (seen < n) {
+		struct pollfd p = { .fd = listener_fd, .events = POLLIN };
+		struct cepm_event ev;
+
+		if (poll(&p, 1, 30000) != 1)
+			setup_failed("%lu of %lu REQs received, then none for 30 s", seen, n);
+		if (read(listener_fd, &ev, sizeof(ev)) != sizeof(ev))
+			setup_failed("read: %s", errno_name(errno));
+		if (ev.event == CEPM_EVENT_REQ_RECEIVED)
+			seen++;
+	}
+	printf("# %lu REQs waiting in the backlog, %.1f s in\n", seen, now_s() - started);
+}
+
+/*
+ * prepare-reps --claims-after-go: the N REQs wait in the listener's backlog; after the go,
+ * the GET_REQUESTs the verdict is about.
+ */
+static int claims_after_go(const struct opts *o, int listener_fd, __u32 listener,
+			   unsigned long n, double started)
+{
+	struct cepm_get_request g;
+	unsigned long k;
+	char what[64];
+	int err = 0, rc;
+
+	await_reqs(listener_fd, n, started);
+	wait_go();
+	for (k = 0; k < n && !err; k++) {
+		memset(&g, 0, sizeof(g));
+		g.listen_handle = listener;
+		err = call(listener_fd, CEPM_IOC_GET_REQUEST, &g);
+	}
+	if (err)
+		snprintf(what, sizeof(what), "GET_REQUEST %lu", k);
+	else
+		snprintf(what, sizeof(what), "%lu GET_REQUESTs", n);
+	rc = verdict(what, err, o->expect);
+	if (rc == 0 && o->hold)
+		hold_until_eof();
+	return rc;
+}
+
 /*
  * prepare-reps: N REQs from one file to a listener of another, both ours, on rxe0; every
  * one claimed; then (after the go) a PREPARE_REP for each, the calls the verdict is about.
@@ -831,6 +884,8 @@ static int cmd_prepare_reps(const struct opts *o)
 		if ((k + 1) % 250 == 0)
 			printf("# %lu REQs sent so far, %.1f s in\n", k + 1, now_s() - started);
 	}
+	if (o->claims_after_go)
+		return claims_after_go(o, listener_fd, listener, n, started);
 	while (claimed < n) {
 		struct pollfd p = { .fd = listener_fd, .events = POLLIN };
 		struct cepm_get_request g;
@@ -942,6 +997,8 @@ int main(int argc, char **argv)
 			o.listening = true;
 		else if (!strcmp(argv[i], "--wait-go"))
 			o.wait_go = true;
+		else if (!strcmp(argv[i], "--claims-after-go"))
+			o.claims_after_go = true;
 		else if (!strncmp(argv[i], "--", 2) && i + 1 < argc) {
 			parse_option(&o, argv[i], argv[i + 1]);
 			i++;

@@ -23,7 +23,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 69
+ktap_set_plan 70
 
 USER_A=65534
 USER_B=65533
@@ -608,4 +608,37 @@ ktap_check "user A's $WINDOW REQs to its own listener, each answered by an MRA o
 ktap_check "... and hold back no one: root's connection on the port is made at once" \
 	connects_after_window MRA_REQ_RCVD
 ktap_check "... and user A's CEPs go with its files" window_released mras
+
+# --- l. A CEP spawned by a REQ is charged to whoever claims it -------------------------------
+
+# User A's 500 REQs to its own listener wait in its backlog, spawned by the MAD layer's work,
+# where no cgroup can be charged; then user A claims them: each CEP is charged to the claimer
+# from then on, as a socket born of a SYN is when accept(2) takes it, and the cgroup's kernel
+# memory grows by at least 512 bytes a claim (a CEP is larger; uncharged, only the handle
+# grows it, by less). Measured from the moment every REQ waits, so that only the claims count.
+claims_charged_to_cgroup() {
+	local key=kernel before now want=$((500 * 512)) rc
+	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab
+	HOLDER_CGROUP=$CG_DIR hold_start claims a prepare-reps 500 --claims-after-go --wait-go \
+		--expect ok --hold && holder_says claims waiting || return 1
+	before=$(kmem $key)
+	holder_tell claims go
+	holder_says claims ready && wait_until 10 kmem_grew_by $key "$before" $want
+	rc=$?
+	now=$(kmem $key)
+	ktap_print_msg "memory.stat $key: $before before the GET_REQUESTs, $now with them" \
+		"(+$want at least expected)"
+	holder_release claims || rc=1
+	wait_until 30 ceps_are 0 || rc=1
+	return $rc
+}
+
+if memory_cgroup; then
+	ktap_check "user A's listener's REQs spawn CEPs charged to user A's cgroup once it claims them" \
+		claims_charged_to_cgroup
+else
+	ktap_print_msg "$no_cgroup"
+	ktap_test_skip "user A's listener's REQs spawn CEPs charged to user A's cgroup once it claims them"
+fi
+cgroup_cleanup
 ktap_finished
