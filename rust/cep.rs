@@ -247,20 +247,18 @@ pub(crate) fn release_port(port: &CmPort) {
 
 impl Cep {
     /// A new CEP with a fresh local comm ID, findable by it. A user's CEP is charged, its
-    /// node in the local table too, to the user's memory cgroup; one a peer's REQ spawns is
-    /// charged to no memory cgroup until claimed, though counted against its listener's
-    /// limits meanwhile (`kind::Pending`; a listener holds at most backlog() of them).
+    /// node in the local table too, to the user's memory cgroup. One a peer's REQ spawns is
+    /// allocated by the MAD layer's work, where `__GFP_ACCOUNT` charges no cgroup: it is
+    /// charged to no one until claimed ([`Cep::claim`] charges it to the claimer), though
+    /// counted against its listener's limits meanwhile (`kind::Pending`; a listener holds at
+    /// most backlog() of them).
     fn insert_new(
         cm: &Arc<Cm>,
         sm: state::Cep,
         kind: Kind,
         owner: Option<Owner>,
     ) -> Result<Arc<Self>> {
-        let gfp = if owner.is_some() {
-            GFP_KERNEL_ACCOUNT
-        } else {
-            GFP_KERNEL
-        };
+        let gfp = GFP_KERNEL_ACCOUNT;
         cm.tables
             .insert_new_local(gfp, |id| Self::new(cm.clone(), id, sm, kind, owner, gfp))
     }

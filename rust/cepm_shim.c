@@ -13,6 +13,7 @@
 #include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/random.h>
@@ -113,6 +114,21 @@ void cepm_shim_current_caps(struct cepm_caps *out)
 	/* noaudit: every open asks, and a user without them is no event worth a log line. */
 	out->net_admin = ns_capable_noaudit(&init_user_ns, CAP_NET_ADMIN);
 	out->net_bind_service = ns_capable_noaudit(&init_user_ns, CAP_NET_BIND_SERVICE);
+}
+
+/*
+ * A CEP that a peer's REQ spawns is allocated by the MAD layer's work, where no memory cgroup
+ * can be charged; it is charged to the task that claims it, as __sk_charge charges a socket
+ * born of a SYN to the task that accepts it.  Only memory allocated with __GFP_ACCOUNT can be
+ * charged after the fact (kmem_cache_charge); any address inside such a slab object names it
+ * (SLUB finds the object by its index in its slab).  Anything else is left alone.  Atomic:
+ * called under the CEP's lock; an atomic charge goes over the cgroup's limit rather than fail.
+ */
+bool cepm_shim_charge_current(const void *obj)
+{
+	if (!obj || !virt_addr_valid(obj) || !folio_test_slab(virt_to_folio(obj)))
+		return false;
+	return kmem_cache_charge((void *)obj, GFP_ATOMIC);
 }
 
 /*

@@ -105,6 +105,8 @@ struct cepm_caps {
 	bool net_bind_service;
 };
 void cepm_shim_current_caps(struct cepm_caps *out);
+/* Charges the __GFP_ACCOUNT slab object OBJ points into to the current task's memory cgroup. */
+bool cepm_shim_charge_current(const void *obj);
 /* /sys/kernel/debug/cepm: test-only fault injection (drop received MADs). */
 void cepm_shim_debugfs_create(void);
 void cepm_shim_debugfs_remove(void);

@@ -338,6 +338,16 @@ pub(crate) fn current_caps() -> Caps {
     out
 }
 
+/// Charges the memory `obj` lies in to the current task's memory cgroup, if it is a slab
+/// object allocated with `__GFP_ACCOUNT` that no cgroup was charged for (one allocated by the
+/// MAD layer's work); anything else is left as it is. Atomic: callable under a spinlock, and
+/// the charge may take the cgroup over its limit rather than fail. Returns whether it charged.
+pub(crate) fn charge_to_current<T>(obj: &T) -> bool {
+    // SAFETY: `obj` is a live reference, so the address is mapped for the call; the shim
+    // charges only an address the slab allocator owns, and leaves any other alone.
+    unsafe { shim::cepm_shim_charge_current(core::ptr::from_ref(obj).cast()) }
+}
+
 /// A random 32-bit value.
 pub(crate) fn random_u32() -> u32 {
     // SAFETY: No preconditions.

@@ -76,7 +76,8 @@ impl Cep {
         req: &Req,
         tid: u64,
     ) -> Result<Spawned> {
-        let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL)?;
+        // Accounted, so that its claimer can be charged for it (`Cep::claim`).
+        let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL_ACCOUNT)?;
         info.service_id = req.service_id;
         info.remote_ca_guid = req.local_ca_guid;
         info.remote_comm_id = req.local_comm_id;

@@ -9,7 +9,10 @@ use kernel::{
 };
 
 use crate::{
-    file::CepmFile,
+    file::{
+        ring::Ring,
+        CepmFile, //
+    },
     proto::service_id::ServiceRange,
     proto::state::{
         Action,
@@ -17,6 +20,7 @@ use crate::{
         State,
         UserEvent, //
     },
+    shim,
     uapi,
     users::Opener, //
 };
@@ -139,7 +143,13 @@ impl Cep {
     pub(crate) fn claim(self: &Arc<Self>, owner: Owner) -> Result<uapi::cepm_req_info> {
         let mut inner = self.inner.lock();
         let checked = inner.check(Event::Claim)?;
-        let req = inner.kind.request_info().copied().ok_or(EINVAL)?;
+        let info = inner.kind.request_info().ok_or(EINVAL)?;
+        let req = *info;
+        // Spawned by the MAD layer's work, the CEP and its request were charged to no one:
+        // the claimer pays for them from now on, as accept(2) pays for a socket born of a
+        // SYN (docs/abi.md, "Privileges and limits").
+        shim::charge_to_current(info);
+        shim::charge_to_current(&**self);
         self.commit(&mut inner, checked, None);
         while let Some(mut ev) = inner.parked.events.pop() {
             ev.handle = owner.handle;
@@ -149,7 +159,12 @@ impl Cep {
         owner
             .file
             .note_lost(owner.handle, core::mem::take(&mut inner.parked.lost));
+        // Owned, the CEP queues its events on its owner's file: the parked ring has done its
+        // work. Freed once the lock is let go.
+        let parked = core::mem::replace(&mut inner.parked.events, Ring::empty());
         inner.owner = Some(owner);
+        drop(inner);
+        drop(parked);
         Ok(req)
     }
 }

@@ -136,7 +136,8 @@ impl Cep {
         sreq: &SidrReq,
         tid: u64,
     ) -> Result<Spawned> {
-        let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL)?;
+        // Accounted, so that its claimer can be charged for it (`Cep::claim`).
+        let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL_ACCOUNT)?;
         info.service_id = sreq.service_id;
         info.remote_comm_id = sreq.request_id;
         info.port_num = u8::try_from(port.num()).unwrap_or(0);
