@@ -474,14 +474,16 @@ impl Cep {
                 let mra_timeout = inner.kind.connection().map_or(0, |c| c.mra_service_timeout);
                 let timeout = inner.retry.after_mra(mra_timeout, av_timeout).timeout_ms;
                 if let Some(msg) = &inner.msg {
-                    let _ = msg.extend(timeout);
+                    // SAFETY: `inner` is this CEP's lock, held, and `msg` is in its slot.
+                    let _ = unsafe { msg.extend(timeout) };
                 }
             }
             // Lazy: the queued work finds the CEP out of timewait and does nothing.
             Action::CancelTimewait => {}
             Action::CancelSend => {
                 if let Some(msg) = inner.msg.take() {
-                    msg.cancel();
+                    // SAFETY: `inner` is this CEP's lock, held since `msg` left its slot.
+                    unsafe { msg.cancel() };
                 }
             }
             Action::StopListening => {

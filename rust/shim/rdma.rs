@@ -442,21 +442,27 @@ pub(super) struct InFlight {
     pub(super) owner: Option<SendOwner>,
 }
 
-/// A retried MAD still in flight, which its owner may cancel.
+/// A retried MAD in flight, which its owner may cancel or give more time.
+///
+/// The MAD layer frees the buffer once the send's completion has run, and that completion is
+/// the [`SendOwner`]'s `send_done` for `seq`, which takes the owner's lock and drops the value
+/// held in the owner's slot. A value is thus known to name a live buffer only while its owner's
+/// lock is held with the value still in, or just taken from, that slot: hence the `unsafe` on
+/// [`OutstandingSend::cancel`] and [`OutstandingSend::extend`].
 ///
 /// # Invariants
 ///
-/// `buf` is a send buffer the MAD layer has not freed. Only [`AgentRef::send_retried`] creates
-/// values, and it hands them to the [`SendOwner`]'s CEP, which drops the value no later than in
-/// its `send_done` for `seq`, which runs before the MAD layer frees the buffer.
+/// `buf` is a send buffer of the MAD layer, for the send numbered `seq` of its owner. Only
+/// [`AgentRef::send_retried`] creates values, and it hands them to the [`SendOwner`]'s CEP.
 pub(crate) struct OutstandingSend {
     buf: NonNull<shim::ib_mad_send_buf>,
     seq: u64,
 }
 
-// SAFETY: Cancelling a send is allowed from any thread.
+// SAFETY: Cancelling or modifying a send is allowed from any thread.
 unsafe impl Send for OutstandingSend {}
-// SAFETY: `&OutstandingSend` only allows `cancel`, which the MAD layer serialises.
+// SAFETY: `&OutstandingSend` only allows `cancel` and `extend`, which the MAD layer serialises
+// under its agent's lock.
 unsafe impl Sync for OutstandingSend {}
 
 impl OutstandingSend {
@@ -465,15 +471,24 @@ impl OutstandingSend {
         self.seq
     }
 
-    /// Stops resending; the completion then reports it as cancelled (or has already come).
-    pub(crate) fn cancel(&self) {
-        // SAFETY: The buffer is not freed yet, by the type invariant.
+    /// Stops resending; the completion then reports it as cancelled.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of the owner, and `self` is in the owner's slot or was taken
+    /// from it under this hold of the lock: the completion has not run, so the buffer is live.
+    pub(crate) unsafe fn cancel(&self) {
+        // SAFETY: The buffer is live (function safety requirement).
         unsafe { shim::cepm_shim_cancel_mad(self.buf.as_ptr()) };
     }
 
     /// Waits `timeout_ms` for the answer from now on (the peer sent an MRA).
-    pub(crate) fn extend(&self, timeout_ms: u32) -> Result {
-        // SAFETY: The buffer is not freed yet, by the type invariant.
+    ///
+    /// # Safety
+    ///
+    /// As for [`OutstandingSend::cancel`].
+    pub(crate) unsafe fn extend(&self, timeout_ms: u32) -> Result {
+        // SAFETY: The buffer is live (function safety requirement).
         to_result(unsafe { shim::cepm_shim_modify_mad(self.buf.as_ptr(), timeout_ms) })
     }
 }
