@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # TEST@TOPOLOGY runs TEST with CEPM_TOPOLOGY=TOPOLOGY (see topology_up in cepm/lib.sh).
 both() { local t; for t; do echo "$t@loopback" "$t@two-hosts"; done; }
-all=(runner_isolation.sh module_ports.sh ioctl_abi ioctl_fuzz.sh event_queue.sh mad_counted.sh stateless_replies.sh cep_listen.sh
+all=(runner_isolation.sh module_ports.sh ioctl_abi ioctl_fuzz.sh event_queue.sh mad_counted.sh stateless_replies.sh peer_unresolved.sh@two-hosts cep_listen.sh
 	cep_rej_match.sh cep_peer_tables.sh cep_ignored.sh cep_ah.sh cep_timeout_rej.sh cep_req_validation.sh
 	$(both cep_connect.sh cep_message_details.sh cep_failures.sh cep_mra.sh cep_races.sh cep_stale.sh cep_scale.sh)
 	cep_wire_fields.sh@two-hosts mad_fuzz.sh@two-hosts $(both storms.sh)
