@@ -21,6 +21,10 @@
 #include <linux/string.h>
 #include <linux/user_namespace.h>
 #include <linux/workqueue.h>
+#include <net/dst.h>
+#include <net/ip6_route.h>
+#include <net/neighbour.h>
+#include <net/route.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
@@ -364,27 +368,192 @@ void cepm_shim_debugfs_remove(void)
 	debugfs_remove(cepm_debugfs);
 }
 
-/* An agent's context: the Rust handler's, and its callbacks. */
+/* The network header type of a RoCE MAD, as the driver reports it or as its header shows. */
+static enum rdma_network_type cepm_roce_net_type(const struct ib_wc *wc, const struct ib_grh *grh)
+{
+	if (wc->wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE)
+		return wc->network_hdr_type;
+	if (ib_get_rdma_header_version((const union rdma_network_hdr *)grh) == 4)
+		return RDMA_NETWORK_IPV4;
+	return grh->next_hdr == IPPROTO_UDP ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_ROCE_V1;
+}
+
+/* The route from OURS to THEIRS in NDEV's namespace, leaving by NDEV; NULL if there is none. */
+static struct dst_entry *cepm_route(struct net_device *ndev, const union ib_gid *ours,
+				    const union ib_gid *theirs)
+{
+	const struct in6_addr *daddr = (const struct in6_addr *)theirs->raw;
+	const struct in6_addr *saddr = (const struct in6_addr *)ours->raw;
+
+	if (ipv6_addr_v4mapped(daddr)) {
+		struct rtable *rt = ip_route_output(dev_net(ndev), daddr->s6_addr32[3],
+						    saddr->s6_addr32[3], 0, ndev->ifindex,
+						    RT_SCOPE_UNIVERSE);
+
+		return IS_ERR(rt) ? NULL : &rt->dst;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	{
+		struct flowi6 fl6 = {
+			.daddr = *daddr,
+			.saddr = *saddr,
+			.flowi6_oif = ndev->ifindex,
+		};
+		struct dst_entry *dst = ip6_route_output(dev_net(ndev), NULL, &fl6);
+
+		if (!dst->error)
+			return dst;
+		dst_release(dst);
+	}
+#endif
+	return NULL;
+}
+
+/*
+ * Whether the MAC an answer to RECV would go to is known now, looked up without waiting the way
+ * the RDMA core's address resolution looks it up (a route leaving by the GID's netdev, and its
+ * next hop's neighbour entry); if it is not, its resolution is started (-EAGAIN).  Anything
+ * this cannot judge counts as known: ib_init_ah_attr_from_wc decides, as without this.
+ */
+static int cepm_reply_mac_known(struct ib_mad_agent *agent, struct ib_mad_recv_wc *recv)
+{
+	const struct ib_grh *grh = recv->recv_buf.grh;
+	const struct ib_gid_attr *gid_attr;
+	enum rdma_network_type net_type;
+	union ib_gid theirs, ours;
+	struct net_device *ndev;
+	struct dst_entry *dst;
+	struct neighbour *n;
+	int ret = 0;
+
+	if (!rdma_protocol_roce(agent->device, agent->port_num) || !grh ||
+	    !(recv->wc->wc_flags & IB_WC_GRH))
+		return 0;
+	net_type = cepm_roce_net_type(recv->wc, grh);
+	/* A RoCE v1 peer's link-local GID holds its MAC: no IP stack is asked. */
+	if (net_type == RDMA_NETWORK_ROCE_V1)
+		return 0;
+	if (ib_get_gids_from_rdma_hdr((const union rdma_network_hdr *)grh, net_type, &theirs,
+				      &ours))
+		return 0;
+	gid_attr = rdma_find_gid_by_port(agent->device, &ours, ib_network_to_gid_type(net_type),
+					 agent->port_num, NULL);
+	if (IS_ERR(gid_attr))
+		return 0;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(gid_attr);
+	dst = IS_ERR(ndev) ? NULL : cepm_route(ndev, &ours, &theirs);
+	/* To one of this host's own addresses: the answer goes to the netdev's own MAC. */
+	if (dst && !(dst->dev->flags & IFF_LOOPBACK)) {
+		const void *daddr = ipv6_addr_v4mapped((struct in6_addr *)theirs.raw) ?
+			(const void *)&theirs.raw[12] : (const void *)theirs.raw;
+
+		n = dst_neigh_lookup(dst, daddr);
+		if (n) {
+			if (!(READ_ONCE(n->nud_state) & NUD_VALID)) {
+				neigh_event_send(n, NULL);
+				ret = -EAGAIN;
+			}
+			neigh_release(n);
+		}
+	}
+	dst_release(dst);
+	rcu_read_unlock();
+	rdma_put_gid_attr(gid_attr);
+	return ret;
+}
+
+/*
+ * MADs whose answer's MAC is not known yet, handled away from the MAD layer's receive handler
+ * (which every MAD of the port goes through), where finding that MAC may wait a second: at
+ * most this many at a time on a port, each on a worker of the agent's own workqueue.  More are
+ * dropped, and answered when their senders retry; a peer that sends from addresses no one
+ * answers for can hold these workers, and no one else's MADs.  Linux's CM handles every MAD on
+ * its ib_cm workqueue, one at a time on each CPU, and the same wait holds them all back.
+ */
+#define CEPM_UNRESOLVED_MAX 16
+
+/* An agent's context: the Rust handler's, its callbacks, and its MADs handled later. */
 struct cepm_agent_ctx {
 	void *ctx;
 	cepm_recv_mad_fn *recv;
 	cepm_send_done_fn *send_done;
+	/* NULL for a send-only agent. */
+	struct workqueue_struct *unresolved_wq;
+	/* Guards the two below against the agent's unregistration. */
+	spinlock_t lock;
+	unsigned int unresolved;
+	bool closing;
 };
+
+/* A received MAD kept for the agent's workqueue (ib_free_recv_mad once handled). */
+struct cepm_unresolved_mad {
+	struct work_struct work;
+	struct ib_mad_agent *agent;
+	struct ib_mad_recv_wc *recv_wc;
+};
+
+static void cepm_agent_handle(struct ib_mad_agent *agent, struct ib_mad_recv_wc *recv_wc)
+{
+	struct cepm_agent_ctx *actx = agent->context;
+
+	/* CM MADs are never RMPP: one 256-byte segment. */
+	actx->recv(actx->ctx, agent, recv_wc, (const u8 *)recv_wc->recv_buf.mad,
+		   recv_wc->mad_len);
+	ib_free_recv_mad(recv_wc);
+}
+
+static void cepm_unresolved_work(struct work_struct *work)
+{
+	struct cepm_unresolved_mad *um = container_of(work, struct cepm_unresolved_mad, work);
+	struct ib_mad_agent *agent = um->agent;
+	struct cepm_agent_ctx *actx = agent->context;
+
+	cepm_agent_handle(agent, um->recv_wc);
+	kfree(um);
+	spin_lock(&actx->lock);
+	actx->unresolved--;
+	spin_unlock(&actx->lock);
+}
+
+/* Hands RECV_WC to the agent's workqueue; false if it has no room or is closing. */
+static bool cepm_defer_unresolved(struct ib_mad_agent *agent, struct ib_mad_recv_wc *recv_wc)
+{
+	struct cepm_agent_ctx *actx = agent->context;
+	struct cepm_unresolved_mad *um;
+	bool queued = false;
+
+	um = kmalloc(sizeof(*um), GFP_KERNEL);
+	if (!um)
+		return false;
+	INIT_WORK(&um->work, cepm_unresolved_work);
+	um->agent = agent;
+	um->recv_wc = recv_wc;
+	spin_lock(&actx->lock);
+	if (!actx->closing && actx->unresolved < CEPM_UNRESOLVED_MAX) {
+		actx->unresolved++;
+		queued = queue_work(actx->unresolved_wq, &um->work);
+	}
+	spin_unlock(&actx->lock);
+	if (!queued)
+		kfree(um);
+	return queued;
+}
 
 static void cepm_agent_recv(struct ib_mad_agent *agent,
 			    struct ib_mad_send_buf *send_buf,
 			    struct ib_mad_recv_wc *recv_wc)
 {
-	struct cepm_agent_ctx *actx = agent->context;
-
 	if (cepm_fault_drop_rx(recv_wc)) {
 		ib_free_recv_mad(recv_wc);
 		return;
 	}
-	/* CM MADs are never RMPP: one 256-byte segment. */
-	actx->recv(actx->ctx, agent, recv_wc, (const u8 *)recv_wc->recv_buf.mad,
-		   recv_wc->mad_len);
-	ib_free_recv_mad(recv_wc);
+	if (cepm_reply_mac_known(agent, recv_wc)) {
+		if (!cepm_defer_unresolved(agent, recv_wc))
+			ib_free_recv_mad(recv_wc);
+		return;
+	}
+	cepm_agent_handle(agent, recv_wc);
 }
 
 static void cepm_agent_send_done(struct ib_mad_agent *agent,
@@ -429,12 +598,22 @@ struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port
 	struct cepm_agent_ctx *actx;
 	struct ib_mad_agent *agent;
 
-	actx = kmalloc(sizeof(*actx), GFP_KERNEL);
+	actx = kzalloc(sizeof(*actx), GFP_KERNEL);
 	if (!actx)
 		return ERR_PTR(-ENOMEM);
 	actx->ctx = port_ctx;
 	actx->recv = recv;
 	actx->send_done = send_done;
+	spin_lock_init(&actx->lock);
+	if (!send_only) {
+		actx->unresolved_wq = alloc_workqueue("cepm_unresolved/%s-%u", WQ_UNBOUND,
+						     CEPM_UNRESOLVED_MAX, dev_name(&device->dev),
+						     port);
+		if (!actx->unresolved_wq) {
+			kfree(actx);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
 	if (send_only) {
 		agent = ib_register_mad_agent(device, port, IB_QPT_GSI, NULL, 0,
 					      cepm_agent_send_done, NULL, actx, 0);
@@ -444,8 +623,11 @@ struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port
 					      cepm_agent_send_done, cepm_agent_recv,
 					      actx, 0);
 	}
-	if (IS_ERR(agent))
+	if (IS_ERR(agent)) {
+		if (actx->unresolved_wq)
+			destroy_workqueue(actx->unresolved_wq);
 		kfree(actx);
+	}
 	return agent;
 }
 
@@ -453,8 +635,21 @@ void cepm_shim_agent_unregister(struct ib_mad_agent *agent)
 {
 	struct cepm_agent_ctx *actx = agent->context;
 
+	/*
+	 * The MADs handed to the workqueue use the agent: they are handled first, while it is
+	 * registered, and no more are handed over (the receive handler may still run until the
+	 * agent is unregistered).
+	 */
+	if (actx->unresolved_wq) {
+		spin_lock(&actx->lock);
+		actx->closing = true;
+		spin_unlock(&actx->lock);
+		flush_workqueue(actx->unresolved_wq);
+	}
 	/* Waits for running handlers: none uses actx afterwards. */
 	ib_unregister_mad_agent(agent);
+	if (actx->unresolved_wq)
+		destroy_workqueue(actx->unresolved_wq);
 	kfree(actx);
 }
 
