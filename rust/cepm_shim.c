@@ -25,6 +25,7 @@
 #include <net/ip6_route.h>
 #include <net/neighbour.h>
 #include <net/route.h>
+#include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
@@ -430,11 +431,11 @@ static int cepm_reply_mac_known(struct ib_mad_agent *agent, struct ib_mad_recv_w
 	    !(recv->wc->wc_flags & IB_WC_GRH))
 		return 0;
 	net_type = cepm_roce_net_type(recv->wc, grh);
-	/* A RoCE v1 peer's link-local GID holds its MAC: no IP stack is asked. */
-	if (net_type == RDMA_NETWORK_ROCE_V1)
-		return 0;
 	if (ib_get_gids_from_rdma_hdr((const union rdma_network_hdr *)grh, net_type, &theirs,
 				      &ours))
+		return 0;
+	/* A RoCE v1 peer's link-local GID holds its MAC: no IP stack is asked. */
+	if (net_type == RDMA_NETWORK_ROCE_V1 && rdma_link_local_addr((struct in6_addr *)theirs.raw))
 		return 0;
 	gid_attr = rdma_find_gid_by_port(agent->device, &ours, ib_network_to_gid_type(net_type),
 					 agent->port_num, NULL);
@@ -449,7 +450,10 @@ static int cepm_reply_mac_known(struct ib_mad_agent *agent, struct ib_mad_recv_w
 			(const void *)&theirs.raw[12] : (const void *)theirs.raw;
 
 		n = dst_neigh_lookup(dst, daddr);
-		if (n) {
+		/* No entry (a full table): the RDMA core's resolution would wait its second too. */
+		if (!n) {
+			ret = -EAGAIN;
+		} else {
 			if (!(READ_ONCE(n->nud_state) & NUD_VALID)) {
 				neigh_event_send(n, NULL);
 				ret = -EAGAIN;
@@ -540,6 +544,24 @@ static bool cepm_defer_unresolved(struct ib_mad_agent *agent, struct ib_mad_recv
 	return queued;
 }
 
+/*
+ * Whether cepm may answer RECV_WC at the address it came from (a stateless answer, or a new
+ * CEP's peer): a REQ, DREQ or SIDR_REQ.  Answers to the others go to a CEP's peer, whose MAC
+ * is known, or nowhere.
+ */
+static bool cepm_answered_from_wc(const struct ib_mad_recv_wc *recv_wc)
+{
+	/* The CM attribute IDs of REQ, DREQ and SIDR_REQ (proto/src/mad.rs, AttrId). */
+	switch (be16_to_cpu(recv_wc->recv_buf.mad->mad_hdr.attr_id)) {
+	case 0x0010:
+	case 0x0015:
+	case 0x0017:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void cepm_agent_recv(struct ib_mad_agent *agent,
 			    struct ib_mad_send_buf *send_buf,
 			    struct ib_mad_recv_wc *recv_wc)
@@ -548,7 +570,7 @@ static void cepm_agent_recv(struct ib_mad_agent *agent,
 		ib_free_recv_mad(recv_wc);
 		return;
 	}
-	if (cepm_reply_mac_known(agent, recv_wc)) {
+	if (cepm_answered_from_wc(recv_wc) && cepm_reply_mac_known(agent, recv_wc)) {
 		if (!cepm_defer_unresolved(agent, recv_wc))
 			ib_free_recv_mad(recv_wc);
 		return;
@@ -606,9 +628,9 @@ struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port
 	actx->send_done = send_done;
 	spin_lock_init(&actx->lock);
 	if (!send_only) {
-		actx->unresolved_wq = alloc_workqueue("cepm_unresolved/%s-%u", WQ_UNBOUND,
-						     CEPM_UNRESOLVED_MAX, dev_name(&device->dev),
-						     port);
+		/* One name for all: a device's name could take it past WQ_NAME_LEN. */
+		actx->unresolved_wq = alloc_workqueue("cepm_unresolved", WQ_UNBOUND,
+						     CEPM_UNRESOLVED_MAX);
 		if (!actx->unresolved_wq) {
 			kfree(actx);
 			return ERR_PTR(-ENOMEM);
