@@ -411,12 +411,12 @@ static struct dst_entry *cepm_route(struct net_device *ndev, const union ib_gid 
 }
 
 /*
- * Whether the MAC an answer to RECV would go to is known now, looked up without waiting the way
- * the RDMA core's address resolution looks it up (a route leaving by the GID's netdev, and its
- * next hop's neighbour entry); if it is not, its resolution is started (-EAGAIN).  Anything
- * this cannot judge counts as known: ib_init_ah_attr_from_wc decides, as without this.
+ * Whether the MAC an answer to RECV would go to is not known yet, looked up without waiting the
+ * way the RDMA core's address resolution looks it up (a route leaving by the GID's netdev, and
+ * its next hop's neighbour entry); if so, its resolution is started.  Anything this cannot
+ * judge counts as known: ib_init_ah_attr_from_wc decides, as without this.
  */
-static int cepm_reply_mac_known(struct ib_mad_agent *agent, struct ib_mad_recv_wc *recv)
+static bool cepm_reply_mac_unknown(struct ib_mad_agent *agent, struct ib_mad_recv_wc *recv)
 {
 	const struct ib_grh *grh = recv->recv_buf.grh;
 	const struct ib_gid_attr *gid_attr;
@@ -425,22 +425,22 @@ static int cepm_reply_mac_known(struct ib_mad_agent *agent, struct ib_mad_recv_w
 	struct net_device *ndev;
 	struct dst_entry *dst;
 	struct neighbour *n;
-	int ret = 0;
+	bool unknown = false;
 
 	if (!rdma_protocol_roce(agent->device, agent->port_num) || !grh ||
 	    !(recv->wc->wc_flags & IB_WC_GRH))
-		return 0;
+		return false;
 	net_type = cepm_roce_net_type(recv->wc, grh);
 	if (ib_get_gids_from_rdma_hdr((const union rdma_network_hdr *)grh, net_type, &theirs,
 				      &ours))
-		return 0;
+		return false;
 	/* A RoCE v1 peer's link-local GID holds its MAC: no IP stack is asked. */
 	if (net_type == RDMA_NETWORK_ROCE_V1 && rdma_link_local_addr((struct in6_addr *)theirs.raw))
-		return 0;
+		return false;
 	gid_attr = rdma_find_gid_by_port(agent->device, &ours, ib_network_to_gid_type(net_type),
 					 agent->port_num, NULL);
 	if (IS_ERR(gid_attr))
-		return 0;
+		return false;
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(gid_attr);
 	dst = IS_ERR(ndev) ? NULL : cepm_route(ndev, &ours, &theirs);
@@ -452,11 +452,11 @@ static int cepm_reply_mac_known(struct ib_mad_agent *agent, struct ib_mad_recv_w
 		n = dst_neigh_lookup(dst, daddr);
 		/* No entry (a full table): the RDMA core's resolution would wait its second too. */
 		if (!n) {
-			ret = -EAGAIN;
+			unknown = true;
 		} else {
 			if (!(READ_ONCE(n->nud_state) & NUD_VALID)) {
 				neigh_event_send(n, NULL);
-				ret = -EAGAIN;
+				unknown = true;
 			}
 			neigh_release(n);
 		}
@@ -464,7 +464,7 @@ static int cepm_reply_mac_known(struct ib_mad_agent *agent, struct ib_mad_recv_w
 	dst_release(dst);
 	rcu_read_unlock();
 	rdma_put_gid_attr(gid_attr);
-	return ret;
+	return unknown;
 }
 
 /*
@@ -570,7 +570,7 @@ static void cepm_agent_recv(struct ib_mad_agent *agent,
 		ib_free_recv_mad(recv_wc);
 		return;
 	}
-	if (cepm_answered_from_wc(recv_wc) && cepm_reply_mac_known(agent, recv_wc)) {
+	if (cepm_answered_from_wc(recv_wc) && cepm_reply_mac_unknown(agent, recv_wc)) {
 		if (!cepm_defer_unresolved(agent, recv_wc))
 			ib_free_recv_mad(recv_wc);
 		return;
