@@ -51,10 +51,10 @@
  *
  * E is "ok" or an errno name (EACCES, EADDRINUSE, EBUSY, EDQUOT, EINVAL, EMFILE, ...), and
  * applies to the call the command is about: LISTEN, the first CREATE that fails, the first
- * CREATE or LISTEN that fails, CONNECT, MIGRATE, the first MONITOR that fails, the first PREPARE_REP
- * (or, with --claims-after-go, GET_REQUEST) that fails.  Exit status: 0 when the outcome is the expected one,
- * 1 when not, 2 when the run did not get that far (usage, opening /dev/cepm, a call that only
- * sets up): a setup failure never passes for an expected errno.
+ * CREATE or LISTEN that fails, CONNECT, MIGRATE, the first MONITOR that fails, the first
+ * PREPARE_REP (or, with --claims-after-go, GET_REQUEST) that fails.  Exit status: 0 when the
+ * outcome is the expected one, 1 when not, 2 when the run did not get that far (usage, opening
+ * /dev/cepm, a call that only sets up): a setup failure never passes for an expected errno.
  *
  * Output: lines starting with "# " are for the log, each outcome among them.  The others are
  * for the script: "ready" (--hold: what the run made is held until stdin reaches EOF, or a
@@ -798,6 +798,20 @@ static double now_s(void)
 /* The service prepare-reps listens on, and connects to: TCP port 0x3100. */
 #define OWN_SERVICE 0x0000000001063100ULL
 
+/* GET_REQUEST on LISTENER: the next REQ waiting in its backlog, its handle in *HANDLE. */
+static int get_request(int fd, __u32 listener, __u32 *handle)
+{
+	struct cepm_get_request g;
+	int err;
+
+	memset(&g, 0, sizeof(g));
+	g.listen_handle = listener;
+	err = call(fd, CEPM_IOC_GET_REQUEST, &g);
+	if (!err)
+		*handle = g.handle;
+	return err;
+}
+
 /* Read the listener's events until N REQ_RECEIVEDs (30 s at most between two events). */
 static void await_reqs(int listener_fd, unsigned long n, double started)
 {
@@ -824,18 +838,15 @@ static void await_reqs(int listener_fd, unsigned long n, double started)
 static int claims_after_go(const struct opts *o, int listener_fd, __u32 listener,
 			   unsigned long n, double started)
 {
-	struct cepm_get_request g;
 	unsigned long k;
 	char what[64];
+	__u32 handle;
 	int err = 0, rc;
 
 	await_reqs(listener_fd, n, started);
 	wait_go();
-	for (k = 0; k < n && !err; k++) {
-		memset(&g, 0, sizeof(g));
-		g.listen_handle = listener;
-		err = call(listener_fd, CEPM_IOC_GET_REQUEST, &g);
-	}
+	for (k = 0; k < n && !err; k++)
+		err = get_request(listener_fd, listener, &handle);
 	if (err)
 		snprintf(what, sizeof(what), "GET_REQUEST %lu", k);
 	else
@@ -888,7 +899,6 @@ static int cmd_prepare_reps(const struct opts *o)
 		return claims_after_go(o, listener_fd, listener, n, started);
 	while (claimed < n) {
 		struct pollfd p = { .fd = listener_fd, .events = POLLIN };
-		struct cepm_get_request g;
 		struct cepm_event ev;
 
 		if (poll(&p, 1, 30000) != 1)
@@ -897,12 +907,10 @@ static int cmd_prepare_reps(const struct opts *o)
 			setup_failed("read: %s", errno_name(errno));
 		if (ev.event != CEPM_EVENT_REQ_RECEIVED)
 			continue;
-		memset(&g, 0, sizeof(g));
-		g.listen_handle = listener;
-		err = call(listener_fd, CEPM_IOC_GET_REQUEST, &g);
+		err = get_request(listener_fd, listener, &handles[claimed]);
 		if (err)
 			setup_failed("GET_REQUEST %lu: %s", claimed + 1, errno_name(err));
-		handles[claimed++] = g.handle;
+		claimed++;
 		/* Never 30 s silent: the script gives up on a helper that is. */
 		if (claimed % 250 == 0)
 			printf("# %lu REQs claimed so far, %.1f s in\n", claimed, now_s() - started);

@@ -502,25 +502,32 @@ sends_charged_to_cgroup() {
 	return $rc
 }
 
+# after_go_grows NAME WHAT WANT ARGS...: user A's helper (ARGS, with --wait-go) as holder NAME
+# in our cgroup; the cgroup's kernel memory must grow by at least WANT bytes from its "waiting"
+# to its "ready" (the calls WHAT, made after the go), and no CEP may be left once it lets go.
+after_go_grows() {
+	local name=$1 what=$2 want=$3 key=kernel before now rc
+	shift 3
+	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab
+	HOLDER_CGROUP=$CG_DIR hold_start "$name" a "$@" && holder_says "$name" waiting || return 1
+	before=$(kmem $key)
+	holder_tell "$name" go
+	holder_says "$name" ready && wait_until 10 kmem_grew_by $key "$before" "$want"
+	rc=$?
+	now=$(kmem $key)
+	ktap_print_msg "memory.stat $key: $before before the $what, $now with them" \
+		"(+$want at least expected)"
+	holder_release "$name" || rc=1
+	wait_until 30 ceps_are 0 || rc=1
+	return $rc
+}
+
 # User A claims 500 REQs that its own CEPs sent to its own listener, and prepares a REP for
 # each: the cgroup's kernel memory grows by at least 200 bytes a REP (one holds up to 196 bytes
 # of private data; uncharged, hardly anything grows). Measured from the moment every REQ is
 # claimed, so that only the prepared REPs count.
 reps_charged_to_cgroup() {
-	local key=kernel before now want=$((500 * 200)) rc
-	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab
-	HOLDER_CGROUP=$CG_DIR hold_start reps a prepare-reps 500 --wait-go --expect ok --hold &&
-		holder_says reps waiting || return 1
-	before=$(kmem $key)
-	holder_tell reps go
-	holder_says reps ready && wait_until 10 kmem_grew_by $key "$before" $want
-	rc=$?
-	now=$(kmem $key)
-	ktap_print_msg "memory.stat $key: $before before the PREPARE_REPs, $now with them" \
-		"(+$want at least expected)"
-	holder_release reps || rc=1
-	wait_until 30 ceps_are 0 || rc=1
-	return $rc
+	after_go_grows reps PREPARE_REPs $((500 * 200)) prepare-reps 500 --wait-go --expect ok --hold
 }
 
 if memory_cgroup; then
@@ -617,20 +624,8 @@ ktap_check "... and user A's CEPs go with its files" window_released mras
 # memory grows by at least 512 bytes a claim (a CEP is larger; uncharged, only the handle
 # grows it, by less). Measured from the moment every REQ waits, so that only the claims count.
 claims_charged_to_cgroup() {
-	local key=kernel before now want=$((500 * 512)) rc
-	grep -q '^kernel ' "$CG_DIR/memory.stat" || key=slab
-	HOLDER_CGROUP=$CG_DIR hold_start claims a prepare-reps 500 --claims-after-go --wait-go \
-		--expect ok --hold && holder_says claims waiting || return 1
-	before=$(kmem $key)
-	holder_tell claims go
-	holder_says claims ready && wait_until 10 kmem_grew_by $key "$before" $want
-	rc=$?
-	now=$(kmem $key)
-	ktap_print_msg "memory.stat $key: $before before the GET_REQUESTs, $now with them" \
-		"(+$want at least expected)"
-	holder_release claims || rc=1
-	wait_until 30 ceps_are 0 || rc=1
-	return $rc
+	after_go_grows claims GET_REQUESTs $((500 * 512)) prepare-reps 500 --claims-after-go \
+		--wait-go --expect ok --hold
 }
 
 if memory_cgroup; then
