@@ -106,7 +106,8 @@ build_kernel() {
 		local fragment lost
 		mapfile -t fragment < <(grep '^CONFIG_' "$FRAGMENT")
 		lost=$(config_missing .config "${fragment[@]}" CONFIG_RUST=y CONFIG_CC_IS_CLANG=y CONFIG_PROVE_LOCKING=y \
-			CONFIG_DEBUG_KMEMLEAK=y CONFIG_DEBUG_ATOMIC_SLEEP=y CONFIG_DEBUG_LIST=y CONFIG_RDMA_RXE=m)
+			CONFIG_DEBUG_KMEMLEAK=y CONFIG_DEBUG_ATOMIC_SLEEP=y CONFIG_DEBUG_LIST=y CONFIG_RDMA_RXE=m \
+			CONFIG_USER_NS=y)
 		[ -z "$lost" ] || { printf '%s\n' "$lost" | sed 's/^/[kasan] option lost: /' >&2
 			die "the KASAN config did not resolve (see $kdir/config.log)"; }
 		touch .cepm-configured

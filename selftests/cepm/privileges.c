@@ -14,16 +14,19 @@
  *       IPv4 GID on rxe0, service 0x0000000001063000, with 15 retries 4 s apart (with
  *       --response-timeout, a REQ's remote CM response timeout is T, 0..31, instead of 20); with
  *       --wait-go, the sends (not the creates) wait for the go.
- *   privileges listens N --expect E [--files F] [--base SERVICE_ID]
+ *   privileges listens N --expect E [--files F] [--base SERVICE_ID] [--hold]
  *       in F files in turn, CREATE and LISTEN exactly on BASE + i for i < N
  *       (default BASE 0x0000000001062000: TCP port 0x2000).
- *   privileges migrate N --expect E [--listening] [--others M] [--drop-to UID] [--wait-go]
- *                      [--hold]
+ *   privileges migrate N --expect E [--listening] [--others M] [--drop-to UID]
+ *                      [--across-ns PID:N:UID] [--wait-go] [--hold]
  *       file 2 CREATEs N CEPs (with --listening, each LISTENs on BASE + i), file 1 CREATEs
  *       M more and then one (which LISTENs on BASE + N), and MIGRATEs that one to file 2;
  *       the CEP must be in exactly one of the files afterwards: file 2 if it moved, file 1
  *       if not.  --drop-to: run as root; file 2 is opened as root, then the process becomes
  *       UID (setresuid) and opens file 1, so that the move goes to another user's file.
+ *       --across-ns: run as root; file 2 is opened with effective uid and gid UID, then the
+ *       process enters the user namespace of process PID as its uid and gid N and opens
+ *       file 1, so that the move goes between two accounts (of one uid, when N there is UID).
  *       --wait-go: the MIGRATE waits for the go (the script fills the listener's backlog
  *       meanwhile); the requests waiting before and after the move are logged.  --hold: once
  *       it moved, file 1 is closed and file 2 held.
@@ -70,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,6 +140,9 @@ struct opts {
 	long mra_timeout;
 	unsigned long others;
 	long drop_to;
+	long ns_pid;
+	unsigned long ns_uid;
+	unsigned long ns_outside_uid;
 };
 
 static void usage(void)
@@ -143,11 +150,12 @@ static void usage(void)
 	fputs("usage: privileges listen SERVICE_ID MASK --expect E [--context U64] [--hold]\n"
 	      "       privileges create N --expect E [--files F] [--wait-go] [--hold]\n"
 	      "                         [--send req|sidr] [--response-timeout T]\n"
-	      "       privileges listens N --expect E [--files F] [--base SERVICE_ID]\n"
+	      "       privileges listens N --expect E [--files F] [--base SERVICE_ID] [--hold]\n"
 	      "       privileges list [--expect-own N|any] [--expect-other N|any] [--min-other N]\n"
 	      "                       [--want-service ID]\n"
 	      "       privileges monitor [--count N] [--timeout-ms T] [--hold]\n"
 	      "       privileges migrate N --expect E [--listening] [--others M] [--drop-to UID]\n"
+	      "                          [--across-ns PID:N:UID]\n"
 	      "                          [--wait-go] [--hold]\n"
 	      "       privileges connect-sgid INDEX --expect E [--device DEV] [--wait-event MS]\n"
 	      "       privileges prepare-reps N --expect E [--wait-go] [--hold] [--mra-timeout T]\n"
@@ -240,6 +248,10 @@ static void parse_option(struct opts *o, const char *name, const char *value)
 		o->others = parse_u64(name, value);
 	} else if (!strcmp(name, "--drop-to")) {
 		o->drop_to = (long)parse_u64(name, value);
+	} else if (!strcmp(name, "--across-ns")) {
+		if (sscanf(value, "%ld:%lu:%lu", &o->ns_pid, &o->ns_uid, &o->ns_outside_uid) != 3 ||
+		    o->ns_pid <= 0)
+			usage();
 	} else if (!strcmp(name, "--wait-event")) {
 		o->wait_event_ms = parse_u64(name, value);
 	} else if (!strcmp(name, "--mra-timeout")) {
@@ -485,7 +497,7 @@ static int cmd_create(const struct opts *o)
 static int cmd_listens(const struct opts *o)
 {
 	unsigned long n = parse_u64("N", o->pos[0]), k;
-	int fds[MAX_FILES], err = 0;
+	int fds[MAX_FILES], err = 0, rc;
 	char what[128];
 	__u32 handle;
 
@@ -509,7 +521,27 @@ static int cmd_listens(const struct opts *o)
 	}
 	printf("# listening on %lu of %lu service IDs from 0x%016llx in %lu file(s)\n", k, n,
 	       (unsigned long long)o->base, o->files);
-	return verdict(what, err, o->expect);
+	rc = verdict(what, err, o->expect);
+	if (rc == 0 && o->hold)
+		hold_until_eof();
+	return rc;
+}
+
+/* Root again (from the saved ids), then uid and gid UID of the user namespace of process PID. */
+static void enter_user_ns(long pid, unsigned long uid)
+{
+	char path[64];
+	int ns;
+
+	if (setresuid(-1, 0, -1) || setresgid(-1, 0, -1))
+		setup_failed("becoming root again: %s", strerror(errno));
+	snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (ns < 0 || setns(ns, CLONE_NEWUSER))
+		setup_failed("entering %s: %s", path, strerror(errno));
+	close(ns);
+	if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		setup_failed("becoming uid %lu of %s: %s", uid, path, strerror(errno));
 }
 
 static int cmd_migrate(const struct opts *o)
@@ -521,9 +553,15 @@ static int cmd_migrate(const struct opts *o)
 	__u32 handle;
 	char what[96];
 
-	if (n > MAX_CREATES)
+	if (n > MAX_CREATES || (o->ns_pid > 0 && o->drop_to >= 0))
 		usage();
+	/* Only the effective ids: the saved ones stay root's, to enter the namespace with. */
+	if (o->ns_pid > 0 && (setresgid(-1, o->ns_outside_uid, -1) ||
+			      setresuid(-1, o->ns_outside_uid, -1)))
+		setup_failed("becoming uid %lu: %s", o->ns_outside_uid, strerror(errno));
 	fds[1] = open_cepm(O_RDWR);
+	if (o->ns_pid > 0)
+		enter_user_ns(o->ns_pid, o->ns_uid);
 	if (o->drop_to >= 0 && (setgroups(0, NULL) || setresgid(o->drop_to, o->drop_to, o->drop_to) ||
 				setresuid(o->drop_to, o->drop_to, o->drop_to)))
 		setup_failed("becoming uid %ld: %s", o->drop_to, strerror(errno));

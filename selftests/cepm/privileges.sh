@@ -7,8 +7,9 @@
 # cover them with a masked listen, no one may take them over); LIST_CEPS and monitors show
 # only the caller's user's CEPs (all with CAP_NET_ADMIN, and never another file's
 # user_context); CONNECT starts from a RoCE v2 GID the port has; the module parameters bound
-# what a file and a user hold; what a user's calls allocate (CEPs, the REQs and SIDR_REQs they
-# keep for their retries) is charged to their memory cgroup.
+# what a file and a user hold, the uids of the user namespaces a user made included; what a
+# user's calls allocate (CEPs, the REQs and SIDR_REQs they keep for their retries) is charged
+# to their memory cgroup.
 #
 # The calls are made by out/selftests/privileges (privileges.c), run through setpriv as user A
 # (uid 65534) or user B (uid 65533), with one ambient capability where a check says so, or as
@@ -23,7 +24,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 70
+ktap_set_plan 87
 
 USER_A=65534
 USER_B=65533
@@ -34,13 +35,20 @@ work=$(mktemp -d)
 
 # helper_as WHO: HELPER_AS becomes the command that runs the helper as WHO: root; a or b with no
 # capability; a+CAP or b+CAP (e.g. b+net_admin) with that one, ambient so that it survives
-# setpriv's exec of the helper.
+# setpriv's exec of the helper; a@N or r@N, uid N of user A's or root's user namespace.
 helper_as() {
 	local who=$1 uid caps=(--inh-caps=-all)
 	case $who in
 	root) HELPER_AS=("$HELPER"); return 0 ;;
 	a | a+*) uid=$USER_A ;;
 	b | b+*) uid=$USER_B ;;
+	# uid N of the user namespace user A made, or of root's (section m).
+	a@* | r@*)
+		local ns_pid=$USERNS_A_PID
+		[ "${who%@*}" = a ] || ns_pid=$USERNS_ROOT_PID
+		HELPER_AS=(nsenter --target "$ns_pid" --user --setuid "${who#*@}" --setgid "${who#*@}" "$HELPER")
+		return 0
+		;;
 	*) echo "helper_as: no user '$who'" >&2; return 1 ;;
 	esac
 	case $who in
@@ -129,8 +137,11 @@ cgroup_cleanup() {
 	fi
 }
 
+USERNS_A_PID=
+USERNS_ROOT_PID=
 cleanup() {
 	release_all
+	userns_cleanup
 	udevd_stop
 	rm -f $RULES_DIR/90-cepm.rules $LATE_RULE
 	if [ $udevd_preexisting = 1 ]; then
@@ -636,4 +647,91 @@ else
 	ktap_test_skip "user A's listener's REQs spawn CEPs charged to user A's cgroup once it claims them"
 fi
 cgroup_cleanup
+
+# --- m. A user's namespaces count against that user's limits --------------------------------
+
+# A user given subordinate uids (/etc/subuid) maps them into user namespaces it makes
+# (unshare --map-auto, rootless containers): were each uid a user of its own, one user would
+# have the limits of 65,536. The uids of a namespace a user made count against that user's
+# limits, as the kernel's ucounts charge each namespace to the user who made it; those of a
+# namespace root made (a container's) are users of their own, as they are root's to hand out.
+
+# userns_made VAR BASE [PREFIX...]: a process (run through PREFIX, e.g. setpriv as user A;
+# as root if none) in a user namespace of its own, its pid in VAR; root maps uids and gids 0 to
+# 15 there to BASE to BASE + 15, as newuidmap would for a user with those subordinate ids (the
+# guest's root is read-only, so no /etc/subuid). userns_cleanup ends it.
+ns_of() { readlink "/proc/$1/ns/user" 2>/dev/null; }
+# ns_differs PID NS: PID lives, in a user namespace other than NS.
+ns_differs() {
+	local ns
+	ns=$(ns_of "$1") && [ -n "$ns" ] && [ "$ns" != "$2" ]
+}
+userns_made() {
+	local var=$1 base=$2 ours pid
+	shift 2
+	ours=$(ns_of $$)
+	# Its descriptors: none of the test's (no holder runs when it starts).
+	"$@" unshare --user -- sleep infinity </dev/null >/dev/null 2>&1 &
+	pid=$!
+	printf -v "$var" %s "$pid"
+	wait_until 10 ns_differs "$pid" "$ours" &&
+		echo "0 $base 16" >"/proc/$pid/uid_map" && echo "0 $base 16" >"/proc/$pid/gid_map"
+}
+userns_cleanup() {
+	local pid rc=0
+	for pid in $USERNS_A_PID $USERNS_ROOT_PID; do
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		[ ! -e "/proc/$pid" ] || { ktap_print_msg "user namespace process $pid still runs"; rc=1; }
+	done
+	USERNS_A_PID= USERNS_ROOT_PID=
+	return $rc
+}
+# nested_in_a: uid 1 of user A's namespace makes one inside it, mapping itself as its root,
+# as any user may; that namespace's 3rd CEP, with user A holding 4, is over user A's 6.
+nested_in_a() {
+	nsenter --target "$USERNS_A_PID" --user --setuid 1 --setgid 1 \
+		unshare --user --map-root-user "$HELPER" create 3 --expect EDQUOT
+}
+root_namespace_holds() {
+	userns_made USERNS_ROOT_PID 300000 && hold r_ceps r@1 create 4 --files 2 --expect ok --hold
+}
+namespaces_ended() { userns_cleanup && reload_defaults; }
+
+limits_loaded=1
+ktap_check "cepm reloaded with ${LIMITS[*]}" reload_cepm "${LIMITS[@]}"
+ktap_check "user A makes a user namespace, and root maps uids 200000 to 200015 into it" \
+	userns_made USERNS_A_PID 200000 setpriv --reuid=$USER_A --regid=$USER_A --clear-groups
+ktap_check "uid 1 of user A's namespace holds 4 CEPs in two files" \
+	hold ns_ceps a@1 create 4 --files 2 --expect ok --hold
+ktap_check "uid 2 of user A's namespace: its 3rd CEP is EDQUOT, over user A's 6" \
+	as a@2 create 3 --expect EDQUOT
+ktap_check "user A itself: its 3rd CEP is EDQUOT" as a create 3 --expect EDQUOT
+ktap_check "user B creates 4 CEPs in two files meanwhile" as b create 4 --files 2 --expect ok
+holder_release ns_ceps
+ktap_check "uid 1 of user A's namespace monitors" hold ns_mon a@1 monitors 1 --expect ok --hold
+ktap_check "uid 2 of user A's namespace: its 2nd monitor is EDQUOT, over user A's 2" \
+	as a@2 monitors 2 --expect EDQUOT
+holder_release ns_mon
+ktap_check "uid 1 of user A's namespace holds 2 listens in two files" \
+	hold ns_listens a@1 listens 2 --files 2 --expect ok --hold
+# Other service IDs than uid 1's: on those, uid 2 (another uid) would get EADDRINUSE first.
+ktap_check "uid 2 of user A's namespace: its 2nd listen is EDQUOT, over user A's 3" \
+	as a@2 listens 2 --base 0x0000000001062100 --expect EDQUOT
+holder_release ns_listens
+# Two accounts of one uid: 200001 opens a file outside the namespace (its own account), and
+# uid 1 of user A's namespace, the same global uid, one inside (user A's account).
+ktap_check "a listener of uid 1 of user A's namespace does not move to uid 200001's file outside it: EPERM" \
+	as root migrate 0 --listening --across-ns "$USERNS_A_PID:1:200001" --expect EPERM
+ktap_check "... and a CEP that does not listen moves" \
+	as root migrate 0 --across-ns "$USERNS_A_PID:1:200001" --expect ok
+ktap_check "user A holds 4 CEPs in two files" hold a_four a create 4 --files 2 --expect ok --hold
+ktap_check "a namespace made inside user A's: its 3rd CEP is EDQUOT" nested_in_a
+holder_release a_four
+ktap_check "root makes a user namespace, and uid 1 there holds 4 CEPs in two files" \
+	root_namespace_holds
+ktap_check "... which count against no limit of root's: root creates 6" \
+	as root create 6 --files 2 --expect ok
+holder_release r_ceps
+ktap_check "the namespaces end, and cepm is reloaded with its default limits" namespaces_ended
 ktap_finished
