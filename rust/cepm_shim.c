@@ -122,6 +122,29 @@ void cepm_shim_current_caps(struct cepm_caps *out)
 }
 
 /*
+ * A user's namespaces count against that user's limits: with the subordinate uids a login user
+ * is given (/etc/subuid), each uid mapped into its namespaces would otherwise be a user with
+ * limits of its own, as the kernel's ucounts charge each level of the chain for the same
+ * reason.  The outermost owner holds at least what any level below it does, so charging it
+ * alone is enough.  A namespace global root made (a container's) is not charged to root: root
+ * hands those uids out as it hands out login uids, as enforced_nproc_rlimit exempts them.
+ * Only the task's own credentials are read: they cannot change under it, and each namespace
+ * holds its parent, whose owner and parent never change.
+ */
+u32 cepm_shim_current_account(void)
+{
+	const struct cred *cred = current_cred();
+	const struct user_namespace *ns;
+	kuid_t account = cred->euid;
+
+	/* Innermost first: the last owner that is not root is the outermost one. */
+	for (ns = cred->user_ns; ns != &init_user_ns; ns = ns->parent)
+		if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
+			account = ns->owner;
+	return __kuid_val(account);
+}
+
+/*
  * A CEP that a peer's REQ spawns is allocated by the MAD layer's work, where no memory cgroup
  * can be charged; it is charged to the task that claims it, as __sk_charge charges a socket
  * born of a SYN to the task that accepts it.  Only memory allocated with __GFP_ACCOUNT can be

@@ -105,6 +105,10 @@ struct cepm_caps {
 	bool net_bind_service;
 };
 void cepm_shim_current_caps(struct cepm_caps *out);
+/* The kuid whose limits the current task's files count against (docs/abi.md, "Privileges and
+ * limits"): of the task's user namespace and those it lies in, the owner of the outermost one
+ * that global root did not make; the task's euid if there is none. */
+u32 cepm_shim_current_account(void);
 /* Charges the __GFP_ACCOUNT slab object OBJ points into to the current task's memory cgroup. */
 bool cepm_shim_charge_current(const void *obj);
 /* /sys/kernel/debug/cepm: test-only fault injection (drop received MADs). */

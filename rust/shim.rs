@@ -21,6 +21,7 @@ use kernel::{
     error::to_result,
     prelude::*,
     sync::Arc,
+    task::Kuid,
     types::ForeignOwnable,
     workqueue::Queue, //
 };
@@ -336,6 +337,15 @@ pub(crate) fn current_caps() -> Caps {
     // SAFETY: `out` is writable; the shim only writes its two fields.
     unsafe { shim::cepm_shim_current_caps(&mut out) };
     out
+}
+
+/// The user whose limits the current task's files count against: of the task's user namespace
+/// and those it lies in, the owner of the outermost one that global root did not make; the
+/// task's effective uid if there is none (docs/abi.md, "Privileges and limits").
+pub(crate) fn current_account() -> Kuid {
+    // SAFETY: No preconditions: the shim reads the current task's own credentials.
+    let val = unsafe { shim::cepm_shim_current_account() };
+    Kuid::from_raw(kernel::bindings::kuid_t { val })
 }
 
 /// Charges the memory `obj` lies in to the current task's memory cgroup, if it is a slab

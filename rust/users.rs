@@ -5,9 +5,11 @@
 //!
 //! A file belongs to the user who opened it, with the capabilities its opener had then (as a
 //! socket keeps its creator's). Each file counts its CEPs, listens and events in a [`Usage`];
-//! all the files of one user share a second one, found through [`Users`] while any of them is
-//! open, which also counts the user's monitors. A [`Charge`] is one CEP or listen counted in
-//! both, given back when it is dropped; a [`UserCharge`] one counted against the user alone.
+//! all the files of one account share a second one, found through [`Users`] while any of them
+//! is open, which also counts the account's monitors. An account is a user, with every uid of
+//! the user namespaces that user made ([`shim::current_account`]). A [`Charge`] is one CEP or
+//! listen counted in both, given back when it is dropped; a [`UserCharge`] one counted against
+//! the account alone.
 
 use kernel::{
     prelude::*,
@@ -180,17 +182,22 @@ impl Drop for UserCharge {
     }
 }
 
-/// The user a file belongs to: its opener's effective uid and capabilities at `open`. While it
-/// exists, its user's entry in [`Users`] does too.
+/// The user a file belongs to: its opener's effective uid and capabilities at `open`, and the
+/// account whose limits it counts against. While it exists, its account's entry in [`Users`]
+/// does too.
 pub(crate) struct Opener {
     cm: Arc<Cm>,
+    /// Whose CEPs these are: what another file must be to see them, or to take a listener.
     pub(crate) uid: Kuid,
+    /// Whose limits they count against ([`shim::current_account`]): `uid`, or the user who
+    /// made the opener's user namespace or one it lies in.
+    account: Kuid,
     /// `CAP_NET_ADMIN`: listens under a mask, over other users' service IDs too, and sees
     /// every CEP.
     pub(crate) net_admin: bool,
     /// `CAP_NET_BIND_SERVICE`: listens on the privileged ports of rdma_cm's port spaces.
     pub(crate) net_bind_service: bool,
-    /// What all of this user's files hold together.
+    /// What all of this account's files hold together.
     pub(crate) user: Arc<Usage>,
 }
 
@@ -198,11 +205,13 @@ impl Opener {
     /// The current task, as the opener of a file of `cm`. May sleep.
     pub(crate) fn current(cm: &Arc<Cm>) -> Result<Self> {
         let uid = Kuid::current_euid();
+        let account = shim::current_account();
         let caps = shim::current_caps();
-        let user = cm.users.join(uid)?;
+        let user = cm.users.join(account)?;
         Ok(Self {
             cm: cm.clone(),
             uid,
+            account,
             net_admin: caps.net_admin,
             net_bind_service: caps.net_bind_service,
             user,
@@ -213,21 +222,26 @@ impl Opener {
     pub(crate) fn sees(&self, owner: Option<Kuid>) -> bool {
         self.net_admin || owner == Some(self.uid)
     }
+
+    /// Whether this file's account is `other`'s: their files count against the same limits.
+    pub(crate) fn shares_limits_with(&self, other: &Opener) -> bool {
+        Arc::ptr_eq(&self.user, &other.user)
+    }
 }
 
 impl Drop for Opener {
     fn drop(&mut self) {
-        self.cm.users.leave(self.uid);
+        self.cm.users.leave(self.account);
     }
 }
 
-/// One user's entry: their files' shared [`Usage`], and how many files share it.
+/// One account's entry: its files' shared [`Usage`], and how many files share it.
 struct UserEntry {
     usage: Arc<Usage>,
     files: usize,
 }
 
-/// The users with a file open, by uid, owned by the CM's [`Cm`].
+/// The accounts with a file open, by uid, owned by the CM's [`Cm`].
 #[pin_data]
 pub(crate) struct Users {
     #[pin]
@@ -247,7 +261,7 @@ impl Users {
         }? Error)
     }
 
-    /// One more file of `uid`; returns the usage all of that user's files share. May sleep.
+    /// One more file of account `uid`; returns the usage all of its files share. May sleep.
     fn join(&self, uid: Kuid) -> Result<Arc<Usage>> {
         let key = key(uid);
         // Allocated first, where sleeping is allowed; unused if the user has an entry.
@@ -270,7 +284,7 @@ impl Users {
         Ok(usage)
     }
 
-    /// One file of `uid` fewer: the entry goes with the user's last file.
+    /// One file of account `uid` fewer: the entry goes with its last file.
     fn leave(&self, uid: Kuid) {
         let key = key(uid);
         let gone = self.by_uid.with(shard_of(key.into()), |users| {
@@ -286,7 +300,7 @@ impl Users {
         drop(gone);
     }
 
-    /// How many users have a file open.
+    /// How many accounts have a file open.
     pub(crate) fn count(&self) -> usize {
         (0..crate::sharded::SHARDS)
             .map(|i| self.by_uid.with(i, |users| users.iter().count()))

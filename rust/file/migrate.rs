@@ -15,10 +15,11 @@
 //! queued), the call takes more and tries again, at most twice: the second time with room
 //! for all the other file can queue.
 //!
-//! A move between two files of one user holds both files' charges for a while, so the user's
-//! limits get a slack of one for it; its limits hold again once the old handle goes. A
-//! listener does not move to another user's file (`EPERM`): the listener table knows each
-//! listen's user, and the rules on overlapping service IDs are per user.
+//! A move between two files of one account (one user, with the uids of its user namespaces)
+//! holds both files' charges for a while, so the account's limits get a slack of one for it;
+//! they hold again once the old handle goes. A listener does not move to another user's file
+//! (`EPERM`): the listener table knows each listen's user, and the rules on overlapping
+//! service IDs are per user.
 
 use kernel::{
     prelude::*,
@@ -86,7 +87,7 @@ impl CepmFile {
             return arg.write(&req);
         }
         let cep = from.cep(req.handle)?;
-        let same_user = self.opener.uid == from.opener.uid;
+        let same_account = self.opener.shares_limits_with(&from.opener);
         let mut listen = cep.is_listener();
         let mut events = from.queued_for(req.handle);
         let mut tries = 0;
@@ -95,7 +96,7 @@ impl CepmFile {
                 return Err(EAGAIN);
             }
             tries += 1;
-            let mut prepared = self.prepare_move(listen, events, same_user)?;
+            let mut prepared = self.prepare_move(listen, events, same_account)?;
             let step = cep.change_owner(&from, req.handle, |listening| {
                 self.move_locked(&from, req.handle, &cep, &mut prepared, listening)
             })?;
@@ -137,10 +138,10 @@ impl CepmFile {
     }
 
     /// Takes what the move needs here: a handle, a listen's charge if the CEP listens, and
-    /// room for `events` in transit; for a move within one user, one over the user's limits.
+    /// room for `events` in transit; for a move within one account, one over its limits.
     /// May sleep.
-    fn prepare_move(&self, listen: bool, events: usize, same_user: bool) -> Result<Prepared> {
-        let slack = u32::from(same_user);
+    fn prepare_move(&self, listen: bool, events: usize, same_account: bool) -> Result<Prepared> {
+        let slack = u32::from(same_account);
         let handle = self.reserve_handle_over(0, slack)?;
         let listen = if listen {
             let params = shim::params();
@@ -182,7 +183,11 @@ impl CepmFile {
                 },
             );
         }
-        if listening && self.opener.uid != from.opener.uid {
+        // A listener's backlog stays charged to the account it came from: it moves only
+        // between files of one user, counted against one account.
+        if listening
+            && (self.opener.uid != from.opener.uid || !self.opener.shares_limits_with(&from.opener))
+        {
             return (None, Step::Refused(EPERM));
         }
         let Some(reserved) = prepared.handle.take() else {
