@@ -93,32 +93,25 @@ impl Config {
     }
 }
 
-/// What one side saw.
+/// What one side saw (the CM exchange was printed as it happened).
 pub struct Outcome {
-    /// Lines describing the CM exchange, in order (also printed as they happened).
-    pub trace: Vec<String>,
     /// The ping-pong's statistics, if it ran.
     pub stats: Option<Stats>,
 }
 
-/// The CM exchange as it happens: each step is printed at once (scripts wait on them) and kept.
+/// The CM exchange as it happens: each step is printed at once, for scripts that wait on them.
 pub(crate) struct Trace {
     who: &'static str,
-    lines: Vec<String>,
 }
 
 impl Trace {
     pub(crate) fn new(who: &'static str) -> Self {
-        Self {
-            who,
-            lines: Vec::new(),
-        }
+        Self { who }
     }
 
     pub(crate) fn push(&mut self, line: String) {
         println!("{}: {line}", self.who);
         let _ = std::io::Write::flush(&mut std::io::stdout());
-        self.lines.push(line);
     }
 
     /// Records an event: its name, CEP and status.
@@ -500,17 +493,11 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     };
     if hold(&cepm, config, &mut trace)? {
         cepm.destroy(handle)?;
-        return Ok(Outcome {
-            trace: trace.lines,
-            stats,
-        });
+        return Ok(Outcome { stats });
     }
     disconnect(&cepm, handle, config, &mut trace)?;
     cepm.destroy(handle)?;
-    Ok(Outcome {
-        trace: trace.lines,
-        stats,
-    })
+    Ok(Outcome { stats })
 }
 
 /// An `rdma_cm` peer's REQ starts with a `cma_hdr`; without a valid one it is rejected with
@@ -709,27 +696,18 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     if hold(&cepm, config, &mut trace)? {
         cepm.destroy(handle)?;
         cepm.destroy(listener)?;
-        return Ok(Outcome {
-            trace: trace.lines,
-            stats,
-        });
+        return Ok(Outcome { stats });
     }
     if config.disconnect {
         disconnect(&cepm, handle, config, &mut trace)?;
         cepm.destroy(handle)?;
         cepm.destroy(listener)?;
-        return Ok(Outcome {
-            trace: trace.lines,
-            stats,
-        });
+        return Ok(Outcome { stats });
     }
     answer_dreq(&cepm, handle, config, &mut trace)?;
     cepm.destroy(handle)?;
     cepm.destroy(listener)?;
-    Ok(Outcome {
-        trace: trace.lines,
-        stats,
-    })
+    Ok(Outcome { stats })
 }
 
 #[cfg(test)]

@@ -191,11 +191,6 @@ impl AccessFlags {
     pub const fn bits(self) -> u32 {
         self.0
     }
-
-    /// Whether every flag of `other` is set here.
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
 }
 
 impl BitOr for AccessFlags {
@@ -615,11 +610,6 @@ impl Device {
         })
     }
 
-    /// The device's name.
-    pub fn name(&self) -> &str {
-        &self.ctx.name
-    }
-
     /// The attributes of port `port` (1-based).
     pub fn query_port(&self, port: u8) -> io::Result<PortAttr> {
         let mut raw = ffi::cepm_verbs_port_attr::default();
@@ -936,8 +926,6 @@ pub struct MemoryRegion {
     buf: NonNull<u8>,
     layout: Layout,
     lkey: u32,
-    rkey: u32,
-    access: AccessFlags,
     pd: Arc<PdInner>,
 }
 
@@ -984,19 +972,12 @@ impl MemoryRegion {
             ));
         };
         // SAFETY: `mr` is a registered region.
-        let (lkey, rkey) = unsafe {
-            (
-                ffi::cepm_verbs_mr_lkey(mr.as_ptr()),
-                ffi::cepm_verbs_mr_rkey(mr.as_ptr()),
-            )
-        };
+        let lkey = unsafe { ffi::cepm_verbs_mr_lkey(mr.as_ptr()) };
         Ok(Self {
             mr,
             buf,
             layout,
             lkey,
-            rkey,
-            access,
             pd: Arc::clone(&pd.inner),
         })
     }
@@ -1009,26 +990,6 @@ impl MemoryRegion {
     /// Always false: regions are never empty.
     pub fn is_empty(&self) -> bool {
         false
-    }
-
-    /// The local key, for work requests on this device.
-    pub fn lkey(&self) -> u32 {
-        self.lkey
-    }
-
-    /// The remote key, for a peer's RDMA reads and writes.
-    pub fn rkey(&self) -> u32 {
-        self.rkey
-    }
-
-    /// The access rights the region was registered with.
-    pub fn access(&self) -> AccessFlags {
-        self.access
-    }
-
-    /// The buffer's address (what a peer's RDMA request names).
-    pub fn addr(&self) -> u64 {
-        self.buf.as_ptr() as u64
     }
 
     /// The buffer.
@@ -1085,36 +1046,14 @@ impl Default for QpCaps {
     }
 }
 
-/// The direction of a one-sided RDMA operation ([`RcQp::post_rdma`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RdmaOp {
-    /// RDMA READ (`IBV_WR_RDMA_READ`): remote memory into the local region, which needs
-    /// [`AccessFlags::LOCAL_WRITE`]; the remote region needs [`AccessFlags::REMOTE_READ`] and the
-    /// QP a non-zero `max_rd_atomic`.
-    Read,
-    /// RDMA WRITE (`IBV_WR_RDMA_WRITE`): the local region into remote memory, which needs
-    /// [`AccessFlags::REMOTE_WRITE`].
-    Write,
-}
-
-/// Remote memory named by a peer for one-sided RDMA: the address and key it advertised.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct RemoteBuf {
-    /// The virtual address in the peer's memory region.
-    pub addr: u64,
-    /// The peer region's remote key.
-    pub rkey: u32,
-}
-
 /// A reliable-connected queue pair (`IBV_QPT_RC`) whose sends and receives complete on one CQ,
-/// with its number and capacities, the port it is bound to, and the CQ and PD it uses.
+/// with its number, the port it is bound to, and the CQ and PD it uses.
 ///
 /// Created in RESET; [`RcQp::to_init`], [`RcQp::to_rtr`] and [`RcQp::to_rts`] connect it with
 /// attributes supplied by the caller (the connection manager, or [`loopback`]).
 pub struct RcQp {
     qp: NonNull<ffi::ibv_qp>,
     qpn: u32,
-    caps: QpCaps,
     /// The port the QP was bound to on its way to INIT, 0 before.
     port: AtomicU8,
     cq: CompletionQueue,
@@ -1136,7 +1075,7 @@ impl Drop for RcQp {
 
 impl RcQp {
     /// Creates an RC QP in `pd` whose send and receive completions go to `cq`, with at least
-    /// `caps` (see [`RcQp::caps`] for what the device granted).
+    /// `caps`.
     pub fn create(pd: &ProtectionDomain, cq: &CompletionQueue, caps: QpCaps) -> io::Result<Self> {
         if !Arc::ptr_eq(&pd.inner.ctx, &cq.inner._ctx) {
             return Err(io::Error::new(
@@ -1158,17 +1097,9 @@ impl RcQp {
         let qp = non_null(qp, "ibv_create_qp(RC)")?;
         // SAFETY: `qp` was just created.
         let qpn = unsafe { ffi::cepm_verbs_qp_num(qp.as_ptr()) };
-        let caps = QpCaps {
-            max_send_wr: raw.max_send_wr,
-            max_recv_wr: raw.max_recv_wr,
-            max_send_sge: raw.max_send_sge,
-            max_recv_sge: raw.max_recv_sge,
-            max_inline_data: raw.max_inline_data,
-        };
         Ok(Self {
             qp,
             qpn,
-            caps,
             port: AtomicU8::new(0),
             cq: cq.clone(),
             pd: pd.clone(),
@@ -1182,11 +1113,6 @@ impl RcQp {
     /// The QP number, which the peer needs (as its `dest_qpn`, or in a SIDR_REP).
     pub fn qp_num(&self) -> u32 {
         self.qpn
-    }
-
-    /// The queue capacities the device granted.
-    pub fn caps(&self) -> QpCaps {
-        self.caps
     }
 
     /// The port the QP was bound to on its way to INIT, if it got there.
@@ -1337,54 +1263,6 @@ impl RcQp {
         };
         errno_result(rc, &format!("ibv_post_recv on QP {}", self.qpn))
     }
-
-    /// Posts a one-sided RDMA READ (into) or WRITE (from) the first `len` bytes of `mr`, at
-    /// `remote`, with `wr_id`; `signaled` asks for a completion on success (failures always
-    /// complete). A READ needs `mr` registered with [`AccessFlags::LOCAL_WRITE`].
-    ///
-    /// # Safety
-    ///
-    /// The device accesses the bytes asynchronously: until the request's completion has been
-    /// polled (or the QP is destroyed), the caller must not modify them (WRITE) or read or
-    /// write them (READ), which Rust cannot check because `mr` is only borrowed for the call.
-    /// Remote memory is the peer's: a wrong address or key fails the request, not this process.
-    pub unsafe fn post_rdma(
-        &self,
-        op: RdmaOp,
-        mr: &MemoryRegion,
-        len: usize,
-        remote: RemoteBuf,
-        wr_id: u64,
-        signaled: bool,
-    ) -> io::Result<()> {
-        let len = self.check_mr(mr, len)?;
-        if op == RdmaOp::Read && !mr.access().contains(AccessFlags::LOCAL_WRITE) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "an RDMA READ target region needs local write access",
-            ));
-        }
-        // SAFETY: the QP is alive, the buffer is `len` bytes of a region registered in the QP's
-        // PD, and the caller leaves it alone (READ) or unmodified (WRITE) until the completion.
-        let rc = unsafe {
-            ffi::cepm_verbs_post_rdma(
-                self.raw(),
-                wr_id,
-                i32::from(op == RdmaOp::Write),
-                mr.buf.as_ptr().cast(),
-                len,
-                mr.lkey,
-                remote.addr,
-                remote.rkey,
-                i32::from(signaled),
-            )
-        };
-        let what = match op {
-            RdmaOp::Read => "RDMA READ",
-            RdmaOp::Write => "RDMA WRITE",
-        };
-        errno_result(rc, &format!("ibv_post_send({what}) on QP {}", self.qpn))
-    }
 }
 
 /// Checks that `mr` belongs to `pd` and has `len` bytes, and returns `len` as a work request
@@ -1438,17 +1316,6 @@ pub struct PingPongConfig {
     /// Fault injection for tests: the server flips one byte of its echo in this iteration, so
     /// the client must report a mismatch.
     pub corrupt_echo_at: Option<u64>,
-}
-
-impl PingPongConfig {
-    /// `iterations` round trips, 10 s per completion, no fault injection.
-    pub fn new(iterations: u64) -> Self {
-        Self {
-            iterations,
-            timeout: Duration::from_secs(10),
-            corrupt_echo_at: None,
-        }
-    }
 }
 
 /// What a ping-pong did, from one end.
@@ -1733,13 +1600,6 @@ impl<'q> PingPong<'q> {
     }
 }
 
-/// One end of a ping-pong of `iterations` round trips of `size`-byte messages on `qp` (in RTS),
-/// with default timeouts: [`PingPong::new`] then [`PingPong::run`]. The peer must have posted its
-/// first receive already (or the QP's `rnr_retry` must cover the wait).
-pub fn ping_pong(qp: &RcQp, role: Role, iterations: u64, size: usize) -> io::Result<Stats> {
-    PingPong::new(qp, size)?.run(role, &PingPongConfig::new(iterations))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1765,9 +1625,6 @@ mod tests {
     fn access_flags_combine() {
         let f = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ;
         assert_eq!(f.bits(), 1 | 4);
-        assert!(f.contains(AccessFlags::REMOTE_READ));
-        assert!(!f.contains(AccessFlags::REMOTE_WRITE));
-        assert!(f.contains(AccessFlags::NONE));
         assert_eq!(AccessFlags::default(), AccessFlags::NONE);
     }
 
