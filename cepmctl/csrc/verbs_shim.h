@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The Rust <-> libibverbs boundary of the cepm userspace crate (cepmctl/src/verbs.rs).
+ * The Rust <-> libibverbs boundary of cepmctl (cepmctl/src/verbs.rs).
  *
  * libibverbs' data path (ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq) is made
  * of static inline functions and its attribute structs are large, so Rust does not call

@@ -6,14 +6,19 @@ use std::{fs, io, time::Duration};
 
 use cepm_proto::cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE};
 
-use crate::{
+use cepm::{
     cep::{event_name, state_name, Event},
-    sys, umad,
+    device_name,
+    psn::random_psn,
+    sys, Cepm,
+};
+
+use crate::{
+    umad,
     verbs::{
         AccessFlags, AhAttr, CompletionQueue, Device, Mtu, PingPong, PingPongConfig,
         ProtectionDomain, QpCaps, RcQp, Role, RtrAttr, RtsAttr, Stats,
     },
-    Cepm,
 };
 
 /// What both sides need to know.
@@ -146,7 +151,7 @@ pub(crate) fn local_mac(device: &str, port: u8, index: u8) -> io::Result<[u8; 6]
 /// Where a connection or resolution from `config` goes: the local device name (for the
 /// ABI's `dev_name`) and the path to the peer (this host's own GID unless `config.peer`).
 pub(crate) struct Route {
-    pub(crate) dev_name: [std::ffi::c_char; crate::device_name::DEVICE_NAME_MAX],
+    pub(crate) dev_name: [std::ffi::c_char; device_name::DEVICE_NAME_MAX],
     pub(crate) path: sys::cepm_path_rec,
     /// Our IPv4 address, from the RoCE v2 GID the path starts at.
     pub(crate) ipv4: Option<[u8; 4]>,
@@ -155,7 +160,7 @@ pub(crate) struct Route {
 impl Route {
     pub(crate) fn new(config: &Config) -> io::Result<Self> {
         let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
-        let dev_name = crate::device_name::encode(&config.device);
+        let dev_name = device_name::encode(&config.device);
         let mut path = sys::cepm_path_rec::default();
         match config.peer {
             Some((ip, mac)) => {
@@ -208,20 +213,6 @@ pub(crate) fn cma_hdr(
 
 /// The REQ `config` asks for, from QP `qpn` starting at PSN `psn`, along `route`, with
 /// `pdata` after the `cma_hdr` (if `config.rdma_cm`).
-/// A random 24-bit starting PSN, as rdma_cm draws one (`cma_connect_ib`,
-/// `cma_accept_ib`): a fixed one lets a stale packet of an earlier connection on the same
-/// QPN pass for a new one's.
-pub fn random_psn() -> io::Result<u32> {
-    let mut bytes = [0u8; 4];
-    // SAFETY: `bytes` is valid for writes of its length; flags 0 is a blocking read of the
-    // urandom source, which never fails once the pool is initialised.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != bytes.len() as isize {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(u32::from_ne_bytes(bytes) & 0x00ff_ffff)
-}
-
 pub(crate) fn connect_args(
     config: &Config,
     handle: u32,

@@ -1031,7 +1031,7 @@ mod tests {
     }
 
     fn parse_attr(name: &str) -> AttrId {
-        cepm::parse_attr(name).unwrap()
+        crate::parse_attr(name).unwrap()
     }
 
     #[test]

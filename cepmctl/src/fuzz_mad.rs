@@ -9,23 +9,14 @@
 //! flipped, a header field broken (versions, class, method, status, attribute), or the body
 //! cut short (a zero tail). Some are sent twice, and a window of them is reordered.
 
-use std::{
-    io,
-    time::Instant, //
-};
+use std::{io, time::Instant};
 
-use cepm::{
+use cepm::AttrId;
+
+use crate::{
+    forge::{self, Fields},
     rng::Rng,
-    umad::{
-        self,
-        MAD_SIZE, //
-    },
-    AttrId,
-};
-
-use crate::forge::{
-    self,
-    Fields, //
+    umad::{self, MAD_SIZE},
 };
 
 /// How the fuzzer is driven.

@@ -9,10 +9,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{
-    connect::{connect_args, random_psn, Config, Route},
+use cepm::{
+    cep::{event_name, state_name, Event},
+    psn::random_psn,
     sys, Cepm,
 };
+
+use crate::connect::{connect_args, Config, Route};
 
 /// What a run measured.
 #[derive(Clone, Copy, Debug)]
@@ -33,18 +36,18 @@ fn qpn(base: u32, n: u64) -> u32 {
 
 /// Says which connection failed and how (the event, its status, the CEP's comm IDs and
 /// state), so that a rare failure under loss can be told apart from another.
-fn report_failure(who: &str, cepm: &Cepm, ev: &crate::cep::Event) {
+fn report_failure(who: &str, cepm: &Cepm, ev: &Event) {
     let info = cepm.query_cep(ev.handle);
     let (ids, state) = info.map_or((String::new(), "?"), |i| {
         (
             format!(" {:#x}/{:#x}", i.local_comm_id, i.remote_comm_id),
-            crate::cep::state_name(i.state),
+            state_name(i.state),
         )
     });
     println!(
         "{who}: CEP {}{ids} failed: {} (status {}) in {state}",
         ev.handle,
-        crate::cep::event_name(ev.kind),
+        event_name(ev.kind),
         ev.status
     );
 }
@@ -53,7 +56,7 @@ fn report_failure(who: &str, cepm: &Cepm, ev: &crate::cep::Event) {
 /// (the kernel has already extended the retry timer by its service timeout): rdma_cm arms
 /// one for every REQ and REP it receives and sends it when that message is retried, so a
 /// loaded peer sends them routinely. They are skipped.
-fn next_event(cepm: &Cepm, timeout: Duration) -> io::Result<crate::cep::Event> {
+fn next_event(cepm: &Cepm, timeout: Duration) -> io::Result<Event> {
     loop {
         let ev = cepm.expect_event(timeout)?;
         if ev.kind != sys::CEPM_EVENT_MRA_RECEIVED {
@@ -63,10 +66,10 @@ fn next_event(cepm: &Cepm, timeout: Duration) -> io::Result<crate::cep::Event> {
 }
 
 /// The error for an event neither side of a run expects.
-fn unexpected(ev: &crate::cep::Event) -> io::Error {
+fn unexpected(ev: &Event) -> io::Error {
     io::Error::other(format!(
         "unexpected event {} on CEP {}",
-        crate::cep::event_name(ev.kind),
+        event_name(ev.kind),
         ev.handle
     ))
 }

@@ -5,11 +5,9 @@ use std::io;
 
 use cepm_proto::cma_hdr::CMA_HDR_SIZE;
 
-use crate::{
-    cep::event_name,
-    connect::{cma_hdr, Config, Route},
-    sys, Cepm,
-};
+use cepm::{cep::event_name, sys, Cepm};
+
+use crate::connect::{cma_hdr, Config, Route};
 
 /// What a resolution returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

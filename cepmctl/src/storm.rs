@@ -34,11 +34,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{
+use cepm::{
     cep::{event_name, Event},
+    sys, Cepm,
+};
+
+use crate::{
     connect::{connect_args, Config, Route},
     rng::Rng,
-    sys, Cepm,
 };
 
 /// Which side of the storm this process plays.
@@ -265,7 +268,7 @@ fn next_event(cepm: &Cepm, tally: &mut Tally) -> io::Result<Option<Event>> {
 /// Reads never block: a queued event can go away between `poll()` and `read()` (a
 /// REQ_RECEIVED whose request was claimed), and the storm must not hang on it.
 fn set_nonblocking(cepm: &Cepm) -> io::Result<()> {
-    let fd = cepm.file.as_raw_fd();
+    let fd = cepm.as_raw_fd();
     // SAFETY: F_GETFL on a descriptor this process owns has no memory effects.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 {

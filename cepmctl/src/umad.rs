@@ -13,7 +13,7 @@ use std::{
     path::Path,
 };
 
-use crate::sys;
+use crate::bindings::umad as sys;
 
 /// The GSI queue pair, where every CM MAD goes.
 const GSI_QPN: u32 = 1;

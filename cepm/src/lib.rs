@@ -1,19 +1,52 @@
-//! Userspace access to cepm, the InfiniBand/RoCE connection manager kernel module.
+//! Userspace API of cepm, the InfiniBand/RoCE connection manager kernel module.
 //!
-//! [`Cepm`] wraps `/dev/cepm`; [`umad`] injects raw CM MADs through the kernel's user MAD
-//! interface (`/dev/infiniband/umadN`), which tests use to put CM traffic on a port; [`verbs`]
-//! creates RC queue pairs through libibverbs and moves data over them.
+//! cepm runs the IBTA connection protocol (REQ, REP, RTU, DREQ, ... and SIDR) in the kernel and
+//! hands each process its connection endpoints (CEPs) through the character device
+//! `/dev/cepm`. This crate wraps that device:
+//!
+//! - [`Cepm`] is an open `/dev/cepm`: its methods are the ioctls (create, listen, connect,
+//!   accept, reject, disconnect, the QP attributes of each transition) and the event stream;
+//! - [`cep`] holds what they report: a claimed REQ ([`cep::ReqInfo`]), a CEP's state
+//!   ([`cep::CepInfo`]), an event ([`cep::Event`]) and a monitor's record
+//!   ([`cep::TraceRecord`]);
+//! - [`sys`] is the ABI itself, generated from `include/uapi/cepm.h`, for the arguments that
+//!   go to the kernel as they are ([`sys::cepm_connect`], [`sys::cepm_accept`], ...);
+//! - [`device_name`] converts RDMA device names to and from the ABI's fixed fields, and
+//!   [`psn`] draws starting PSNs.
+//!
+//! It moves no data: the QP is the caller's, created through libibverbs and moved through its
+//! states with the attributes [`Cepm::qp_attr`] returns. `cepmctl` and cepm's librdmacm are
+//! built on it; `examples/cm_only_server.rs` is a complete server.
+//!
+//! # Example
+//!
+//! A listener that claims one REQ and rejects it:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use cepm::{sys, Cepm};
+//!
+//! fn main() -> std::io::Result<()> {
+//!     let cepm = Cepm::open()?;
+//!     let listener = cepm.create(0)?;
+//!     cepm.listen(listener, 0x0000_0000_0106_4e99, u64::MAX)?;
+//!     let event = cepm.expect_event(Duration::from_secs(10))?;
+//!     if event.kind == sys::CEPM_EVENT_REQ_RECEIVED {
+//!         let (handle, req) = cepm.get_request(listener, 1)?;
+//!         println!("REQ from QPN {:#x} for service {:#x}", req.remote_qpn, req.service_id);
+//!         cepm.reject(handle, sys::CEPM_REJ_CONSUMER_DEFINED as u16, b"", b"")?;
+//!         cepm.destroy(handle)?;
+//!     }
+//!     cepm.destroy(listener)?;
+//!     Ok(())
+//! }
+//! ```
 
 pub mod cep;
-pub mod connect;
 pub mod device_name;
-pub mod many;
-pub mod rng;
-pub mod sidr;
-pub mod storm;
+pub mod psn;
 pub mod sys;
-pub mod umad;
-pub mod verbs;
 
 use std::{
     fs::{File, OpenOptions},
@@ -151,36 +184,9 @@ impl Cepm {
     }
 }
 
-/// Parses an attribute given by name (`REQ`, `SIDR_REQ`, ...) or number (`0x10`, `16`).
-pub fn parse_attr(s: &str) -> Option<AttrId> {
-    let by_name = AttrId::ALL
-        .iter()
-        .copied()
-        .find(|a| a.name().eq_ignore_ascii_case(s));
-    by_name.or_else(|| {
-        let n = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            Some(hex) => u16::from_str_radix(hex, 16).ok()?,
-            None => s.parse().ok()?,
-        };
-        AttrId::from_u16(n)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn attributes_parse_by_name_and_number() {
-        for attr in AttrId::ALL {
-            assert_eq!(parse_attr(attr.name()), Some(attr));
-            assert_eq!(parse_attr(&attr.to_u16().to_string()), Some(attr));
-            assert_eq!(parse_attr(&format!("{:#x}", attr.to_u16())), Some(attr));
-        }
-        assert_eq!(parse_attr("req"), Some(AttrId::Req));
-        assert_eq!(parse_attr("0x0002"), None);
-        assert_eq!(parse_attr("bogus"), None);
-    }
 
     #[test]
     fn abi_structs_have_the_sizes_the_kernel_asserts() {
