@@ -11,7 +11,7 @@
 
 use std::{io, time::Duration};
 
-use cepm::{cep::event_name, psn::random_psn, sys, Cepm};
+use cepm::{event::event_name, psn::random_psn, sys, Cepm};
 
 fn main() -> io::Result<()> {
     let service_id = std::env::args()

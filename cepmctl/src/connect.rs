@@ -7,8 +7,9 @@ use std::{fs, io, time::Duration};
 use cepm_proto::cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE};
 
 use cepm::{
-    cep::{event_name, state_name, Event},
+    cep::state_name,
     device_name,
+    event::{event_name, Event},
     psn::random_psn,
     sys, Cepm,
 };

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use cepm::{cep, AttrId, Cepm, PortInfo};
+use cepm::{cep, event, sys, AttrId, Cepm, PortInfo};
 use clap::{Parser, Subcommand};
 
 mod bindings;
@@ -589,14 +589,12 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
         let ev = cepm.expect_event(timeout)?;
         println!(
             "serve: event {} on handle {} (context {:#x}, status {})",
-            cep::event_name(ev.kind),
+            event::event_name(ev.kind),
             ev.handle,
             ev.user_context,
             ev.status
         );
-        if ev.kind != cepm::sys::CEPM_EVENT_REQ_RECEIVED
-            && ev.kind != cepm::sys::CEPM_EVENT_SIDR_REQ_RECEIVED
-        {
+        if ev.kind != sys::CEPM_EVENT_REQ_RECEIVED && ev.kind != sys::CEPM_EVENT_SIDR_REQ_RECEIVED {
             continue;
         }
         if leave_unclaimed {
@@ -623,9 +621,9 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
         // GET_REQUEST claims the oldest request, which need not be the one this event
         // announced: a SIDR_REQ is answered with a SIDR_REP, never a REJ (EINVAL).
         if req.sidr == 1 {
-            cepm.sidr_rep(&cepm::sys::cepm_sidr_rep {
+            cepm.sidr_rep(&sys::cepm_sidr_rep {
                 handle,
-                status: cepm::sys::CEPM_SIDR_REJECT as u8,
+                status: sys::CEPM_SIDR_REJECT as u8,
                 ..Default::default()
             })?;
             println!("serve: answered the SIDR_REQ with status reject");
@@ -639,7 +637,7 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
                 };
                 println!(
                     "serve: event {} on CEP {handle} (status {}) before the REJ",
-                    cep::event_name(ev.kind),
+                    event::event_name(ev.kind),
                     ev.status
                 );
             }
@@ -693,7 +691,7 @@ fn await_requests_over(
         let ceps = cepm.list_ceps()?;
         let in_request = ceps.iter().any(|c| {
             c.service_id == service_id
-                && c.state != cepm::sys::CEPM_STATE_LISTEN
+                && c.state != sys::CEPM_STATE_LISTEN
                 && !cep::request_is_over(c.state)
         });
         if !in_request {
@@ -749,9 +747,9 @@ fn run(cli: Cli) -> std::io::Result<()> {
                     t.local_comm_id,
                     t.remote_comm_id,
                     t.service_id,
-                    cepm::cep::event_name(t.kind),
+                    event::event_name(t.kind),
                     t.status,
-                    cepm::cep::state_name(t.state)
+                    cep::state_name(t.state)
                 );
                 std::io::Write::flush(&mut std::io::stdout())?;
                 seen += 1;

@@ -10,7 +10,8 @@ use std::{
 };
 
 use cepm::{
-    cep::{event_name, state_name, Event},
+    cep::state_name,
+    event::{event_name, Event},
     psn::random_psn,
     sys, Cepm,
 };

@@ -5,7 +5,7 @@ use std::io;
 
 use cepm_proto::cma_hdr::CMA_HDR_SIZE;
 
-use cepm::{cep::event_name, sys, Cepm};
+use cepm::{event::event_name, sys, Cepm};
 
 use crate::connect::{cma_hdr, Config, Route};
 

@@ -35,7 +35,7 @@ use std::{
 };
 
 use cepm::{
-    cep::{event_name, Event},
+    event::{event_name, Event},
     sys, Cepm,
 };
 
