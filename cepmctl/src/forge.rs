@@ -958,12 +958,13 @@ mod tests {
         assert_eq!(drep.remote_comm_id, 2);
     }
 
-    /// The REQ and DREQ that `--valid` sent before every attribute had a template; the REQ
-    /// has since named the destination GID in its primary path, as a real peer's does (a
-    /// REQ whose path names a GID the port lacks is rejected with reason 12).
+    /// The REQ and DREQ that `--valid` builds, byte for byte: selftests (`cep_listen.sh`,
+    /// `cep_rej_match.sh`) rely on their fields. The REQ names the destination GID in its
+    /// primary path, as a real peer's does (a REQ whose path names a GID the port lacks is
+    /// rejected with reason 12).
     #[test]
-    fn existing_callers_get_the_same_bytes() {
-        let old_req = |comm_id: u32, service_id: u64| {
+    fn valid_req_and_dreq_keep_their_bytes() {
+        let expected_req = |comm_id: u32, service_id: u64| {
             let mut mad = [0u8; MAD_SIZE];
             let msg = CmMsg::Req(Req {
                 local_comm_id: comm_id,
@@ -999,14 +1000,17 @@ mod tests {
             "--comm-id",
             "0xabc00001",
         ];
-        assert_eq!(build(&args, 0).unwrap(), old_req(0xabc0_0001, 0x0106_4e21));
+        assert_eq!(
+            build(&args, 0).unwrap(),
+            expected_req(0xabc0_0001, 0x0106_4e21)
+        );
         assert_eq!(
             build(&["REQ", "--valid"], 0).unwrap(),
-            old_req(0x1234_5678, 0x0106_4e20)
+            expected_req(0x1234_5678, 0x0106_4e20)
         );
 
         let mad = build(&["DREQ", "--valid", "--count", "2"], 1).unwrap();
-        let mut old = [0u8; MAD_SIZE];
+        let mut expected = [0u8; MAD_SIZE];
         CmMad::new(
             1,
             0,
@@ -1017,9 +1021,9 @@ mod tests {
                 private_data: PrivateData::empty(),
             }),
         )
-        .encode(&mut old)
+        .encode(&mut expected)
         .unwrap();
-        assert_eq!(mad, old);
+        assert_eq!(mad, expected);
 
         // Without --valid: the header alone, TID = the loop index.
         for attr in ["REQ", "DREQ", "SIDR_REQ"] {

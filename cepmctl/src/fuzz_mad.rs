@@ -209,10 +209,9 @@ pub fn run(cfg: &Config) -> io::Result<()> {
                 Err(e) => return Err(e),
             }
         }
-        // A long run (10⁶ MADs under KASAN: 45 minutes in stop 34, two hours before) reports
-        // as it goes, so that a run stopped at its time limit still says how far it got: one
-        // line for each multiple of PROGRESS_EVERY below the count, once the MADs up to it
-        // have gone.
+        // A long run (10⁶ MADs take about 45 minutes under KASAN) reports as it goes, so that
+        // a run stopped at its time limit still says how far it got: one line for each
+        // multiple of PROGRESS_EVERY below the count, once the MADs up to it have gone.
         if made >= next_progress && next_progress < cfg.count {
             let secs = started.elapsed().as_secs_f64();
             println!(
