@@ -20,21 +20,21 @@ use crate::{
 };
 
 /// How the fuzzer is driven.
-pub struct Config {
-    pub device: String,
-    pub port: u32,
+pub(crate) struct Config {
+    pub(crate) device: String,
+    pub(crate) port: u32,
     /// The victim's GID.
-    pub to: [u8; 16],
-    pub seed: u64,
-    pub count: u64,
+    pub(crate) to: [u8; 16],
+    pub(crate) seed: u64,
+    pub(crate) count: u64,
     /// Comm IDs (and SIDR request IDs) of live connections to aim at.
-    pub comm_ids: Vec<u32>,
+    pub(crate) comm_ids: Vec<u32>,
     /// QPNs of live connections' ends.
-    pub qpns: Vec<u32>,
+    pub(crate) qpns: Vec<u32>,
     /// GIDs of the hosts with live connections.
-    pub gids: Vec<[u8; 16]>,
+    pub(crate) gids: Vec<[u8; 16]>,
     /// Service IDs its REQs and SIDR_REQs ask for.
-    pub service_ids: Vec<u64>,
+    pub(crate) service_ids: Vec<u64>,
 }
 
 /// Attribute IDs cepm does not serve: it must count and drop them.
@@ -168,7 +168,7 @@ const PROGRESS_EVERY: u64 = 100_000;
 
 /// Runs the fuzzer; prints its progress every [`PROGRESS_EVERY`] MADs and one summary line
 /// with the rate.
-pub fn run(cfg: &Config) -> io::Result<()> {
+pub(crate) fn run(cfg: &Config) -> io::Result<()> {
     let gid = umad::roce_v2_ipv4_gid(&cfg.device, cfg.port)?;
     // The second copy of a MAD sent twice goes through a second agent: ib_umad refuses a
     // request whose TID an earlier one of the same file still has outstanding

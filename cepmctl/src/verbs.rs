@@ -31,7 +31,7 @@
 //! The C side is `csrc/verbs_shim.{h,c}`: libibverbs' data path is static inline functions, so
 //! it is reached through small wrappers whose Rust declarations bindgen generates (`build.rs`).
 
-pub mod loopback;
+pub(crate) mod loopback;
 
 use std::{
     alloc::{self, Layout},
@@ -53,7 +53,7 @@ use cepm::psn::MAX_PSN;
 use crate::bindings::verbs as ffi;
 
 /// The largest QP number: QPNs, like PSNs, are 24-bit numbers.
-pub const MAX_QPN: u32 = 0x00ff_ffff;
+pub(crate) const MAX_QPN: u32 = 0x00ff_ffff;
 /// An error number from the shim (0 means success) as an `io::Result`.
 fn errno_result(rc: i32, what: &str) -> io::Result<()> {
     if rc == 0 {
@@ -78,7 +78,7 @@ fn non_null<T>(p: *mut T, what: &str) -> io::Result<NonNull<T>> {
 
 /// An InfiniBand path MTU (`enum ibv_mtu`), the payload size of one packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Mtu {
+pub(crate) enum Mtu {
     /// 256 bytes (`IBV_MTU_256` = 1).
     Mtu256,
     /// 512 bytes (`IBV_MTU_512` = 2).
@@ -93,7 +93,7 @@ pub enum Mtu {
 
 impl Mtu {
     /// Every MTU, smallest first.
-    pub const ALL: [Mtu; 5] = [
+    pub(crate) const ALL: [Mtu; 5] = [
         Mtu::Mtu256,
         Mtu::Mtu512,
         Mtu::Mtu1024,
@@ -102,7 +102,7 @@ impl Mtu {
     ];
 
     /// The MTU in bytes.
-    pub const fn bytes(self) -> u32 {
+    pub(crate) const fn bytes(self) -> u32 {
         match self {
             Mtu::Mtu256 => 256,
             Mtu::Mtu512 => 512,
@@ -113,12 +113,12 @@ impl Mtu {
     }
 
     /// The MTU of exactly `bytes` bytes.
-    pub fn from_bytes(bytes: u32) -> Option<Self> {
+    pub(crate) fn from_bytes(bytes: u32) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.bytes() == bytes)
     }
 
     /// The `enum ibv_mtu` value, which is also the wire encoding the CM uses (REQ PathMTU).
-    pub const fn to_raw(self) -> u32 {
+    pub(crate) const fn to_raw(self) -> u32 {
         match self {
             Mtu::Mtu256 => ffi::CEPM_VERBS_MTU_256,
             Mtu::Mtu512 => ffi::CEPM_VERBS_MTU_512,
@@ -129,7 +129,7 @@ impl Mtu {
     }
 
     /// The MTU an `enum ibv_mtu` value (1..=5) names.
-    pub fn from_raw(raw: u32) -> Option<Self> {
+    pub(crate) fn from_raw(raw: u32) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.to_raw() == raw)
     }
 }
@@ -154,22 +154,22 @@ impl FromStr for Mtu {
 
 /// Memory and QP access rights (`enum ibv_access_flags`, the subset cepm uses).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct AccessFlags(u32);
+pub(crate) struct AccessFlags(u32);
 
 impl AccessFlags {
     /// No access beyond local reads (the device may always read local memory to send it).
-    pub const NONE: Self = Self(0);
+    pub(crate) const NONE: Self = Self(0);
     /// The device may write the memory (receive buffers need it).
-    pub const LOCAL_WRITE: Self = Self(ffi::CEPM_VERBS_ACCESS_LOCAL_WRITE);
+    pub(crate) const LOCAL_WRITE: Self = Self(ffi::CEPM_VERBS_ACCESS_LOCAL_WRITE);
     /// A peer may RDMA-write the memory / to this QP.
-    pub const REMOTE_WRITE: Self = Self(ffi::CEPM_VERBS_ACCESS_REMOTE_WRITE);
+    pub(crate) const REMOTE_WRITE: Self = Self(ffi::CEPM_VERBS_ACCESS_REMOTE_WRITE);
     /// A peer may RDMA-read the memory / through this QP.
-    pub const REMOTE_READ: Self = Self(ffi::CEPM_VERBS_ACCESS_REMOTE_READ);
+    pub(crate) const REMOTE_READ: Self = Self(ffi::CEPM_VERBS_ACCESS_REMOTE_READ);
     /// A peer may perform atomics on the memory / through this QP.
-    pub const REMOTE_ATOMIC: Self = Self(ffi::CEPM_VERBS_ACCESS_REMOTE_ATOMIC);
+    pub(crate) const REMOTE_ATOMIC: Self = Self(ffi::CEPM_VERBS_ACCESS_REMOTE_ATOMIC);
 
     /// The flags among `bits` that this type knows (others are dropped).
-    pub const fn from_bits_truncate(bits: u32) -> Self {
+    pub(crate) const fn from_bits_truncate(bits: u32) -> Self {
         let known = Self::LOCAL_WRITE.0
             | Self::REMOTE_WRITE.0
             | Self::REMOTE_READ.0
@@ -178,7 +178,7 @@ impl AccessFlags {
     }
 
     /// The `ibv_access_flags` bits.
-    pub const fn bits(self) -> u32 {
+    pub(crate) const fn bits(self) -> u32 {
         self.0
     }
 }
@@ -193,7 +193,7 @@ impl BitOr for AccessFlags {
 
 /// The state of a port (`enum ibv_port_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PortState {
+pub(crate) enum PortState {
     /// Link down.
     Down,
     /// Link up, not configured by a subnet manager yet.
@@ -220,7 +220,7 @@ impl PortState {
 
 /// A port's link layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LinkLayer {
+pub(crate) enum LinkLayer {
     /// InfiniBand (also reported as "unspecified" by old providers).
     InfiniBand,
     /// Ethernet: RoCE, where every address vector must carry a GRH.
@@ -229,23 +229,23 @@ pub enum LinkLayer {
 
 /// What [`Device::query_port`] reports about a port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PortAttr {
+pub(crate) struct PortAttr {
     /// The port state.
-    pub state: PortState,
+    pub(crate) state: PortState,
     /// The largest MTU the port supports (`None` if the provider reports an unknown value).
-    pub max_mtu: Option<Mtu>,
+    pub(crate) max_mtu: Option<Mtu>,
     /// The MTU the port runs at now; a path MTU cannot exceed it.
-    pub active_mtu: Option<Mtu>,
+    pub(crate) active_mtu: Option<Mtu>,
     /// Number of GID table entries.
-    pub gid_tbl_len: u32,
+    pub(crate) gid_tbl_len: u32,
     /// Largest message the port can send, in bytes.
-    pub max_msg_sz: u32,
+    pub(crate) max_msg_sz: u32,
     /// Number of P_Key table entries.
-    pub pkey_tbl_len: u16,
+    pub(crate) pkey_tbl_len: u16,
     /// The port's LID (0 on RoCE).
-    pub lid: u16,
+    pub(crate) lid: u16,
     /// The link layer.
-    pub link_layer: LinkLayer,
+    pub(crate) link_layer: LinkLayer,
 }
 
 impl PortAttr {
@@ -269,7 +269,7 @@ impl PortAttr {
 
 /// The state of a queue pair (`enum ibv_qp_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QpState {
+pub(crate) enum QpState {
     /// Reset: just created.
     Reset,
     /// Initialized: bound to a port, receives may be posted.
@@ -305,11 +305,11 @@ impl QpState {
 
 /// An attribute that is out of range, or inconsistent with the port it is used on.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidAttr {
+pub(crate) struct InvalidAttr {
     /// The attribute, e.g. `rq_psn` or `ah.flow_label`.
-    pub field: &'static str,
+    pub(crate) field: &'static str,
     /// What is wrong with it.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 impl InvalidAttr {
@@ -350,35 +350,35 @@ fn at_most(field: &'static str, value: u32, max: u32) -> Result<(), InvalidAttr>
 /// The address vector of a connection's primary path (`struct ibv_ah_attr`): where the QP's
 /// packets go and how they are routed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AhAttr {
+pub(crate) struct AhAttr {
     /// Destination GID (for RoCE v2 over IPv4, `::ffff:a.b.c.d`).
-    pub dgid: [u8; 16],
+    pub(crate) dgid: [u8; 16],
     /// Index of the source GID in the port's GID table; on RoCE it also selects RoCE v1/v2.
-    pub sgid_index: u8,
+    pub(crate) sgid_index: u8,
     /// Hop limit of the GRH (the IP TTL on RoCE v2).
-    pub hop_limit: u8,
+    pub(crate) hop_limit: u8,
     /// Traffic class of the GRH (the IP DSCP/ECN byte on RoCE v2).
-    pub traffic_class: u8,
+    pub(crate) traffic_class: u8,
     /// 20-bit flow label of the GRH (also seeds the UDP source port on RoCE v2).
-    pub flow_label: u32,
+    pub(crate) flow_label: u32,
     /// Service level, 0..=15.
-    pub sl: u8,
+    pub(crate) sl: u8,
     /// Local port number (1-based); must be the port the QP was bound to in [`RcQp::to_init`].
-    pub port: u8,
+    pub(crate) port: u8,
     /// Destination LID (InfiniBand only; 0 on RoCE).
-    pub dlid: u16,
+    pub(crate) dlid: u16,
     /// Source path bits (InfiniBand LMC; 0 on RoCE).
-    pub src_path_bits: u8,
+    pub(crate) src_path_bits: u8,
     /// Static rate (`enum ibv_rate`, 0 for the port's rate).
-    pub static_rate: u8,
+    pub(crate) static_rate: u8,
     /// Whether packets carry a GRH (`is_global`); always true on RoCE.
-    pub global: bool,
+    pub(crate) global: bool,
 }
 
 impl AhAttr {
     /// A RoCE address vector to `dgid` from GID `sgid_index` of `port`: GRH with hop limit 64,
     /// traffic class, flow label and SL 0.
-    pub fn roce(dgid: [u8; 16], sgid_index: u8, port: u8) -> Self {
+    pub(crate) fn roce(dgid: [u8; 16], sgid_index: u8, port: u8) -> Self {
         Self {
             dgid,
             sgid_index,
@@ -395,7 +395,7 @@ impl AhAttr {
     }
 
     /// Checks the ranges that do not depend on the port.
-    pub fn validate(&self) -> Result<(), InvalidAttr> {
+    pub(crate) fn validate(&self) -> Result<(), InvalidAttr> {
         if self.port == 0 {
             return Err(InvalidAttr::new("ah.port", "port numbers start at 1"));
         }
@@ -412,7 +412,7 @@ impl AhAttr {
     }
 
     /// Checks the vector against the port it will be used on.
-    pub fn validate_for_port(&self, port: &PortAttr) -> Result<(), InvalidAttr> {
+    pub(crate) fn validate_for_port(&self, port: &PortAttr) -> Result<(), InvalidAttr> {
         self.validate()?;
         if port.link_layer == LinkLayer::Ethernet && !self.global {
             return Err(InvalidAttr::new(
@@ -452,24 +452,24 @@ impl AhAttr {
 
 /// The attributes of the INIT → RTR transition of an RC QP: the remote end and the receive side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RtrAttr {
+pub(crate) struct RtrAttr {
     /// The remote QP number (24 bits; not 0 or 1, the special QPs).
-    pub dest_qpn: u32,
+    pub(crate) dest_qpn: u32,
     /// The first PSN this QP's receive queue expects: the peer's `sq_psn` (24 bits).
-    pub rq_psn: u32,
+    pub(crate) rq_psn: u32,
     /// The path MTU; at most the port's active MTU.
-    pub path_mtu: Mtu,
+    pub(crate) path_mtu: Mtu,
     /// RDMA read/atomic requests this QP accepts at once as a responder.
-    pub max_dest_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
     /// The RNR NAK timer code (0..=31) this QP advertises when no receive is posted.
-    pub min_rnr_timer: u8,
+    pub(crate) min_rnr_timer: u8,
     /// The primary path.
-    pub ah: AhAttr,
+    pub(crate) ah: AhAttr,
 }
 
 impl RtrAttr {
     /// Checks the ranges that do not depend on the port.
-    pub fn validate(&self) -> Result<(), InvalidAttr> {
+    pub(crate) fn validate(&self) -> Result<(), InvalidAttr> {
         at_most("dest_qpn", self.dest_qpn, MAX_QPN)?;
         if self.dest_qpn < 2 {
             return Err(InvalidAttr::new(
@@ -483,7 +483,7 @@ impl RtrAttr {
     }
 
     /// Checks the attributes against the port the QP is bound to.
-    pub fn validate_for_port(&self, port: &PortAttr) -> Result<(), InvalidAttr> {
+    pub(crate) fn validate_for_port(&self, port: &PortAttr) -> Result<(), InvalidAttr> {
         self.validate()?;
         self.ah.validate_for_port(port)?;
         match port.active_mtu {
@@ -510,22 +510,22 @@ impl RtrAttr {
 
 /// The attributes of the RTR → RTS transition of an RC QP: the send side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RtsAttr {
+pub(crate) struct RtsAttr {
     /// The first PSN this QP sends with: the peer's `rq_psn` (24 bits).
-    pub sq_psn: u32,
+    pub(crate) sq_psn: u32,
     /// The local ACK timeout exponent (0..=31): 4.096 µs × 2^timeout, 0 meaning infinite.
-    pub timeout: u8,
+    pub(crate) timeout: u8,
     /// Transport retries before the QP fails (0..=7).
-    pub retry_cnt: u8,
+    pub(crate) retry_cnt: u8,
     /// RNR retries before the QP fails (0..=7, 7 meaning infinite).
-    pub rnr_retry: u8,
+    pub(crate) rnr_retry: u8,
     /// RDMA read/atomic requests this QP may have outstanding as an initiator.
-    pub max_rd_atomic: u8,
+    pub(crate) max_rd_atomic: u8,
 }
 
 impl RtsAttr {
     /// Checks the ranges.
-    pub fn validate(&self) -> Result<(), InvalidAttr> {
+    pub(crate) fn validate(&self) -> Result<(), InvalidAttr> {
         at_most("sq_psn", self.sq_psn, MAX_PSN)?;
         at_most("timeout", self.timeout.into(), 31)?;
         at_most("retry_cnt", self.retry_cnt.into(), 7)?;
@@ -569,13 +569,13 @@ impl Drop for Context {
 
 /// An open RDMA device, e.g. `rxe0` (its `/dev/infiniband/uverbsN`, through libibverbs).
 #[derive(Clone)]
-pub struct Device {
+pub(crate) struct Device {
     ctx: Arc<Context>,
 }
 
 impl Device {
     /// Opens the RDMA device called `name`.
-    pub fn open(name: &str) -> io::Result<Self> {
+    pub(crate) fn open(name: &str) -> io::Result<Self> {
         let c_name = CString::new(name)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in device name"))?;
         // SAFETY: `c_name` is a NUL-terminated string that outlives the call.
@@ -601,7 +601,7 @@ impl Device {
     }
 
     /// The attributes of port `port` (1-based).
-    pub fn query_port(&self, port: u8) -> io::Result<PortAttr> {
+    pub(crate) fn query_port(&self, port: u8) -> io::Result<PortAttr> {
         let mut raw = ffi::cepm_verbs_port_attr::default();
         // SAFETY: the context is open (we hold it) and `raw` is a writable struct for the call.
         let rc = unsafe { ffi::cepm_verbs_query_port(self.ctx.ptr.as_ptr(), port, &mut raw) };
@@ -634,13 +634,13 @@ impl Drop for PdInner {
 
 /// A protection domain (`struct ibv_pd`): QPs may use only memory regions of their own PD.
 #[derive(Clone)]
-pub struct ProtectionDomain {
+pub(crate) struct ProtectionDomain {
     inner: Arc<PdInner>,
 }
 
 impl ProtectionDomain {
     /// Allocates a protection domain on `device`.
-    pub fn new(device: &Device) -> io::Result<Self> {
+    pub(crate) fn new(device: &Device) -> io::Result<Self> {
         // SAFETY: the context is open for the call (we hold it).
         let ptr = unsafe { ffi::cepm_verbs_alloc_pd(device.ctx.ptr.as_ptr()) };
         let ptr = non_null(ptr, "ibv_alloc_pd")?;
@@ -681,24 +681,24 @@ impl Drop for CqInner {
 
 /// How a work request completed (`struct ibv_wc`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WorkCompletion {
+pub(crate) struct WorkCompletion {
     /// The `wr_id` the request was posted with.
-    pub wr_id: u64,
+    pub(crate) wr_id: u64,
     /// `enum ibv_wc_status`: 0 for success.
-    pub status: u32,
+    pub(crate) status: u32,
     /// What completed; undefined unless the status is success.
-    pub opcode: WcOpcode,
+    pub(crate) opcode: WcOpcode,
     /// Received bytes (receive completions).
-    pub byte_len: u32,
+    pub(crate) byte_len: u32,
     /// The local QP the request belonged to.
-    pub qp_num: u32,
+    pub(crate) qp_num: u32,
     /// Provider-specific error detail.
-    pub vendor_err: u32,
+    pub(crate) vendor_err: u32,
 }
 
 /// The kind of a completed work request (`enum ibv_wc_opcode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WcOpcode {
+pub(crate) enum WcOpcode {
     /// A SEND.
     Send,
     /// A receive.
@@ -730,17 +730,17 @@ impl WorkCompletion {
     }
 
     /// Whether the request succeeded.
-    pub fn is_success(&self) -> bool {
+    pub(crate) fn is_success(&self) -> bool {
         self.status == ffi::CEPM_VERBS_WC_SUCCESS
     }
 
     /// Whether the request was flushed because its QP went to the error state.
-    pub fn is_flushed(&self) -> bool {
+    pub(crate) fn is_flushed(&self) -> bool {
         self.status == ffi::CEPM_VERBS_WC_WR_FLUSH_ERR
     }
 
     /// libibverbs' description of the status (`ibv_wc_status_str`).
-    pub fn status_str(&self) -> String {
+    pub(crate) fn status_str(&self) -> String {
         // SAFETY: ibv_wc_status_str accepts any value and returns a static NUL-terminated string
         // ("unknown" for values it does not know).
         let s = unsafe { CStr::from_ptr(ffi::cepm_verbs_wc_status_str(self.status)) };
@@ -748,7 +748,7 @@ impl WorkCompletion {
     }
 
     /// The completion, or a [`CompletionError`] (as an `io::Error`) describing its failure.
-    pub fn check(self) -> io::Result<Self> {
+    pub(crate) fn check(self) -> io::Result<Self> {
         if self.is_success() {
             Ok(self)
         } else {
@@ -759,11 +759,11 @@ impl WorkCompletion {
 
 /// A work request that completed in error; [`CompletionError::of`] finds it in an `io::Error`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CompletionError(pub WorkCompletion);
+pub(crate) struct CompletionError(pub WorkCompletion);
 
 impl CompletionError {
     /// The failed completion behind `e`, if that is what `e` is.
-    pub fn of(e: &io::Error) -> Option<&WorkCompletion> {
+    pub(crate) fn of(e: &io::Error) -> Option<&WorkCompletion> {
         e.get_ref()
             .and_then(|inner| inner.downcast_ref::<CompletionError>())
             .map(|c| &c.0)
@@ -791,13 +791,13 @@ impl std::error::Error for CompletionError {}
 /// A completion queue (`struct ibv_cq`) with its own completion channel, so that
 /// [`CompletionQueue::wait`] sleeps instead of spinning.
 #[derive(Clone)]
-pub struct CompletionQueue {
+pub(crate) struct CompletionQueue {
     inner: Arc<CqInner>,
 }
 
 impl CompletionQueue {
     /// Creates a CQ with room for at least `capacity` completions.
-    pub fn new(device: &Device, capacity: u32) -> io::Result<Self> {
+    pub(crate) fn new(device: &Device, capacity: u32) -> io::Result<Self> {
         let ctx = device.ctx.ptr.as_ptr();
         let cqe = i32::try_from(capacity.max(1))
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "CQ too large"))?;
@@ -848,7 +848,7 @@ impl CompletionQueue {
     }
 
     /// Takes one completion if there is one, without waiting.
-    pub fn poll(&self) -> io::Result<Option<WorkCompletion>> {
+    pub(crate) fn poll(&self) -> io::Result<Option<WorkCompletion>> {
         let mut wc = ffi::cepm_verbs_wc::default();
         // SAFETY: the CQ is alive (we hold it) and `wc` has room for the one entry asked for.
         let n = unsafe { ffi::cepm_verbs_poll_cq(self.inner.cq.as_ptr(), 1, &mut wc) };
@@ -861,7 +861,7 @@ impl CompletionQueue {
 
     /// Takes the next completion, sleeping on the completion channel until one arrives; fails
     /// with [`io::ErrorKind::TimedOut`] after `timeout`.
-    pub fn wait(&self, timeout: Duration) -> io::Result<WorkCompletion> {
+    pub(crate) fn wait(&self, timeout: Duration) -> io::Result<WorkCompletion> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(wc) = self.poll()? {
@@ -911,7 +911,7 @@ impl CompletionQueue {
 ///
 /// The buffer lives exactly as long as the registration: it is freed only after
 /// `ibv_dereg_mr`, which guarantees the device no longer accesses it.
-pub struct MemoryRegion {
+pub(crate) struct MemoryRegion {
     mr: NonNull<ffi::ibv_mr>,
     buf: NonNull<u8>,
     layout: Layout,
@@ -930,7 +930,7 @@ const MR_ALIGN: usize = 4096;
 
 impl MemoryRegion {
     /// Allocates `len` zeroed bytes (`len` > 0) and registers them in `pd` with `access`.
-    pub fn new(pd: &ProtectionDomain, len: usize, access: AccessFlags) -> io::Result<Self> {
+    pub(crate) fn new(pd: &ProtectionDomain, len: usize, access: AccessFlags) -> io::Result<Self> {
         if len == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -973,19 +973,19 @@ impl MemoryRegion {
     }
 
     /// The buffer's length in bytes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.layout.size()
     }
 
     /// The buffer.
-    pub fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: `buf` is `len` initialised (zeroed at allocation) bytes we own; see the
         // contract of `RcQp::post_recv` for device writes.
         unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), self.len()) }
     }
 
     /// The buffer, writable.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: As for `as_slice`, and `&mut self` makes this the only reference.
         unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr(), self.len()) }
     }
@@ -1005,17 +1005,17 @@ impl Drop for MemoryRegion {
 
 /// The capacities of a QP's queues (`struct ibv_qp_cap`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QpCaps {
+pub(crate) struct QpCaps {
     /// Outstanding send work requests.
-    pub max_send_wr: u32,
+    pub(crate) max_send_wr: u32,
     /// Outstanding receive work requests.
-    pub max_recv_wr: u32,
+    pub(crate) max_recv_wr: u32,
     /// Scatter/gather entries per send request.
-    pub max_send_sge: u32,
+    pub(crate) max_send_sge: u32,
     /// Scatter/gather entries per receive request.
-    pub max_recv_sge: u32,
+    pub(crate) max_recv_sge: u32,
     /// Bytes of inline data per send request.
-    pub max_inline_data: u32,
+    pub(crate) max_inline_data: u32,
 }
 
 impl Default for QpCaps {
@@ -1036,7 +1036,7 @@ impl Default for QpCaps {
 ///
 /// Created in RESET; [`RcQp::to_init`], [`RcQp::to_rtr`] and [`RcQp::to_rts`] connect it with
 /// attributes supplied by the caller (the connection manager, or [`loopback`]).
-pub struct RcQp {
+pub(crate) struct RcQp {
     qp: NonNull<ffi::ibv_qp>,
     qpn: u32,
     /// The port the QP was bound to on its way to INIT, 0 before.
@@ -1061,7 +1061,11 @@ impl Drop for RcQp {
 impl RcQp {
     /// Creates an RC QP in `pd` whose send and receive completions go to `cq`, with at least
     /// `caps`.
-    pub fn create(pd: &ProtectionDomain, cq: &CompletionQueue, caps: QpCaps) -> io::Result<Self> {
+    pub(crate) fn create(
+        pd: &ProtectionDomain,
+        cq: &CompletionQueue,
+        caps: QpCaps,
+    ) -> io::Result<Self> {
         if !Arc::ptr_eq(&pd.inner.ctx, &cq.inner._ctx) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -1096,27 +1100,27 @@ impl RcQp {
     }
 
     /// The QP number, which the peer needs (as its `dest_qpn`, or in a SIDR_REP).
-    pub fn qp_num(&self) -> u32 {
+    pub(crate) fn qp_num(&self) -> u32 {
         self.qpn
     }
 
     /// The port the QP was bound to on its way to INIT, if it got there.
-    pub fn port(&self) -> Option<u8> {
+    pub(crate) fn port(&self) -> Option<u8> {
         Some(self.port.load(Ordering::Acquire)).filter(|&p| p != 0)
     }
 
     /// The CQ the QP's completions go to.
-    pub fn cq(&self) -> &CompletionQueue {
+    pub(crate) fn cq(&self) -> &CompletionQueue {
         &self.cq
     }
 
     /// The QP's protection domain.
-    pub fn pd(&self) -> &ProtectionDomain {
+    pub(crate) fn pd(&self) -> &ProtectionDomain {
         &self.pd
     }
 
     /// The current state, as the device reports it.
-    pub fn state(&self) -> io::Result<QpState> {
+    pub(crate) fn state(&self) -> io::Result<QpState> {
         let mut raw = 0u32;
         // SAFETY: the QP is alive and `raw` is writable for the call.
         let rc = unsafe { ffi::cepm_verbs_query_qp_state(self.raw(), &mut raw) };
@@ -1151,7 +1155,7 @@ impl RcQp {
 
     /// Any state → ERR: every outstanding work request completes with a flush error, which
     /// wakes whoever waits on the CQ (used to abort a transfer, and before disconnecting).
-    pub fn to_error(&self) -> io::Result<()> {
+    pub(crate) fn to_error(&self) -> io::Result<()> {
         // SAFETY: the QP is alive.
         let rc = unsafe { ffi::cepm_verbs_modify_qp_err(self.raw()) };
         errno_result(rc, &format!("QP {} to ERR", self.qpn))
@@ -1163,7 +1167,7 @@ impl RcQp {
 
     /// RESET → INIT: binds the QP to `port` and P_Key `pkey_index`, granting peers `access`
     /// (remote read/write/atomic; SEND/RECV need none).
-    pub fn to_init(&self, port: u8, pkey_index: u16, access: AccessFlags) -> io::Result<()> {
+    pub(crate) fn to_init(&self, port: u8, pkey_index: u16, access: AccessFlags) -> io::Result<()> {
         self.check_port(port, pkey_index)?;
         // SAFETY: the QP is alive; the shim only reads its scalar arguments.
         let rc =
@@ -1174,7 +1178,7 @@ impl RcQp {
     }
 
     /// INIT → RTR with `attr`, checked first against the port the QP is bound to.
-    pub fn to_rtr(&self, attr: &RtrAttr) -> io::Result<()> {
+    pub(crate) fn to_rtr(&self, attr: &RtrAttr) -> io::Result<()> {
         let port = self
             .port()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "to_rtr before to_init"))?;
@@ -1193,7 +1197,7 @@ impl RcQp {
     }
 
     /// RTR → RTS with `attr`.
-    pub fn to_rts(&self, attr: &RtsAttr) -> io::Result<()> {
+    pub(crate) fn to_rts(&self, attr: &RtsAttr) -> io::Result<()> {
         attr.validate()?;
         let raw = attr.to_raw();
         // SAFETY: the QP is alive and `raw` is readable for the call.
@@ -1209,7 +1213,7 @@ impl RcQp {
     /// The device reads the bytes asynchronously: until the request's completion has been
     /// polled (or the QP is destroyed), the caller must not modify them, which Rust cannot
     /// check because `mr` is only borrowed for the call.
-    pub unsafe fn post_send(
+    pub(crate) unsafe fn post_send(
         &self,
         mr: &MemoryRegion,
         len: usize,
@@ -1239,7 +1243,7 @@ impl RcQp {
     /// The device writes the buffer asynchronously: until the request's completion has been
     /// polled (or the QP is destroyed, or `mr` dropped), the caller must not read or write it,
     /// which Rust cannot check because `mr` is only borrowed for the call.
-    pub unsafe fn post_recv(&self, mr: &MemoryRegion, wr_id: u64) -> io::Result<()> {
+    pub(crate) unsafe fn post_recv(&self, mr: &MemoryRegion, wr_id: u64) -> io::Result<()> {
         let len = self.check_mr(mr, mr.len())?;
         // SAFETY: the QP is alive, the buffer is a region registered in the QP's PD, and the
         // caller leaves it alone until the completion.
@@ -1275,7 +1279,7 @@ fn check_mr(pd: &ProtectionDomain, mr: &MemoryRegion, len: usize) -> io::Result<
 
 /// Which end of a ping-pong a QP is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Role {
+pub(crate) enum Role {
     /// Sends each message, then waits for the echo and verifies it.
     Client,
     /// Verifies each message and echoes it back.
@@ -1293,33 +1297,33 @@ impl fmt::Display for Role {
 
 /// How a ping-pong runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PingPongConfig {
+pub(crate) struct PingPongConfig {
     /// Round trips.
-    pub iterations: u64,
+    pub(crate) iterations: u64,
     /// How long to wait for any one completion before giving up.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Fault injection for tests: the server flips one byte of its echo in this iteration, so
     /// the client must report a mismatch.
-    pub corrupt_echo_at: Option<u64>,
+    pub(crate) corrupt_echo_at: Option<u64>,
 }
 
 /// What a ping-pong did, from one end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stats {
+pub(crate) struct Stats {
     /// This end's role.
-    pub role: Role,
+    pub(crate) role: Role,
     /// Completed round trips.
-    pub iterations: u64,
+    pub(crate) iterations: u64,
     /// Bytes per message.
-    pub size: usize,
+    pub(crate) size: usize,
     /// Payload bytes sent.
-    pub bytes_sent: u64,
+    pub(crate) bytes_sent: u64,
     /// Payload bytes received.
-    pub bytes_received: u64,
+    pub(crate) bytes_received: u64,
     /// Received payload bytes checked against the expected pattern.
-    pub bytes_verified: u64,
+    pub(crate) bytes_verified: u64,
     /// Time from the first send (client) or the start of waiting (server) to the last completion.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
 }
 
 impl fmt::Display for Stats {
@@ -1340,7 +1344,7 @@ impl fmt::Display for Stats {
 
 /// The byte at `offset` of the message of iteration `iteration`: a pattern that differs between
 /// iterations and along the message, so that stale, shifted or mixed-up data is caught.
-pub fn payload_byte(iteration: u64, offset: usize) -> u8 {
+pub(crate) fn payload_byte(iteration: u64, offset: usize) -> u8 {
     let mut x = iteration.wrapping_mul(0x9e37_79b9_7f4a_7c15)
         ^ (offset as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x ^= x >> 31;
@@ -1349,7 +1353,7 @@ pub fn payload_byte(iteration: u64, offset: usize) -> u8 {
 }
 
 /// Fills `buf` with the message of `iteration`.
-pub fn fill_payload(buf: &mut [u8], iteration: u64) {
+pub(crate) fn fill_payload(buf: &mut [u8], iteration: u64) {
     for (offset, b) in buf.iter_mut().enumerate() {
         *b = payload_byte(iteration, offset);
     }
@@ -1357,17 +1361,17 @@ pub fn fill_payload(buf: &mut [u8], iteration: u64) {
 
 /// A received byte that is not what the sender wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mismatch {
+pub(crate) struct Mismatch {
     /// Offset in the message.
-    pub offset: usize,
+    pub(crate) offset: usize,
     /// What the pattern has there.
-    pub expected: u8,
+    pub(crate) expected: u8,
     /// What arrived.
-    pub got: u8,
+    pub(crate) got: u8,
 }
 
 /// The first byte of `buf` that differs from the message of `iteration`, if any.
-pub fn check_payload(buf: &[u8], iteration: u64) -> Option<Mismatch> {
+pub(crate) fn check_payload(buf: &[u8], iteration: u64) -> Option<Mismatch> {
     buf.iter().enumerate().find_map(|(offset, &got)| {
         let expected = payload_byte(iteration, offset);
         (got != expected).then_some(Mismatch {
@@ -1379,7 +1383,7 @@ pub fn check_payload(buf: &[u8], iteration: u64) -> Option<Mismatch> {
 }
 
 /// Checks a ping-pong message size against the port's largest message.
-pub fn check_message_size(size: usize, max_msg_sz: u32) -> Result<(), InvalidAttr> {
+pub(crate) fn check_message_size(size: usize, max_msg_sz: u32) -> Result<(), InvalidAttr> {
     if size == 0 {
         return Err(InvalidAttr::new("size", "messages must be at least 1 byte"));
     }
@@ -1416,7 +1420,7 @@ struct Progress {
 ///
 /// Create both ends while their QPs are in INIT (or later), before the peer can send: the first
 /// receive is posted here, so no message meets an empty receive queue.
-pub struct PingPong<'q> {
+pub(crate) struct PingPong<'q> {
     qp: &'q RcQp,
     size: usize,
     send: MemoryRegion,
@@ -1426,11 +1430,11 @@ pub struct PingPong<'q> {
 
 impl<'q> PingPong<'q> {
     /// Largest message size accepted, 1 GiB.
-    pub const MAX_SIZE: usize = 1 << 30;
+    pub(crate) const MAX_SIZE: usize = 1 << 30;
 
     /// Prepares a ping-pong of `size`-byte messages on `qp`, which must be in INIT or later,
     /// and posts the first receive.
-    pub fn new(qp: &'q RcQp, size: usize) -> io::Result<Self> {
+    pub(crate) fn new(qp: &'q RcQp, size: usize) -> io::Result<Self> {
         let port = qp.port().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "move the QP to INIT first")
         })?;
@@ -1533,7 +1537,7 @@ impl<'q> PingPong<'q> {
 
     /// Runs the ping-pong as `role` and returns its statistics. Any payload mismatch, short
     /// message, failed or unexpected completion, or timeout ends it with an error.
-    pub fn run(mut self, role: Role, config: &PingPongConfig) -> io::Result<Stats> {
+    pub(crate) fn run(mut self, role: Role, config: &PingPongConfig) -> io::Result<Stats> {
         let n = config.iterations;
         let size = self.size as u64;
         let start = Instant::now();
