@@ -50,9 +50,9 @@ lint: need-kdir fmt-check
 	$(MAKE) -C $(KDIR) M=$(CURDIR) CLIPPY=1 modules
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Every Rust source of ours (the module, proto/ with its fuzz targets, cepmctl/, rdmacm/), not the
-# generated bindings.
-RUST_SOURCES = $(shell find rust proto cepmctl rdmacm -name '*.rs' -not -path '*/target/*' -not -name '*_bindings.rs')
+# Every Rust source of ours (the module, proto/ with its fuzz targets, cepm/, cepmctl/, rdmacm/),
+# not the generated bindings.
+RUST_SOURCES = $(shell find rust proto cepm cepmctl rdmacm -name '*.rs' -not -path '*/target/*' -not -name '*_bindings.rs')
 
 fmt-check:
 	@echo "rustfmt --check: $(words $(RUST_SOURCES)) files"

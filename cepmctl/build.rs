@@ -1,5 +1,6 @@
-//! Generates the ABI declarations from the C headers with the bindgen CLI that `make deps`
-//! installs, so that the userspace side has the same single definition as the kernel.
+//! Generates the declarations of the kernel's user MAD interface (`<rdma/ib_user_mad.h>`, used
+//! by `src/umad.rs`) and of the libibverbs shim (`csrc/`, used by `src/verbs.rs`) with the
+//! bindgen CLI that `make deps` installs, and compiles the shim.
 
 use std::{
     env,
@@ -9,45 +10,34 @@ use std::{
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let include = manifest.join("../include");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let wrapper = out.join("wrapper.h");
+    println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
+    let bindgen = env::var("BINDGEN").unwrap_or_else(|_| "bindgen".into());
+    umad(&bindgen, &out);
+    verbs_shim(&bindgen, &manifest, &out);
+}
+
+/// `struct ib_user_mad_hdr`, `struct ib_user_mad_reg_req` and the two ioctl numbers `src/umad.rs`
+/// needs, as constants because bindgen cannot expand the `_IOWR()` macros itself.
+fn umad(bindgen: &str, out: &Path) {
+    let wrapper = out.join("umad_wrapper.h");
     std::fs::write(
         &wrapper,
-        format!(
-            "#include \"{}\"\n\
-             #include <rdma/ib_user_mad.h>\n\
-             const unsigned int CEPM_UMAD_REGISTER_AGENT = IB_USER_MAD_REGISTER_AGENT;\n\
-             const unsigned int CEPM_UMAD_ENABLE_PKEY = IB_USER_MAD_ENABLE_PKEY;\n",
-            include.join("cepm_bindgen.h").display()
-        ),
+        "#include <rdma/ib_user_mad.h>\n\
+         const unsigned int CEPM_UMAD_REGISTER_AGENT = IB_USER_MAD_REGISTER_AGENT;\n\
+         const unsigned int CEPM_UMAD_ENABLE_PKEY = IB_USER_MAD_ENABLE_PKEY;\n",
     )
     .unwrap();
-    for f in ["cepm_bindgen.h", "uapi/cepm.h"] {
-        println!("cargo:rerun-if-changed={}", include.join(f).display());
-    }
-    println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
-
-    let bindgen = env::var("BINDGEN").unwrap_or_else(|_| "bindgen".into());
-    let status = Command::new(&bindgen)
+    let status = Command::new(bindgen)
         .arg(&wrapper)
-        .args([
-            "--allowlist-type",
-            "cepm_.*|ib_user_mad_hdr|ib_user_mad_reg_req",
-        ])
-        .args(["--allowlist-var", "CEPM_.*"])
-        .args([
-            "--with-derive-default",
-            "--no-layout-tests",
-            "--no-prepend-enum-name",
-        ])
+        .args(["--allowlist-type", "ib_user_mad_hdr|ib_user_mad_reg_req"])
+        .args(["--allowlist-var", "CEPM_UMAD_.*"])
+        .args(["--with-derive-default", "--no-layout-tests"])
         .arg("-o")
-        .arg(out.join("sys.rs"))
+        .arg(out.join("umad_sys.rs"))
         .status()
         .unwrap_or_else(|e| panic!("cannot run {bindgen} ({e}): run 'make deps'"));
     assert!(status.success(), "bindgen failed on {}", wrapper.display());
-
-    verbs_shim(&bindgen, &manifest, &out);
 }
 
 /// The libibverbs shim (`csrc/verbs_shim.{h,c}`, used by `src/verbs.rs`): compiled with the `cc`

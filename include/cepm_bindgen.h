@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * bindgen input shared by cepm.ko (rust/uapi.rs) and the userspace crate
- * (cepmctl/build.rs): the UAPI header, plus its ioctl numbers as constants
+ * bindgen input shared by cepm.ko (rust/uapi.rs) and the cepm crate
+ * (cepm/build.rs): the UAPI header, plus its ioctl numbers as constants
  * because bindgen cannot expand the _IOWR() macros itself.
  */
 #include "uapi/cepm.h"

@@ -194,11 +194,6 @@ uint32_t cepm_verbs_mr_lkey(const struct ibv_mr *mr)
 	return mr->lkey;
 }
 
-uint32_t cepm_verbs_mr_rkey(const struct ibv_mr *mr)
-{
-	return mr->rkey;
-}
-
 int cepm_verbs_dereg_mr(struct ibv_mr *mr)
 {
 	return to_errno(ibv_dereg_mr(mr));
@@ -355,17 +350,4 @@ int cepm_verbs_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	return to_errno(ibv_post_recv(qp, &wr, &bad));
-}
-
-int cepm_verbs_post_rdma(struct ibv_qp *qp, uint64_t wr_id, int write, void *addr, uint32_t length,
-			 uint32_t lkey, uint64_t remote_addr, uint32_t rkey, int signaled)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = length, .lkey = lkey };
-	struct ibv_send_wr wr, *bad;
-
-	init_send_wr(&wr, &sge, wr_id, signaled);
-	wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-	wr.wr.rdma.remote_addr = remote_addr;
-	wr.wr.rdma.rkey = rkey;
-	return to_errno(ibv_post_send(qp, &wr, &bad));
 }

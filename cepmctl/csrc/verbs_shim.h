@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The Rust <-> libibverbs boundary of the cepm userspace crate (cepmctl/src/verbs.rs).
+ * The Rust <-> libibverbs boundary of cepmctl (cepmctl/src/verbs.rs).
  *
  * libibverbs' data path (ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq) is made
  * of static inline functions and its attribute structs are large, so Rust does not call
@@ -166,7 +166,6 @@ const char *cepm_verbs_wc_status_str(uint32_t status);
 /* Memory regions. */
 struct ibv_mr *cepm_verbs_reg_mr(struct ibv_pd *pd, void *addr, uint64_t length, uint32_t access);
 uint32_t cepm_verbs_mr_lkey(const struct ibv_mr *mr);
-uint32_t cepm_verbs_mr_rkey(const struct ibv_mr *mr);
 int cepm_verbs_dereg_mr(struct ibv_mr *mr);
 
 /* RC queue pairs: one CQ for both directions; `caps` is updated with what was granted. */
@@ -183,11 +182,5 @@ int cepm_verbs_modify_qp_err(struct ibv_qp *qp);
 int cepm_verbs_post_send(struct ibv_qp *qp, uint64_t wr_id, const void *addr, uint32_t length,
 			 uint32_t lkey, int signaled);
 int cepm_verbs_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t length, uint32_t lkey);
-/*
- * A one-SGE RDMA READ (`write` 0: `length` bytes from remote_addr/rkey into addr/lkey) or RDMA
- * WRITE (`write` 1: from addr/lkey to remote_addr/rkey), signaled or not.
- */
-int cepm_verbs_post_rdma(struct ibv_qp *qp, uint64_t wr_id, int write, void *addr, uint32_t length,
-			 uint32_t lkey, uint64_t remote_addr, uint32_t rkey, int signaled);
 
 #endif /* CEPM_VERBS_SHIM_H */

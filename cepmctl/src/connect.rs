@@ -6,72 +6,78 @@ use std::{fs, io, time::Duration};
 
 use cepm_proto::cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE};
 
+use cepm::{
+    cep::state_name,
+    device_name,
+    event::{event_name, Event},
+    psn::random_psn,
+    sys, Cepm,
+};
+
 use crate::{
-    cep::{event_name, state_name, Event},
-    sys, umad,
+    umad,
     verbs::{
         AccessFlags, AhAttr, CompletionQueue, Device, Mtu, PingPong, PingPongConfig,
         ProtectionDomain, QpCaps, RcQp, Role, RtrAttr, RtsAttr, Stats,
     },
-    Cepm,
 };
 
 /// What both sides need to know.
 #[derive(Clone, Debug)]
-pub struct Config {
+pub(crate) struct Config {
     /// Local RDMA device, e.g. `rxe0`.
-    pub device: String,
+    pub(crate) device: String,
     /// Local port.
-    pub port: u8,
+    pub(crate) port: u8,
     /// Service ID to connect to / listen on.
-    pub service_id: u64,
+    pub(crate) service_id: u64,
     /// Ping-pong round trips (0: connect only).
-    pub iterations: u64,
+    pub(crate) iterations: u64,
     /// Bytes per ping-pong message.
-    pub size: usize,
+    pub(crate) size: usize,
     /// How long to wait for each CM event and each completion.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// CM only: no QP is created (a made-up QPN goes in the REQ/REP) and no data moves.
-    pub cm_only: bool,
+    pub(crate) cm_only: bool,
     /// CM only: the QPN to announce instead of the process's own (`cm_only_qpn`).
-    pub cm_only_qpn: Option<u32>,
+    pub(crate) cm_only_qpn: Option<u32>,
     /// Once established, wait for this many events (e.g. `DEVICE_REMOVAL`) instead of
     /// disconnecting; 0: disconnect.
-    pub hold: u32,
+    pub(crate) hold: u32,
     /// Active side: the peer's IPv4 address and next-hop MAC; `None` for this host
     /// (loopback to the port's own GID).
-    pub peer: Option<([u8; 4], [u8; 6])>,
+    pub(crate) peer: Option<([u8; 4], [u8; 6])>,
     /// Active side: REQ resends before REQ_ERROR.
-    pub max_cm_retries: u8,
+    pub(crate) max_cm_retries: u8,
     /// Active side: how long the peer may take to answer (IBTA exponent).
-    pub cm_response_timeout: u8,
+    pub(crate) cm_response_timeout: u8,
     /// Active side: the path's packet lifetime (IBTA exponent).
-    pub packet_life_time: u8,
+    pub(crate) packet_life_time: u8,
     /// Arm an MRA for the message to answer (passive: the REQ; active: the REP).
-    pub mra: bool,
+    pub(crate) mra: bool,
     /// Passive side: send that MRA at once instead of on the peer's retry.
-    pub mra_now: bool,
+    pub(crate) mra_now: bool,
     /// The MRA's service timeout (IBTA exponent) instead of the kernel's 24.
-    pub mra_timeout: Option<u8>,
+    pub(crate) mra_timeout: Option<u8>,
     /// Passive side: leave the REQ unclaimed this long (a slow accept).
-    pub claim_delay: Duration,
+    pub(crate) claim_delay: Duration,
     /// Wait this long before answering (passive: the REQ, a slow server; active: the REP,
     /// a slow client).
-    pub answer_delay: Duration,
+    pub(crate) answer_delay: Duration,
     /// Active side: the RTU's private data.
-    pub rtu_data: Vec<u8>,
+    pub(crate) rtu_data: Vec<u8>,
     /// Passive side: send the DREQ once established instead of waiting for the active side's
     /// (which always sends one: both at once make the DREQs cross).
-    pub disconnect: bool,
+    pub(crate) disconnect: bool,
     /// Passive side: establish the connection right after sending the REP (what a server
     /// does on `IB_EVENT_COMM_EST`), instead of waiting for the RTU.
-    pub establish_early: bool,
+    pub(crate) establish_early: bool,
     /// Speak to the stock `rdma_cm`: the REQ's private data starts with a `cma_hdr` (active),
     /// and a REQ without a valid one is rejected with reason 28 as Linux does (passive).
-    pub rdma_cm: bool,
+    pub(crate) rdma_cm: bool,
     /// Active side with `rdma_cm`: the `cma_hdr` version byte (0; anything else is refused by
     /// the peer).
-    pub cma_version: u8,
+    pub(crate) cma_version: u8,
 }
 
 /// The QPN a CM-only connection announces: any non-zero 24-bit value will do, but a second
@@ -93,32 +99,25 @@ impl Config {
     }
 }
 
-/// What one side saw.
-pub struct Outcome {
-    /// Lines describing the CM exchange, in order (also printed as they happened).
-    pub trace: Vec<String>,
+/// What one side saw (the CM exchange was printed as it happened).
+pub(crate) struct Outcome {
     /// The ping-pong's statistics, if it ran.
-    pub stats: Option<Stats>,
+    pub(crate) stats: Option<Stats>,
 }
 
-/// The CM exchange as it happens: each step is printed at once (scripts wait on them) and kept.
+/// The CM exchange as it happens: each step is printed at once, for scripts that wait on them.
 pub(crate) struct Trace {
     who: &'static str,
-    lines: Vec<String>,
 }
 
 impl Trace {
     pub(crate) fn new(who: &'static str) -> Self {
-        Self {
-            who,
-            lines: Vec::new(),
-        }
+        Self { who }
     }
 
     pub(crate) fn push(&mut self, line: String) {
         println!("{}: {line}", self.who);
         let _ = std::io::Write::flush(&mut std::io::stdout());
-        self.lines.push(line);
     }
 
     /// Records an event: its name, CEP and status.
@@ -153,7 +152,7 @@ pub(crate) fn local_mac(device: &str, port: u8, index: u8) -> io::Result<[u8; 6]
 /// Where a connection or resolution from `config` goes: the local device name (for the
 /// ABI's `dev_name`) and the path to the peer (this host's own GID unless `config.peer`).
 pub(crate) struct Route {
-    pub(crate) dev_name: [std::ffi::c_char; crate::device_name::DEVICE_NAME_MAX],
+    pub(crate) dev_name: [std::ffi::c_char; device_name::DEVICE_NAME_MAX],
     pub(crate) path: sys::cepm_path_rec,
     /// Our IPv4 address, from the RoCE v2 GID the path starts at.
     pub(crate) ipv4: Option<[u8; 4]>,
@@ -162,7 +161,7 @@ pub(crate) struct Route {
 impl Route {
     pub(crate) fn new(config: &Config) -> io::Result<Self> {
         let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
-        let dev_name = crate::device_name::encode(&config.device);
+        let dev_name = device_name::encode(&config.device);
         let mut path = sys::cepm_path_rec::default();
         match config.peer {
             Some((ip, mac)) => {
@@ -215,20 +214,6 @@ pub(crate) fn cma_hdr(
 
 /// The REQ `config` asks for, from QP `qpn` starting at PSN `psn`, along `route`, with
 /// `pdata` after the `cma_hdr` (if `config.rdma_cm`).
-/// A random 24-bit starting PSN, as rdma_cm draws one (`cma_connect_ib`,
-/// `cma_accept_ib`): a fixed one lets a stale packet of an earlier connection on the same
-/// QPN pass for a new one's.
-pub fn random_psn() -> io::Result<u32> {
-    let mut bytes = [0u8; 4];
-    // SAFETY: `bytes` is valid for writes of its length; flags 0 is a blocking read of the
-    // urandom source, which never fails once the pool is initialised.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != bytes.len() as isize {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(u32::from_ne_bytes(bytes) & 0x00ff_ffff)
-}
-
 pub(crate) fn connect_args(
     config: &Config,
     handle: u32,
@@ -421,7 +406,7 @@ fn run_traffic(
 }
 
 /// The active side: REQ, REP, QP to RTS, RTU, ping-pong as the client.
-pub fn active(config: &Config) -> io::Result<Outcome> {
+pub(crate) fn active(config: &Config) -> io::Result<Outcome> {
     let mut trace = Trace::new("connect");
     let cepm = Cepm::open()?;
     let qp = if config.cm_only {
@@ -500,17 +485,11 @@ pub fn active(config: &Config) -> io::Result<Outcome> {
     };
     if hold(&cepm, config, &mut trace)? {
         cepm.destroy(handle)?;
-        return Ok(Outcome {
-            trace: trace.lines,
-            stats,
-        });
+        return Ok(Outcome { stats });
     }
     disconnect(&cepm, handle, config, &mut trace)?;
     cepm.destroy(handle)?;
-    Ok(Outcome {
-        trace: trace.lines,
-        stats,
-    })
+    Ok(Outcome { stats })
 }
 
 /// An `rdma_cm` peer's REQ starts with a `cma_hdr`; without a valid one it is rejected with
@@ -612,7 +591,7 @@ fn disconnect(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> i
 
 /// The passive side: listen, claim the REQ, prepare the REP, QP to RTR, REP, RTU, ping-pong
 /// as the server.
-pub fn passive(config: &Config) -> io::Result<Outcome> {
+pub(crate) fn passive(config: &Config) -> io::Result<Outcome> {
     let mut trace = Trace::new("accept");
     let cepm = Cepm::open()?;
     let listener = cepm.create(0)?;
@@ -709,27 +688,18 @@ pub fn passive(config: &Config) -> io::Result<Outcome> {
     if hold(&cepm, config, &mut trace)? {
         cepm.destroy(handle)?;
         cepm.destroy(listener)?;
-        return Ok(Outcome {
-            trace: trace.lines,
-            stats,
-        });
+        return Ok(Outcome { stats });
     }
     if config.disconnect {
         disconnect(&cepm, handle, config, &mut trace)?;
         cepm.destroy(handle)?;
         cepm.destroy(listener)?;
-        return Ok(Outcome {
-            trace: trace.lines,
-            stats,
-        });
+        return Ok(Outcome { stats });
     }
     answer_dreq(&cepm, handle, config, &mut trace)?;
     cepm.destroy(handle)?;
     cepm.destroy(listener)?;
-    Ok(Outcome {
-        trace: trace.lines,
-        stats,
-    })
+    Ok(Outcome { stats })
 }
 
 #[cfg(test)]

@@ -28,11 +28,11 @@ use cepm_proto::{
 };
 
 /// Service ID of a template REQ (RDMA CM TCP port 20000).
-pub const DEFAULT_SERVICE_ID: u64 = 0x0000_0000_0106_4e20;
+pub(crate) const DEFAULT_SERVICE_ID: u64 = 0x0000_0000_0106_4e20;
 /// Service ID of a template SIDR_REQ / SIDR_REP (RDMA CM UDP port 20000).
-pub const DEFAULT_SIDR_SERVICE_ID: u64 = 0x0000_0000_0111_4e20;
+pub(crate) const DEFAULT_SIDR_SERVICE_ID: u64 = 0x0000_0000_0111_4e20;
 /// Sender's comm ID (SIDR: request ID) of the first template message.
-pub const DEFAULT_COMM_ID: u32 = 0x1234_5678;
+pub(crate) const DEFAULT_COMM_ID: u32 = 0x1234_5678;
 /// QPN in the templates.
 const TEMPLATE_QPN: u32 = 0x00_1234;
 /// Starting PSN in the templates.
@@ -58,13 +58,13 @@ const WITH_REMOTE_COMM_ID: &[AttrId] = &[
 const WITH_INFO: &[AttrId] = &[AttrId::Rej, AttrId::SidrRep, AttrId::Apr];
 
 /// Whether `attr` has a RemoteCommID field (`--remote-comm-id` applies to it).
-pub fn takes_remote_comm_id(attr: AttrId) -> bool {
+pub(crate) fn takes_remote_comm_id(attr: AttrId) -> bool {
     WITH_REMOTE_COMM_ID.contains(&attr)
 }
 
 /// REQ transport for `--transport`: one the protocol encodes, or a raw TransportServiceType.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TransportArg {
+pub(crate) enum TransportArg {
     /// RC, UC or XRC.
     Known(Transport),
     /// TransportServiceType 2 or 3 written raw (ExtendedTransportType stays 0).
@@ -73,75 +73,75 @@ pub enum TransportArg {
 
 /// Bytes given in hex on the command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HexBytes(pub Vec<u8>);
+pub(crate) struct HexBytes(pub Vec<u8>);
 
 /// What `send-mad` puts in each MAD. Every option but --valid implies --valid.
 #[derive(clap::Args, Clone, Debug, Default)]
-pub struct Fields {
+pub(crate) struct Fields {
     /// Send a well-formed message of the attribute (any of the 12) instead of a header with
     /// an all-zero body. Implied by every option below.
     #[arg(long)]
-    pub valid: bool,
+    pub(crate) valid: bool,
     /// MAD header TID of the first message (the Nth of --count gets TID+N) [default: 0].
     #[arg(long, value_parser = crate::parse_u64)]
-    pub tid: Option<u64>,
+    pub(crate) tid: Option<u64>,
     /// Sender's comm ID (SIDR_REQ/SIDR_REP: the request ID) of the first message; the Nth of
     /// --count gets ID+N [default: 0x12345678].
     #[arg(long, visible_alias = "comm-id", value_parser = crate::parse_u32)]
-    pub local_comm_id: Option<u32>,
+    pub(crate) local_comm_id: Option<u32>,
     /// Receiver's comm ID (MRA, REJ, REP, RTU, DREQ, DREP, LAP, APR) [default: the sender's
     /// comm ID with every bit flipped].
     #[arg(long, value_parser = crate::parse_u32)]
-    pub remote_comm_id: Option<u32>,
+    pub(crate) remote_comm_id: Option<u32>,
     /// REJ MessageRejected / MRA MessageMRAed: REQ, REP, OTHER or 0..3 (3 is reserved and
     /// written raw) [default: REQ].
     #[arg(long, value_parser = parse_msg_code)]
-    pub msg_rejected: Option<u8>,
+    pub(crate) msg_rejected: Option<u8>,
     /// REJ reason [default: 28, consumer defined].
     #[arg(long, value_parser = parse_u16)]
-    pub reason: Option<u16>,
+    pub(crate) reason: Option<u16>,
     /// REJ ARI, APR or SIDR_REP additional information, as hex bytes (e.g. 0011223344556677),
     /// at most 72 [default: none].
     #[arg(long, value_parser = parse_hex)]
-    pub ari: Option<HexBytes>,
+    pub(crate) ari: Option<HexBytes>,
     /// REJ, APR or SIDR_REP: write this raw additional-information length after encoding,
     /// whatever --ari holds (REJ's field is 7 bits, the others 8; over 72 is invalid).
     #[arg(long, value_parser = parse_u8)]
-    pub ari_len: Option<u8>,
+    pub(crate) ari_len: Option<u8>,
     /// REQ/REP local QPN, DREQ/LAP remote QPN, SIDR_REP QPN; 24 bits, 0 is written raw
     /// [default: 0x1234].
     #[arg(long, value_parser = crate::parse_u32)]
-    pub qpn: Option<u32>,
+    pub(crate) qpn: Option<u32>,
     /// REQ/REP local CA GUID [default: 0].
     #[arg(long, value_parser = crate::parse_u64)]
-    pub ca_guid: Option<u64>,
+    pub(crate) ca_guid: Option<u64>,
     /// Service ID of a REQ, SIDR_REQ or SIDR_REP [default: 0x0000000001064e20 for REQ,
     /// 0x0000000001114e20 for SIDR].
     #[arg(long, value_parser = crate::parse_u64)]
-    pub service_id: Option<u64>,
+    pub(crate) service_id: Option<u64>,
     /// MRA service timeout, 5-bit exponent [default: 24].
     #[arg(long, value_parser = parse_u8)]
-    pub service_timeout: Option<u8>,
+    pub(crate) service_timeout: Option<u8>,
     /// SIDR_REP status / APR AP status [default: 0].
     #[arg(long, value_parser = parse_u8)]
-    pub status: Option<u8>,
+    pub(crate) status: Option<u8>,
     /// Q_Key of a SIDR_REP, REP or REQ [default: 0x11111111 for SIDR_REP, else 0].
     #[arg(long, value_parser = crate::parse_u32)]
-    pub qkey: Option<u32>,
+    pub(crate) qkey: Option<u32>,
     /// REQ/REP starting PSN, 24 bits [default: 0x5678].
     #[arg(long, value_parser = crate::parse_u32)]
-    pub starting_psn: Option<u32>,
+    pub(crate) starting_psn: Option<u32>,
     /// REQ transport: rc, uc, xrc, or a raw TransportServiceType 0..3 (2 and 3 are written
     /// raw with ExtendedTransportType 0, which is reserved; xrc is 3 with 1) [default: rc].
     #[arg(long, value_parser = parse_transport)]
-    pub transport: Option<TransportArg>,
+    pub(crate) transport: Option<TransportArg>,
     /// Private data, as text (every attribute but ClassPortInfo) [default: none].
     #[arg(long)]
-    pub private_data: Option<String>,
+    pub(crate) private_data: Option<String>,
     /// REQ primary path's remote GID, the receiver's, in IPv6 notation (e.g. ::ffff:10.77.0.9)
     /// [default: the GID the MAD is sent to, as a real peer's REQ has it].
     #[arg(long)]
-    pub remote_gid: Option<std::net::Ipv6Addr>,
+    pub(crate) remote_gid: Option<std::net::Ipv6Addr>,
 }
 
 fn parse_u8(s: &str) -> Result<u8, String> {
@@ -214,7 +214,7 @@ struct Patch {
 
 impl Fields {
     /// Whether the body is a message rather than all zero.
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         self.valid || !self.given().is_empty()
     }
 
@@ -327,7 +327,7 @@ impl Fields {
     /// An option that does not apply to `attr`, or a value that does not fit its field.
     /// `to` is the GID the MAD goes to (and comes from: send-mad loops back), which a REQ's
     /// primary path names on both ends unless --remote-gid says otherwise.
-    pub fn mad(&self, attr: AttrId, i: u32, to: &Gid) -> Result<[u8; MAD_SIZE], String> {
+    pub(crate) fn mad(&self, attr: AttrId, i: u32, to: &Gid) -> Result<[u8; MAD_SIZE], String> {
         let tid = self.tid.unwrap_or(0).wrapping_add(u64::from(i));
         let mut mad = [0u8; MAD_SIZE];
         if !self.is_valid() {
@@ -550,7 +550,7 @@ impl Fields {
 }
 
 /// What cepm's decoder makes of `mad`, and the MAD in hex, for --verbose.
-pub fn describe(mad: &[u8; MAD_SIZE]) -> String {
+pub(crate) fn describe(mad: &[u8; MAD_SIZE]) -> String {
     let verdict = match CmMad::decode(mad) {
         Ok(m) => format!("a valid {}", m.msg.attr().name()),
         Err(e) => format!("invalid ({e})"),
@@ -958,12 +958,13 @@ mod tests {
         assert_eq!(drep.remote_comm_id, 2);
     }
 
-    /// The REQ and DREQ that `--valid` sent before every attribute had a template; the REQ
-    /// has since named the destination GID in its primary path, as a real peer's does (a
-    /// REQ whose path names a GID the port lacks is rejected with reason 12).
+    /// The REQ and DREQ that `--valid` builds, byte for byte: selftests (`cep_listen.sh`,
+    /// `cep_rej_match.sh`) rely on their fields. The REQ names the destination GID in its
+    /// primary path, as a real peer's does (a REQ whose path names a GID the port lacks is
+    /// rejected with reason 12).
     #[test]
-    fn existing_callers_get_the_same_bytes() {
-        let old_req = |comm_id: u32, service_id: u64| {
+    fn valid_req_and_dreq_keep_their_bytes() {
+        let expected_req = |comm_id: u32, service_id: u64| {
             let mut mad = [0u8; MAD_SIZE];
             let msg = CmMsg::Req(Req {
                 local_comm_id: comm_id,
@@ -999,14 +1000,17 @@ mod tests {
             "--comm-id",
             "0xabc00001",
         ];
-        assert_eq!(build(&args, 0).unwrap(), old_req(0xabc0_0001, 0x0106_4e21));
+        assert_eq!(
+            build(&args, 0).unwrap(),
+            expected_req(0xabc0_0001, 0x0106_4e21)
+        );
         assert_eq!(
             build(&["REQ", "--valid"], 0).unwrap(),
-            old_req(0x1234_5678, 0x0106_4e20)
+            expected_req(0x1234_5678, 0x0106_4e20)
         );
 
         let mad = build(&["DREQ", "--valid", "--count", "2"], 1).unwrap();
-        let mut old = [0u8; MAD_SIZE];
+        let mut expected = [0u8; MAD_SIZE];
         CmMad::new(
             1,
             0,
@@ -1017,9 +1021,9 @@ mod tests {
                 private_data: PrivateData::empty(),
             }),
         )
-        .encode(&mut old)
+        .encode(&mut expected)
         .unwrap();
-        assert_eq!(mad, old);
+        assert_eq!(mad, expected);
 
         // Without --valid: the header alone, TID = the loop index.
         for attr in ["REQ", "DREQ", "SIDR_REQ"] {
@@ -1031,7 +1035,7 @@ mod tests {
     }
 
     fn parse_attr(name: &str) -> AttrId {
-        cepm::parse_attr(name).unwrap()
+        crate::parse_attr(name).unwrap()
     }
 
     #[test]

@@ -9,41 +9,32 @@
 //! flipped, a header field broken (versions, class, method, status, attribute), or the body
 //! cut short (a zero tail). Some are sent twice, and a window of them is reordered.
 
-use std::{
-    io,
-    time::Instant, //
-};
+use std::{io, time::Instant};
 
-use cepm::{
+use cepm::AttrId;
+
+use crate::{
+    forge::{self, Fields},
     rng::Rng,
-    umad::{
-        self,
-        MAD_SIZE, //
-    },
-    AttrId,
-};
-
-use crate::forge::{
-    self,
-    Fields, //
+    umad::{self, MAD_SIZE},
 };
 
 /// How the fuzzer is driven.
-pub struct Config {
-    pub device: String,
-    pub port: u32,
+pub(crate) struct Config {
+    pub(crate) device: String,
+    pub(crate) port: u32,
     /// The victim's GID.
-    pub to: [u8; 16],
-    pub seed: u64,
-    pub count: u64,
+    pub(crate) to: [u8; 16],
+    pub(crate) seed: u64,
+    pub(crate) count: u64,
     /// Comm IDs (and SIDR request IDs) of live connections to aim at.
-    pub comm_ids: Vec<u32>,
+    pub(crate) comm_ids: Vec<u32>,
     /// QPNs of live connections' ends.
-    pub qpns: Vec<u32>,
+    pub(crate) qpns: Vec<u32>,
     /// GIDs of the hosts with live connections.
-    pub gids: Vec<[u8; 16]>,
+    pub(crate) gids: Vec<[u8; 16]>,
     /// Service IDs its REQs and SIDR_REQs ask for.
-    pub service_ids: Vec<u64>,
+    pub(crate) service_ids: Vec<u64>,
 }
 
 /// Attribute IDs cepm does not serve: it must count and drop them.
@@ -177,7 +168,7 @@ const PROGRESS_EVERY: u64 = 100_000;
 
 /// Runs the fuzzer; prints its progress every [`PROGRESS_EVERY`] MADs and one summary line
 /// with the rate.
-pub fn run(cfg: &Config) -> io::Result<()> {
+pub(crate) fn run(cfg: &Config) -> io::Result<()> {
     let gid = umad::roce_v2_ipv4_gid(&cfg.device, cfg.port)?;
     // The second copy of a MAD sent twice goes through a second agent: ib_umad refuses a
     // request whose TID an earlier one of the same file still has outstanding
@@ -218,10 +209,9 @@ pub fn run(cfg: &Config) -> io::Result<()> {
                 Err(e) => return Err(e),
             }
         }
-        // A long run (10⁶ MADs under KASAN: 45 minutes in stop 34, two hours before) reports
-        // as it goes, so that a run stopped at its time limit still says how far it got: one
-        // line for each multiple of PROGRESS_EVERY below the count, once the MADs up to it
-        // have gone.
+        // A long run (10⁶ MADs take about 45 minutes under KASAN) reports as it goes, so that
+        // a run stopped at its time limit still says how far it got: one line for each
+        // multiple of PROGRESS_EVERY below the count, once the MADs up to it have gone.
         if made >= next_progress && next_progress < cfg.count {
             let secs = started.elapsed().as_secs_f64();
             println!(

@@ -2,11 +2,19 @@
 
 use std::process::ExitCode;
 
-use cepm::{cep, umad, AttrId, Cepm, PortInfo};
+use cepm::{cep, event, sys, AttrId, Cepm, PortInfo};
 use clap::{Parser, Subcommand};
 
+mod bindings;
+mod connect;
 mod forge;
 mod fuzz_mad;
+mod many;
+mod rng;
+mod sidr;
+mod storm;
+mod umad;
+mod verbs;
 
 /// Inspect and drive cepm, the InfiniBand/RoCE connection manager (/dev/cepm).
 #[derive(Parser)]
@@ -239,7 +247,7 @@ enum Command {
         size: usize,
         /// Path MTU in bytes (256..4096); default: the port's active MTU.
         #[arg(long)]
-        mtu: Option<cepm::verbs::Mtu>,
+        mtu: Option<verbs::Mtu>,
         /// Milliseconds to wait for any one completion.
         #[arg(long, default_value_t = 10_000)]
         timeout_ms: u64,
@@ -380,8 +388,8 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 }
 
 impl ConnectArgs {
-    fn config(self, service_id: u64) -> cepm::connect::Config {
-        cepm::connect::Config {
+    fn config(self, service_id: u64) -> connect::Config {
+        connect::Config {
             device: self.device,
             port: self.port,
             service_id,
@@ -412,7 +420,7 @@ impl ConnectArgs {
     }
 }
 
-fn print_totals(who: &str, t: &cepm::many::Totals, parallel: u64) {
+fn print_totals(who: &str, t: &many::Totals, parallel: u64) {
     let ms = t.elapsed.as_secs_f64() * 1e3;
     let per = if t.completed == 0 {
         0.0
@@ -426,7 +434,7 @@ fn print_totals(who: &str, t: &cepm::many::Totals, parallel: u64) {
 }
 
 /// A phased run, one line a phase; the benchmark parses these.
-fn print_phases(p: &cepm::many::Phases, parallel: u64) {
+fn print_phases(p: &many::Phases, parallel: u64) {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let n = p.setup.len() as f64;
     let rate = if p.connect.is_zero() {
@@ -451,7 +459,7 @@ fn print_phases(p: &cepm::many::Phases, parallel: u64) {
 }
 
 /// The ping-pong's result (the CM trace was printed as it happened).
-fn print_outcome(who: &str, outcome: &cepm::connect::Outcome) {
+fn print_outcome(who: &str, outcome: &connect::Outcome) {
     if let Some(stats) = &outcome.stats {
         println!("{who}: {stats}");
     }
@@ -470,8 +478,21 @@ fn parse_qpn(s: &str) -> Result<u32, String> {
     }
 }
 
+/// Parses an attribute given by name (`REQ`, `SIDR_REQ`, ...) or number (`0x10`, `16`).
 fn parse_attr(s: &str) -> Result<AttrId, String> {
-    cepm::parse_attr(s).ok_or_else(|| format!("unknown CM attribute '{s}'"))
+    let by_name = AttrId::ALL
+        .iter()
+        .copied()
+        .find(|a| a.name().eq_ignore_ascii_case(s));
+    by_name
+        .or_else(|| {
+            let n = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                Some(hex) => u16::from_str_radix(hex, 16).ok()?,
+                None => s.parse().ok()?,
+            };
+            AttrId::from_u16(n)
+        })
+        .ok_or_else(|| format!("unknown CM attribute '{s}'"))
 }
 
 /// "REQ=1 DREQ=2", or "none", for the non-zero counts of `count`.
@@ -568,14 +589,12 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
         let ev = cepm.expect_event(timeout)?;
         println!(
             "serve: event {} on handle {} (context {:#x}, status {})",
-            cep::event_name(ev.kind),
+            event::event_name(ev.kind),
             ev.handle,
             ev.user_context,
             ev.status
         );
-        if ev.kind != cepm::sys::CEPM_EVENT_REQ_RECEIVED
-            && ev.kind != cepm::sys::CEPM_EVENT_SIDR_REQ_RECEIVED
-        {
+        if ev.kind != sys::CEPM_EVENT_REQ_RECEIVED && ev.kind != sys::CEPM_EVENT_SIDR_REQ_RECEIVED {
             continue;
         }
         if leave_unclaimed {
@@ -602,9 +621,9 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
         // GET_REQUEST claims the oldest request, which need not be the one this event
         // announced: a SIDR_REQ is answered with a SIDR_REP, never a REJ (EINVAL).
         if req.sidr == 1 {
-            cepm.sidr_rep(&cepm::sys::cepm_sidr_rep {
+            cepm.sidr_rep(&sys::cepm_sidr_rep {
                 handle,
-                status: cepm::sys::CEPM_SIDR_REJECT as u8,
+                status: sys::CEPM_SIDR_REJECT as u8,
                 ..Default::default()
             })?;
             println!("serve: answered the SIDR_REQ with status reject");
@@ -618,7 +637,7 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
                 };
                 println!(
                     "serve: event {} on CEP {handle} (status {}) before the REJ",
-                    cep::event_name(ev.kind),
+                    event::event_name(ev.kind),
                     ev.status
                 );
             }
@@ -672,7 +691,7 @@ fn await_requests_over(
         let ceps = cepm.list_ceps()?;
         let in_request = ceps.iter().any(|c| {
             c.service_id == service_id
-                && c.state != cepm::sys::CEPM_STATE_LISTEN
+                && c.state != sys::CEPM_STATE_LISTEN
                 && !cep::request_is_over(c.state)
         });
         if !in_request {
@@ -728,9 +747,9 @@ fn run(cli: Cli) -> std::io::Result<()> {
                     t.local_comm_id,
                     t.remote_comm_id,
                     t.service_id,
-                    cepm::cep::event_name(t.kind),
+                    event::event_name(t.kind),
                     t.status,
-                    cepm::cep::state_name(t.state)
+                    cep::state_name(t.state)
                 );
                 std::io::Write::flush(&mut std::io::stdout())?;
                 seen += 1;
@@ -758,7 +777,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
         Command::Connect { service_id, common } => match common.count {
             Some(count) if common.phases => {
                 let parallel = common.parallel.max(1);
-                let p = cepm::many::active_phased(&common.config(service_id), count, parallel)?;
+                let p = many::active_phased(&common.config(service_id), count, parallel)?;
                 print_phases(&p, parallel);
                 if p.failed != 0 {
                     return Err(std::io::Error::other(format!(
@@ -769,7 +788,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
             }
             Some(count) => {
                 let parallel = common.parallel.max(1);
-                let t = cepm::many::active(&common.config(service_id), count, parallel)?;
+                let t = many::active(&common.config(service_id), count, parallel)?;
                 print_totals("connect", &t, parallel);
                 if t.failed != 0 {
                     return Err(std::io::Error::other(format!(
@@ -778,13 +797,10 @@ fn run(cli: Cli) -> std::io::Result<()> {
                     )));
                 }
             }
-            None => print_outcome(
-                "connect",
-                &cepm::connect::active(&common.config(service_id))?,
-            ),
+            None => print_outcome("connect", &connect::active(&common.config(service_id))?),
         },
         Command::Resolve { service_id, common } => {
-            let r = cepm::sidr::resolve(&common.config(service_id))?;
+            let r = sidr::resolve(&common.config(service_id))?;
             println!(
                 "resolve: {service_id:#018x}: status {}, QPN {:#x}, Q_Key {:#x}",
                 r.status, r.qpn, r.qkey
@@ -798,12 +814,12 @@ fn run(cli: Cli) -> std::io::Result<()> {
             answers,
             common,
         } => {
-            let n = cepm::sidr::serve(&common.config(service_id), answers, status, qpn, qkey)?;
+            let n = sidr::serve(&common.config(service_id), answers, status, qpn, qkey)?;
             println!("serve-ud: answered {n} SIDR_REQ(s)");
         }
         Command::Accept { service_id, common } => match common.count {
             Some(count) if common.phases => {
-                let p = cepm::many::passive_phased(&common.config(service_id), count)?;
+                let p = many::passive_phased(&common.config(service_id), count)?;
                 print_phases(&p, 1);
                 if p.failed != 0 {
                     return Err(std::io::Error::other(format!(
@@ -814,13 +830,10 @@ fn run(cli: Cli) -> std::io::Result<()> {
             }
             Some(count) => print_totals(
                 "accept",
-                &cepm::many::passive(&common.config(service_id), count)?,
+                &many::passive(&common.config(service_id), count)?,
                 1,
             ),
-            None => print_outcome(
-                "accept",
-                &cepm::connect::passive(&common.config(service_id))?,
-            ),
+            None => print_outcome("accept", &connect::passive(&common.config(service_id))?),
         },
         Command::Serve(args) => serve(&args)?,
         Command::Ports => {
@@ -907,10 +920,10 @@ fn run(cli: Cli) -> std::io::Result<()> {
             packet_life_time,
             progress,
         } => {
-            let opts = cepm::storm::Options {
+            let opts = storm::Options {
                 role: match role {
-                    StormRole::Server => cepm::storm::Role::Server,
-                    StormRole::Client => cepm::storm::Role::Client,
+                    StormRole::Server => storm::Role::Server,
+                    StormRole::Client => storm::Role::Client,
                 },
                 service_id,
                 iterations,
@@ -926,7 +939,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
                 progress,
             };
             // A panic is a failure like any other: exit 1, after the panic message.
-            std::panic::catch_unwind(|| cepm::storm::run(&opts))
+            std::panic::catch_unwind(|| storm::run(&opts))
                 .map_err(|_| std::io::Error::other("storm: panicked"))??;
         }
         Command::VerbsSelftest {
@@ -939,7 +952,7 @@ fn run(cli: Cli) -> std::io::Result<()> {
             corrupt_echo_at,
         } => {
             let timeout = std::time::Duration::from_millis(timeout_ms);
-            verbs_selftest(&cepm::verbs::loopback::Config {
+            verbs_selftest(&verbs::loopback::Config {
                 device,
                 port,
                 iterations,
@@ -953,8 +966,8 @@ fn run(cli: Cli) -> std::io::Result<()> {
     Ok(())
 }
 
-fn verbs_selftest(config: &cepm::verbs::loopback::Config) -> std::io::Result<()> {
-    use cepm::verbs::loopback;
+fn verbs_selftest(config: &verbs::loopback::Config) -> std::io::Result<()> {
+    use verbs::loopback;
     let r = loopback::run(config)?;
     println!(
         "verbs-selftest: {} port {} GID {} (index {}), MTU {}, QP {} <-> QP {}",
@@ -986,5 +999,22 @@ fn main() -> ExitCode {
             eprintln!("cepmctl: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_parse_by_name_and_number() {
+        for attr in AttrId::ALL {
+            assert_eq!(parse_attr(attr.name()), Ok(attr));
+            assert_eq!(parse_attr(&attr.to_u16().to_string()), Ok(attr));
+            assert_eq!(parse_attr(&format!("{:#x}", attr.to_u16())), Ok(attr));
+        }
+        assert_eq!(parse_attr("req"), Ok(AttrId::Req));
+        assert!(parse_attr("0x0002").is_err());
+        assert!(parse_attr("bogus").is_err());
     }
 }

@@ -9,20 +9,24 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{
-    connect::{connect_args, random_psn, Config, Route},
+use cepm::{
+    cep::state_name,
+    event::{event_name, Event},
+    psn::random_psn,
     sys, Cepm,
 };
 
+use crate::connect::{connect_args, Config, Route};
+
 /// What a run measured.
 #[derive(Clone, Copy, Debug)]
-pub struct Totals {
+pub(crate) struct Totals {
     /// Connections that went through connect and disconnect.
-    pub completed: u64,
+    pub(crate) completed: u64,
     /// Connections that failed (REJ, timeouts).
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Wall time of the whole run.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
 }
 
 /// Made-up QPNs: each connection's ends get their own (a QP already connected would make
@@ -33,18 +37,18 @@ fn qpn(base: u32, n: u64) -> u32 {
 
 /// Says which connection failed and how (the event, its status, the CEP's comm IDs and
 /// state), so that a rare failure under loss can be told apart from another.
-fn report_failure(who: &str, cepm: &Cepm, ev: &crate::cep::Event) {
+fn report_failure(who: &str, cepm: &Cepm, ev: &Event) {
     let info = cepm.query_cep(ev.handle);
     let (ids, state) = info.map_or((String::new(), "?"), |i| {
         (
             format!(" {:#x}/{:#x}", i.local_comm_id, i.remote_comm_id),
-            crate::cep::state_name(i.state),
+            state_name(i.state),
         )
     });
     println!(
         "{who}: CEP {}{ids} failed: {} (status {}) in {state}",
         ev.handle,
-        crate::cep::event_name(ev.kind),
+        event_name(ev.kind),
         ev.status
     );
 }
@@ -53,7 +57,7 @@ fn report_failure(who: &str, cepm: &Cepm, ev: &crate::cep::Event) {
 /// (the kernel has already extended the retry timer by its service timeout): rdma_cm arms
 /// one for every REQ and REP it receives and sends it when that message is retried, so a
 /// loaded peer sends them routinely. They are skipped.
-fn next_event(cepm: &Cepm, timeout: Duration) -> io::Result<crate::cep::Event> {
+fn next_event(cepm: &Cepm, timeout: Duration) -> io::Result<Event> {
     loop {
         let ev = cepm.expect_event(timeout)?;
         if ev.kind != sys::CEPM_EVENT_MRA_RECEIVED {
@@ -63,16 +67,16 @@ fn next_event(cepm: &Cepm, timeout: Duration) -> io::Result<crate::cep::Event> {
 }
 
 /// The error for an event neither side of a run expects.
-fn unexpected(ev: &crate::cep::Event) -> io::Error {
+fn unexpected(ev: &Event) -> io::Error {
     io::Error::other(format!(
         "unexpected event {} on CEP {}",
-        crate::cep::event_name(ev.kind),
+        event_name(ev.kind),
         ev.handle
     ))
 }
 
 /// The active side: `count` connections, at most `parallel` at a time.
-pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> {
+pub(crate) fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> {
     let cepm = Cepm::open()?;
     let route = Route::new(config)?;
     let start = Instant::now();
@@ -123,7 +127,7 @@ pub fn active(config: &Config, count: u64, parallel: u64) -> io::Result<Totals> 
 }
 
 /// The passive side: answer until `count` connections have been disconnected.
-pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
+pub(crate) fn passive(config: &Config, count: u64) -> io::Result<Totals> {
     let cepm = Cepm::open()?;
     let listener = cepm.create(0)?;
     cepm.listen(listener, config.service_id, u64::MAX)?;
@@ -171,22 +175,22 @@ pub fn passive(config: &Config, count: u64) -> io::Result<Totals> {
 /// What a phased run measured: all connections set up first, then all torn down, the way
 /// rdma-core's `cmtime` times them.
 #[derive(Clone, Debug)]
-pub struct Phases {
+pub(crate) struct Phases {
     /// Connections established, then disconnected.
-    pub completed: u64,
+    pub(crate) completed: u64,
     /// Connections that failed in either phase.
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// From the first REQ to the last RTU.
-    pub connect: Duration,
+    pub(crate) connect: Duration,
     /// From the first DREQ to the last DREP.
-    pub disconnect: Duration,
+    pub(crate) disconnect: Duration,
     /// Each established connection's setup time, REQ sent to RTU sent, sorted.
-    pub setup: Vec<Duration>,
+    pub(crate) setup: Vec<Duration>,
 }
 
 impl Phases {
     /// The `q`-quantile (0..=1) of the setup times, nearest rank.
-    pub fn setup_quantile(&self, q: f64) -> Option<Duration> {
+    pub(crate) fn setup_quantile(&self, q: f64) -> Option<Duration> {
         let n = self.setup.len();
         if n == 0 {
             return None;
@@ -199,7 +203,7 @@ impl Phases {
 /// The active side in two phases, like `cmtime`: `count` connections with at most `parallel`
 /// REQs outstanding, each established (RTU sent) as its REP arrives; once all are up, every
 /// one gets its DREQ at once and the run waits for the DREPs.
-pub fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<Phases> {
+pub(crate) fn active_phased(config: &Config, count: u64, parallel: u64) -> io::Result<Phases> {
     let cepm = Cepm::open()?;
     let route = Route::new(config)?;
     let mut sent_at = std::collections::HashMap::new();
@@ -291,7 +295,7 @@ fn await_disconnects(cepm: &Cepm, handles: &[u32], config: &Config) -> io::Resul
 
 /// The passive side in two phases, the way `ucmatose` serves: accept `count` connections,
 /// and once all are established, disconnect them all (DREQ) and wait for the DREPs.
-pub fn passive_phased(config: &Config, count: u64) -> io::Result<Phases> {
+pub(crate) fn passive_phased(config: &Config, count: u64) -> io::Result<Phases> {
     let cepm = Cepm::open()?;
     let listener = cepm.create(0)?;
     cepm.listen(listener, config.service_id, u64::MAX)?;

@@ -5,25 +5,23 @@ use std::io;
 
 use cepm_proto::cma_hdr::CMA_HDR_SIZE;
 
-use crate::{
-    cep::event_name,
-    connect::{cma_hdr, Config, Route},
-    sys, Cepm,
-};
+use cepm::{event::event_name, sys, Cepm};
+
+use crate::connect::{cma_hdr, Config, Route};
 
 /// What a resolution returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Resolution {
+pub(crate) struct Resolution {
     /// SIDR_REP status (0: success).
-    pub status: u32,
+    pub(crate) status: u32,
     /// The service's QPN.
-    pub qpn: u32,
+    pub(crate) qpn: u32,
     /// The service's Q_Key.
-    pub qkey: u32,
+    pub(crate) qkey: u32,
 }
 
 /// Sends a SIDR_REQ for `config.service_id` and waits for the answer.
-pub fn resolve(config: &Config) -> io::Result<Resolution> {
+pub(crate) fn resolve(config: &Config) -> io::Result<Resolution> {
     resolve_on(&Route::new(config)?, config)
 }
 
@@ -64,7 +62,13 @@ fn resolve_on(route: &Route, config: &Config) -> io::Result<Resolution> {
 }
 
 /// Answers `count` SIDR_REQs for `config.service_id` with `status`, `qpn` and `qkey`.
-pub fn serve(config: &Config, count: u64, status: u8, qpn: u32, qkey: u32) -> io::Result<u64> {
+pub(crate) fn serve(
+    config: &Config,
+    count: u64,
+    status: u8,
+    qpn: u32,
+    qkey: u32,
+) -> io::Result<u64> {
     let cepm = Cepm::open()?;
     let listener = cepm.create(0)?;
     cepm.listen(listener, config.service_id, u64::MAX)?;

@@ -34,16 +34,19 @@ use std::{
     time::{Duration, Instant},
 };
 
+use cepm::{
+    event::{event_name, Event},
+    sys, Cepm,
+};
+
 use crate::{
-    cep::{event_name, Event},
     connect::{connect_args, Config, Route},
     rng::Rng,
-    sys, Cepm,
 };
 
 /// Which side of the storm this process plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// Listens on the service ID and answers REQs.
     Server,
     /// Connects to the service ID.
@@ -52,34 +55,34 @@ pub enum Role {
 
 /// How a storm is driven.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     /// Server or client.
-    pub role: Role,
+    pub(crate) role: Role,
     /// The service ID listened on / connected to.
-    pub service_id: u64,
+    pub(crate) service_id: u64,
     /// Client: connections to attempt. Server: stop after this many REQs (`None`: no limit).
-    pub iterations: Option<u64>,
+    pub(crate) iterations: Option<u64>,
     /// Client: connections in flight at once. Server: REQs left unclaimed at once.
-    pub parallel: u64,
+    pub(crate) parallel: u64,
     /// Seed of every choice.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Client: the longest its connections may go without an event (else it has stalled).
     /// Server: it exits after this long without an event.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Client: the local RDMA device, e.g. `rxe0`.
-    pub device: String,
+    pub(crate) device: String,
     /// Client: the local port.
-    pub port: u8,
+    pub(crate) port: u8,
     /// Client: the peer's IPv4 address and next-hop MAC (`None`: this host).
-    pub peer: Option<([u8; 4], [u8; 6])>,
+    pub(crate) peer: Option<([u8; 4], [u8; 6])>,
     /// Client: REQ (and the server's REP) resends before the `*_ERROR` event.
-    pub max_cm_retries: u8,
+    pub(crate) max_cm_retries: u8,
     /// Client: how long the peer may take to answer (IBTA exponent).
-    pub cm_response_timeout: u8,
+    pub(crate) cm_response_timeout: u8,
     /// Client: the path's packet lifetime (IBTA exponent).
-    pub packet_life_time: u8,
+    pub(crate) packet_life_time: u8,
     /// Client: print a progress line every this many connections started (0: never).
-    pub progress: u64,
+    pub(crate) progress: u64,
 }
 
 /// How long one wait for an event lasts before the loop looks around (signals, stalls, a
@@ -265,7 +268,7 @@ fn next_event(cepm: &Cepm, tally: &mut Tally) -> io::Result<Option<Event>> {
 /// Reads never block: a queued event can go away between `poll()` and `read()` (a
 /// REQ_RECEIVED whose request was claimed), and the storm must not hang on it.
 fn set_nonblocking(cepm: &Cepm) -> io::Result<()> {
-    let fd = cepm.file.as_raw_fd();
+    let fd = cepm.as_raw_fd();
     // SAFETY: F_GETFL on a descriptor this process owns has no memory effects.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 {
@@ -304,7 +307,7 @@ fn flush() {
 }
 
 /// Runs one side of a storm; prints its summary (also when it fails).
-pub fn run(opts: &Options) -> io::Result<()> {
+pub(crate) fn run(opts: &Options) -> io::Result<()> {
     install_stop_handler();
     match opts.role {
         Role::Client => {

@@ -13,26 +13,26 @@ use std::{
     path::Path,
 };
 
-use crate::sys;
+use crate::bindings::umad as sys;
 
 /// The GSI queue pair, where every CM MAD goes.
 const GSI_QPN: u32 = 1;
 /// The well-known GSI Q_Key (IBTA vol. 1, 10.2.5).
 const GSI_QKEY: u32 = 0x8001_0000;
 /// Size of a MAD.
-pub const MAD_SIZE: usize = 256;
+pub(crate) const MAD_SIZE: usize = 256;
 
 /// A GID table entry of a port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Gid {
+pub(crate) struct Gid {
     /// Index in the port's GID table.
-    pub index: u8,
+    pub(crate) index: u8,
     /// The GID.
-    pub raw: [u8; 16],
+    pub(crate) raw: [u8; 16],
 }
 
 /// Parses a GID as sysfs prints it: eight colon-separated groups of four hex digits.
-pub fn parse_gid(s: &str) -> Option<[u8; 16]> {
+pub(crate) fn parse_gid(s: &str) -> Option<[u8; 16]> {
     let mut raw = [0u8; 16];
     let mut groups = s.trim().split(':');
     for pair in raw.chunks_exact_mut(2) {
@@ -72,7 +72,7 @@ fn first_roce_v2_gid(device: &str, port: u32, wanted: impl Fn(&[u8; 16]) -> bool
 }
 
 /// The port's first RoCE v2 GID that maps an IPv4 address (`::ffff:a.b.c.d`).
-pub fn roce_v2_ipv4_gid(device: &str, port: u32) -> io::Result<Gid> {
+pub(crate) fn roce_v2_ipv4_gid(device: &str, port: u32) -> io::Result<Gid> {
     first_roce_v2_gid(device, port, |raw| {
         raw[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
     })
@@ -87,7 +87,7 @@ pub fn roce_v2_ipv4_gid(device: &str, port: u32) -> io::Result<Gid> {
 }
 
 /// The port's RoCE v2 GID `gid` (an IPv6 address of its netdev, or a mapped IPv4 one).
-pub fn roce_v2_gid(device: &str, port: u32, gid: std::net::Ipv6Addr) -> io::Result<Gid> {
+pub(crate) fn roce_v2_gid(device: &str, port: u32, gid: std::net::Ipv6Addr) -> io::Result<Gid> {
     first_roce_v2_gid(device, port, |raw| *raw == gid.octets()).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
@@ -97,7 +97,7 @@ pub fn roce_v2_gid(device: &str, port: u32, gid: std::net::Ipv6Addr) -> io::Resu
 }
 
 /// The `/dev/infiniband/umadN` node serving `device` port `port`.
-pub fn umad_path(device: &str, port: u32) -> io::Result<String> {
+pub(crate) fn umad_path(device: &str, port: u32) -> io::Result<String> {
     let class = Path::new("/sys/class/infiniband_mad");
     for entry in fs::read_dir(class)? {
         let entry = entry?;
@@ -117,14 +117,14 @@ pub fn umad_path(device: &str, port: u32) -> io::Result<String> {
 }
 
 /// A send-only user MAD agent on one port.
-pub struct SendAgent {
+pub(crate) struct SendAgent {
     file: File,
     agent_id: u32,
 }
 
 impl SendAgent {
     /// Opens the port's umad device and registers a send-only GSI agent on it.
-    pub fn open(device: &str, port: u32) -> io::Result<Self> {
+    pub(crate) fn open(device: &str, port: u32) -> io::Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -163,7 +163,7 @@ impl SendAgent {
 
     /// Sends `mad` to the GSI QP of the port owning `dest_gid`, using source GID `sgid_index`.
     /// No response is awaited.
-    pub fn send(
+    pub(crate) fn send(
         &mut self,
         sgid_index: u8,
         dest_gid: [u8; 16],

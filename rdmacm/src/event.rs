@@ -14,7 +14,7 @@ use std::{
     os::fd::AsRawFd,
 };
 
-use cepm::{cep::Event as CepmEvent, sys as cepm_sys};
+use cepm::{event::Event as CepmEvent, sys as cepm_sys};
 use cepm_proto::{
     cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE},
     service_id::parse_ip_service_id,

@@ -15,44 +15,44 @@ use crate::umad::{self, Gid};
 
 /// The client's first send PSN: 16 packets below the 24-bit wrap, so that any run of more than
 /// a few messages crosses it.
-pub const CLIENT_SQ_PSN: u32 = 0x00ff_fff0;
+pub(crate) const CLIENT_SQ_PSN: u32 = 0x00ff_fff0;
 /// The server's first send PSN.
-pub const SERVER_SQ_PSN: u32 = 0x0012_3456;
+pub(crate) const SERVER_SQ_PSN: u32 = 0x0012_3456;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
+pub(crate) struct Config {
     /// RDMA device, e.g. `rxe0`.
-    pub device: String,
+    pub(crate) device: String,
     /// Port number.
-    pub port: u8,
+    pub(crate) port: u8,
     /// Round trips.
-    pub iterations: u64,
+    pub(crate) iterations: u64,
     /// Bytes per message.
-    pub size: usize,
+    pub(crate) size: usize,
     /// Path MTU; `None` for the port's active MTU.
-    pub mtu: Option<Mtu>,
+    pub(crate) mtu: Option<Mtu>,
     /// How long to wait for any one completion.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Fault injection: the server corrupts its echo in this iteration.
-    pub corrupt_echo_at: Option<u64>,
+    pub(crate) corrupt_echo_at: Option<u64>,
 }
 
 /// What a successful run did.
 #[derive(Clone, Debug)]
-pub struct Report {
+pub(crate) struct Report {
     /// The GID both QPs are addressed to.
-    pub gid: Gid,
+    pub(crate) gid: Gid,
     /// The path MTU used.
-    pub mtu: Mtu,
+    pub(crate) mtu: Mtu,
     /// The client's QP number.
-    pub client_qpn: u32,
+    pub(crate) client_qpn: u32,
     /// The server's QP number.
-    pub server_qpn: u32,
+    pub(crate) server_qpn: u32,
     /// The client's statistics (it verified every echo).
-    pub client: Stats,
+    pub(crate) client: Stats,
     /// The server's statistics (it verified every message).
-    pub server: Stats,
+    pub(crate) server: Stats,
 }
 
 /// The RTR attributes for a QP whose peer is `peer_qpn`, sending from `peer_sq_psn`.
@@ -85,7 +85,7 @@ fn context<T>(who: &str, result: io::Result<T>) -> io::Result<T> {
 }
 
 /// Runs the self-test.
-pub fn run(config: &Config) -> io::Result<Report> {
+pub(crate) fn run(config: &Config) -> io::Result<Report> {
     let gid = umad::roce_v2_ipv4_gid(&config.device, config.port.into())?;
     let device = Device::open(&config.device)?;
     let port = device.query_port(config.port)?;
@@ -182,7 +182,7 @@ fn is_flush(e: &io::Error) -> bool {
 }
 
 /// A GID as `ipv6` notation would print it, groups of four hex digits.
-pub fn format_gid(raw: &[u8; 16]) -> String {
+pub(crate) fn format_gid(raw: &[u8; 16]) -> String {
     raw.chunks_exact(2)
         .map(|p| format!("{:02x}{:02x}", p[0], p[1]))
         .collect::<Vec<_>>()

@@ -149,7 +149,7 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
         handle: this.handle(),
         port_num: u32::from(resolved.port),
         local_qpn: qpn,
-        starting_psn: cepm::connect::random_psn().map_err(errno::of_io)?,
+        starting_psn: cepm::psn::random_psn().map_err(errno::of_io)?,
         responder_resources,
         initiator_depth,
         remote_cm_response_timeout: cm_response_timeout(),
@@ -237,7 +237,7 @@ fn accept(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> 
     let mut args = cepm_sys::cepm_accept {
         handle: this.handle(),
         local_qpn: qpn,
-        starting_psn: cepm::connect::random_psn().map_err(errno::of_io)?,
+        starting_psn: cepm::psn::random_psn().map_err(errno::of_io)?,
         responder_resources,
         initiator_depth,
         rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),

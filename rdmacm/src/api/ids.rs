@@ -194,7 +194,7 @@ pub unsafe extern "C" fn rdma_bind_addr(
 /// An ephemeral port, for an ID bound to port 0: the active side's only shows in the
 /// `cma_hdr`; a listener's is tried until one is free.
 fn ephemeral_port() -> u16 {
-    let r = cepm::connect::random_psn().unwrap_or(0x5eed);
+    let r = cepm::psn::random_psn().unwrap_or(0x5eed);
     32768 + (r % 28232) as u16
 }
 

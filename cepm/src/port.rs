@@ -1,37 +1,13 @@
-//! Userspace access to cepm, the InfiniBand/RoCE connection manager kernel module.
-//!
-//! [`Cepm`] wraps `/dev/cepm`; [`umad`] injects raw CM MADs through the kernel's user MAD
-//! interface (`/dev/infiniband/umadN`), which tests use to put CM traffic on a port; [`verbs`]
-//! creates RC queue pairs through libibverbs and moves data over them.
+//! The ports cepm manages, with their counters (`CEPM_IOC_QUERY`).
 
-pub mod cep;
-pub mod connect;
-pub mod device_name;
-pub mod many;
-pub mod rng;
-pub mod sidr;
-pub mod storm;
-pub mod sys;
-pub mod umad;
-pub mod verbs;
+use std::io;
 
-use std::{
-    fs::{File, OpenOptions},
-    io,
-};
+use cepm_proto::mad::AttrId;
 
-pub use cepm_proto::mad::AttrId;
+use crate::{device_name, sys, Cepm};
 
-/// Path of the character device.
-pub const DEVICE_PATH: &str = "/dev/cepm";
-
-/// Number of per-attribute receive counters: indexed by attribute ID.
+/// Number of per-attribute counters each way (received, posted): indexed by attribute ID.
 pub const ATTR_SLOTS: usize = sys::CEPM_ATTR_SLOTS as usize;
-
-/// An open `/dev/cepm`.
-pub struct Cepm {
-    file: File,
-}
 
 /// One port on which cepm owns the CM class.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,15 +79,6 @@ pub struct Query {
 }
 
 impl Cepm {
-    /// Opens [`DEVICE_PATH`].
-    pub fn open() -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(DEVICE_PATH)?;
-        Ok(Self { file })
-    }
-
     /// One `CEPM_IOC_QUERY` call with room for `capacity` ports.
     fn query_once(
         &self,
@@ -151,36 +118,9 @@ impl Cepm {
     }
 }
 
-/// Parses an attribute given by name (`REQ`, `SIDR_REQ`, ...) or number (`0x10`, `16`).
-pub fn parse_attr(s: &str) -> Option<AttrId> {
-    let by_name = AttrId::ALL
-        .iter()
-        .copied()
-        .find(|a| a.name().eq_ignore_ascii_case(s));
-    by_name.or_else(|| {
-        let n = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            Some(hex) => u16::from_str_radix(hex, 16).ok()?,
-            None => s.parse().ok()?,
-        };
-        AttrId::from_u16(n)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn attributes_parse_by_name_and_number() {
-        for attr in AttrId::ALL {
-            assert_eq!(parse_attr(attr.name()), Some(attr));
-            assert_eq!(parse_attr(&attr.to_u16().to_string()), Some(attr));
-            assert_eq!(parse_attr(&format!("{:#x}", attr.to_u16())), Some(attr));
-        }
-        assert_eq!(parse_attr("req"), Some(AttrId::Req));
-        assert_eq!(parse_attr("0x0002"), None);
-        assert_eq!(parse_attr("bogus"), None);
-    }
 
     #[test]
     fn abi_structs_have_the_sizes_the_kernel_asserts() {

@@ -1,7 +1,7 @@
-//! Connection endpoints (CEPs) through `/dev/cepm`: create, listen, claim REQs, reject,
-//! query, destroy, and the event stream.
+//! Connection endpoints (CEPs) through `/dev/cepm`: create, listen, claim REQs, connect,
+//! accept, reject, disconnect, the QP attributes of each transition, query and destroy.
 
-use std::{io, os::fd::AsRawFd, time::Duration};
+use std::{io, os::fd::AsRawFd};
 
 use crate::{sys, Cepm};
 
@@ -84,40 +84,6 @@ pub struct CepInfo {
     pub sidr_status: u32,
 }
 
-/// An event read from `/dev/cepm`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Event {
-    /// `CEPM_EVENT_*`; see [`event_name`].
-    pub kind: u32,
-    /// The CEP it is about.
-    pub handle: u32,
-    /// That CEP's context.
-    pub user_context: u64,
-    /// Event-specific: the REJ reason for `CEPM_EVENT_REJ_RECEIVED`.
-    pub status: u32,
-}
-
-/// A monitor's copy of one event (`struct cepm_trace`), from any CEP in the module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceRecord {
-    /// When, since the monitor started.
-    pub timestamp: Duration,
-    /// The CEP's service ID (listeners: the one they listen on).
-    pub service_id: u64,
-    /// The CEP's local comm ID.
-    pub local_comm_id: u32,
-    /// The peer's comm ID, 0 while unknown.
-    pub remote_comm_id: u32,
-    /// `CEPM_EVENT_*`.
-    pub kind: u32,
-    /// As in [`Event::status`].
-    pub status: u32,
-    /// `CEPM_STATE_*` after the event.
-    pub state: u32,
-    /// Records the kernel dropped just before this one (the monitor's queue was full).
-    pub lost: u32,
-}
-
 /// Whether a CEP in `state` has no request or connection left to answer: never started, or
 /// ended (by either side) and in or past its timewait.
 pub fn request_is_over(state: u32) -> bool {
@@ -150,50 +116,11 @@ pub fn state_name(state: u32) -> &'static str {
     NAMES.get(state as usize).copied().unwrap_or("?")
 }
 
-/// The name of a `CEPM_EVENT_*` value.
-pub fn event_name(kind: u32) -> &'static str {
-    match kind {
-        sys::CEPM_EVENT_REQ_RECEIVED => "REQ_RECEIVED",
-        sys::CEPM_EVENT_REJ_RECEIVED => "REJ_RECEIVED",
-        sys::CEPM_EVENT_REP_RECEIVED => "REP_RECEIVED",
-        sys::CEPM_EVENT_ESTABLISHED => "ESTABLISHED",
-        sys::CEPM_EVENT_REQ_ERROR => "REQ_ERROR",
-        sys::CEPM_EVENT_REP_ERROR => "REP_ERROR",
-        sys::CEPM_EVENT_DREQ_RECEIVED => "DREQ_RECEIVED",
-        sys::CEPM_EVENT_DREP_RECEIVED => "DREP_RECEIVED",
-        sys::CEPM_EVENT_DREQ_ERROR => "DREQ_ERROR",
-        sys::CEPM_EVENT_TIMEWAIT_EXIT => "TIMEWAIT_EXIT",
-        sys::CEPM_EVENT_DEVICE_REMOVAL => "DEVICE_REMOVAL",
-        sys::CEPM_EVENT_MRA_RECEIVED => "MRA_RECEIVED",
-        sys::CEPM_EVENT_SIDR_REQ_RECEIVED => "SIDR_REQ_RECEIVED",
-        sys::CEPM_EVENT_SIDR_REP_RECEIVED => "SIDR_REP_RECEIVED",
-        sys::CEPM_EVENT_SIDR_REQ_ERROR => "SIDR_REQ_ERROR",
-        _ => "?",
-    }
-}
-
 fn invalid(msg: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg.to_string())
 }
 
 impl Cepm {
-    /// One ioctl with `arg` as its in/out argument.
-    pub(crate) fn ioctl<T>(&self, cmd: u32, arg: &mut T) -> io::Result<()> {
-        // SAFETY: `arg` is a valid, exclusively borrowed `T` for the call, and every cepm ioctl
-        // number encodes the size of the struct it takes, which the callers pass as `T`.
-        let rc = unsafe {
-            libc::ioctl(
-                self.file.as_raw_fd(),
-                libc::c_ulong::from(cmd),
-                arg as *mut T,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
     /// A new idle CEP; its events carry `context`. Returns its handle.
     pub fn create(&self, context: u64) -> io::Result<u32> {
         let mut c = sys::cepm_create {
@@ -224,18 +151,6 @@ impl Cepm {
         };
         self.ioctl(sys::CEPM_IOCTL_MIGRATE, &mut m)?;
         Ok((m.new_handle, m.events_reported))
-    }
-
-    /// Queues an event made in userspace for `handle` (ABI 5): `kind` within
-    /// `CEPM_EVENT_USER_FIRST..=CEPM_EVENT_USER_LAST`. `ENOSPC` if the queue is full.
-    pub fn post_event(&self, handle: u32, kind: u32, status: u32) -> io::Result<()> {
-        let mut p = sys::cepm_post_event {
-            handle,
-            event: kind,
-            status,
-            ..Default::default()
-        };
-        self.ioctl(sys::CEPM_IOCTL_POST_EVENT, &mut p)
     }
 
     /// Listens on `service_id` under `mask` (`u64::MAX`: exact).
@@ -313,9 +228,7 @@ impl Cepm {
             capacity = l.count as usize;
         }
     }
-}
 
-impl Cepm {
     /// The private data of the last message the CEP received, with that message's attribute ID.
     pub fn private_data(&self, handle: u32) -> io::Result<(u16, Vec<u8>)> {
         let mut p = sys::cepm_private_data {
@@ -436,109 +349,6 @@ impl Cepm {
         self.ioctl(sys::CEPM_IOCTL_INIT_QP_ATTR, &mut a)?;
         Ok(a)
     }
-
-    /// Waits for the next event, failing with `TimedOut` after `timeout`.
-    pub fn expect_event(&self, timeout: Duration) -> io::Result<Event> {
-        self.next_event(Some(timeout))?
-            .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "no event before the timeout"))
-    }
-
-    /// Makes this file a monitor: from now on it reads [`TraceRecord`]s (every event of every
-    /// CEP in the module) with [`Cepm::next_trace`], and can own no CEP.
-    pub fn monitor(&self) -> io::Result<()> {
-        let mut a = sys::cepm_monitor::default();
-        self.ioctl(sys::CEPM_IOCTL_MONITOR, &mut a)
-    }
-
-    /// A monitor's next record, waiting at most `timeout` (`None`: forever); `Ok(None)` on
-    /// timeout.
-    pub fn next_trace(&self, timeout: Option<Duration>) -> io::Result<Option<TraceRecord>> {
-        if !self.wait_readable(timeout)? {
-            return Ok(None);
-        }
-        let t: sys::cepm_trace = self.read_record()?;
-        Ok(Some(TraceRecord {
-            timestamp: Duration::from_nanos(t.timestamp_ns),
-            service_id: t.service_id,
-            local_comm_id: t.local_comm_id,
-            remote_comm_id: t.remote_comm_id,
-            kind: t.event,
-            status: t.status,
-            state: t.state,
-            lost: t.lost,
-        }))
-    }
-
-    /// The next event, as the file's flags say: waiting for one, or `EAGAIN` under
-    /// `O_NONBLOCK` when none is queued.
-    pub fn read_event(&self) -> io::Result<Event> {
-        let ev: sys::cepm_event = self.read_record()?;
-        Ok(Event {
-            kind: ev.event,
-            handle: ev.handle,
-            user_context: ev.user_context,
-            status: ev.status,
-        })
-    }
-
-    /// Whether an event is waiting to be read (without reading it).
-    pub fn event_pending(&self) -> io::Result<bool> {
-        self.wait_readable(Some(Duration::ZERO))
-    }
-
-    /// The next event, waiting at most `timeout` (`None`: forever). `Ok(None)` on timeout.
-    pub fn next_event(&self, timeout: Option<Duration>) -> io::Result<Option<Event>> {
-        if !self.wait_readable(timeout)? {
-            return Ok(None);
-        }
-        let ev: sys::cepm_event = self.read_record()?;
-        Ok(Some(Event {
-            kind: ev.event,
-            handle: ev.handle,
-            user_context: ev.user_context,
-            status: ev.status,
-        }))
-    }
-
-    /// Whether the file becomes readable within `timeout` (`None`: wait forever).
-    fn wait_readable(&self, timeout: Option<Duration>) -> io::Result<bool> {
-        let ms = timeout.map_or(-1, |t| i32::try_from(t.as_millis()).unwrap_or(i32::MAX));
-        let mut pfd = libc::pollfd {
-            fd: self.file.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `pfd` is one valid pollfd for the duration of the call.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n > 0)
-    }
-
-    /// Reads one record: a `cepm_event`, or a monitor's `cepm_trace`.
-    fn read_record<T: Default + Copy>(&self) -> io::Result<T> {
-        let mut record = T::default();
-        // SAFETY: `record` is a writable buffer of exactly `size_of::<T>()` bytes, and the ABI
-        // types read here are plain integers, valid for any bytes the kernel writes.
-        let got = unsafe {
-            libc::read(
-                self.file.as_raw_fd(),
-                (&mut record as *mut T).cast(),
-                std::mem::size_of::<T>(),
-            )
-        };
-        if got < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(record)
-    }
-}
-
-impl AsRawFd for Cepm {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.file.as_raw_fd()
-    }
 }
 
 impl CepInfo {
@@ -578,6 +388,5 @@ mod tests {
         assert_eq!(size_of::<sys::cepm_req_info>(), 200);
         assert_eq!(size_of::<sys::cepm_get_request>(), 216);
         assert_eq!(size_of::<sys::cepm_reject>(), 228);
-        assert_eq!(size_of::<sys::cepm_event>(), 24);
     }
 }

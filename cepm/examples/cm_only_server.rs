@@ -2,7 +2,7 @@
 //! (no QP: a made-up QPN goes in the REP), answer disconnects, and print each event.
 //!
 //! ```sh
-//! cargo run --example cm_only_server -- 0x0000000001064e99
+//! cargo run -p cepm --example cm_only_server -- 0x0000000001064e99
 //! cepmctl connect --cm-only --service-id 0x0000000001064e99   # from another shell
 //! ```
 //!
@@ -11,7 +11,7 @@
 
 use std::{io, time::Duration};
 
-use cepm::{cep::event_name, sys, Cepm};
+use cepm::{event::event_name, psn::random_psn, sys, Cepm};
 
 fn main() -> io::Result<()> {
     let service_id = std::env::args()
@@ -49,7 +49,7 @@ fn main() -> io::Result<()> {
                 let rep = sys::cepm_accept {
                     handle,
                     local_qpn: next_qpn,
-                    starting_psn: 1,
+                    starting_psn: random_psn()?,
                     ..Default::default()
                 };
                 next_qpn += 1;
