@@ -66,17 +66,6 @@ if [ -n "${CEPM_KASAN_PART:-}" ]; then
 fi
 
 summary=()
-step() {
-	local name=$1 start=$SECONDS
-	shift
-	log "== $name"
-	if ! "$@"; then
-		log "FAILED: $name"
-		printf '  %s\n' "${summary[@]}" >&2
-		exit 1
-	fi
-	summary+=("$(printf '%-12s %5ss' "$name" $((SECONDS - start)))")
-}
 
 kasan_kdir=
 kasan_kernel() { kasan_kdir=$(scripts/kasan.sh kernel | tail -n 1) && [ -f "$kasan_kdir/.cepm-built" ]; }
