@@ -47,6 +47,7 @@ module: need-kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 lint: need-kdir fmt-check
+	scripts/check-docs.sh
 	$(MAKE) -C $(KDIR) M=$(CURDIR) CLIPPY=1 modules
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
@@ -87,6 +88,7 @@ host-test:
 	selftests/check-tool-pair.sh
 	selftests/check-plan.sh
 	scripts/check-config-missing.sh
+	scripts/check-docs-test.sh
 	proto/check.sh
 
 # The guest's C test programs, built on the host against the UAPI header (ioctl_abi also against

@@ -8,10 +8,9 @@
 # The module is built for that kernel in the chroot, in a copy of the sources under
 # out/kasan/, so the repository's own cepm.ko (for the default kernel) stays as it is.
 #
-# The whole lane took about 85 minutes in one boot on a 2-core TCG host in stop 34 (4.5 hours
-# in six boots before the guest's root moved to virtio-fs and the kernels to frame-pointer
-# stack traces and 100 Hz); it also runs in four parts, which together run every selftest of
-# `selftests/run.sh --list` once (`scripts/check-kasan.sh --parts` lists them):
+# The whole lane takes about 85 minutes in one boot on a 2-core TCG host; it also runs in four
+# parts, which together run every selftest of `selftests/run.sh --list` once
+# (`scripts/check-kasan.sh --parts` lists them):
 #   mad-fuzz   mad_fuzz.sh at 10^6 MADs
 #   stress     the ioctl fuzzer, the storms, device removal, rmmod, the privilege rules
 #   tools      rdma-core's tools and the stock CM: interop_*, rdmacm_*, coexist, verbs
@@ -24,8 +23,8 @@
 # often a perftest pair may run while its clock calibration is what failed; 3 in make check),
 # CEPM_KASAN_START_LIMIT (default 1800: the
 # seconds the guest has to boot and start the tests),
-# CEPM_LIMIT_SCALE (default 25: every test's time limit times 25; they catch hangs, and at
-# full scale under KASAN mad_fuzz.sh alone took 6,000 to 9,000 s until stop 31, 2,600 s since).
+# CEPM_LIMIT_SCALE (default 25: every test's time limit times 25; the limits catch hangs, and
+# at full scale under KASAN mad_fuzz.sh alone takes about 2,600 s).
 set -euo pipefail
 CEPM_LOG_TAG=check-kasan
 . "$(dirname "$0")/common.sh"
@@ -67,17 +66,6 @@ if [ -n "${CEPM_KASAN_PART:-}" ]; then
 fi
 
 summary=()
-step() {
-	local name=$1 start=$SECONDS
-	shift
-	log "== $name"
-	if ! "$@"; then
-		log "FAILED: $name"
-		printf '  %s\n' "${summary[@]}" >&2
-		exit 1
-	fi
-	summary+=("$(printf '%-12s %5ss' "$name" $((SECONDS - start)))")
-}
 
 kasan_kdir=
 kasan_kernel() { kasan_kdir=$(scripts/kasan.sh kernel | tail -n 1) && [ -f "$kasan_kdir/.cepm-built" ]; }
@@ -105,8 +93,8 @@ step progs make --no-print-directory selftest-progs
 # positive (docs/hardening.md).  kasan_multi_shot: every report is printed, not the first only.
 # The guest's console is in the log, live: a KASAN report or a hang shows while the lane runs.
 # A guest that has not started the tests (no KTAP file) within $CEPM_KASAN_START_LIMIT seconds
-# is stopped, and the step fails: stop 27 saw one still booting after 50 minutes, with nothing
-# in the log to say so.
+# is stopped, and the step fails: a KASAN guest's boot can stall for the better part of an
+# hour with nothing in the log to say so, and the lane would otherwise wait for it.
 kasan_selftests() {
 	KDIR=$kasan_kdir CEPM_KO=$src/cepm.ko CEPM_VM_MEMORY=${CEPM_VM_MEMORY:-4G} \
 		CEPM_VM_APPEND="no5lvl kasan_multi_shot" CEPM_VM_CONSOLE=1 \
@@ -144,8 +132,8 @@ start_watchdog() {
 	done
 }
 # The KASAN guest's stdout (the command's, not the kernel console's) reaches this log only
-# when the guest ends (the GCC kernel's streams; why the KASAN boot's does not is not known
-# yet), so the KTAP is also written to a file in the guest's writable out/, where it can be
+# when the guest ends (the GCC kernel's streams; why the KASAN boot's does not is not known),
+# so the KTAP is also written to a file in the guest's writable out/, where it can be
 # followed while the lane runs.
 ktap_log=$CEPM_ROOT/out/check-kasan.ktap
 rm -f "$ktap_log"

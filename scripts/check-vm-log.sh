@@ -2,8 +2,8 @@
 # A log redirected to a file keeps everything: what the host printed before the guest booted,
 # the guest's own output, and what came after.  (QEMU opens the console's path; handed
 # /proc/self/fd/1 of a regular file, it truncates the file.)  And a long command reaches the
-# guest whole: `make selftest` hands the guest all 48 entries, and the kernel's command line,
-# which vng once carried the command in, holds 2048 bytes.
+# guest whole: `make selftest` hands the guest all 48 entries, more than the 2048 bytes of
+# the kernel's command line, where vng carries --exec's string (scripts/vm).
 #   scripts/check-vm-log.sh              one quick boot, no guest setup, 400 words to echo
 #   scripts/check-vm-log.sh --selftest   the selftests (scripts/selftest.sh, once `make module
 #                                        user selftest-progs` has built what they need), their

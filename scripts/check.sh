@@ -8,17 +8,6 @@ CEPM_LOG_TAG=check
 cd "$CEPM_ROOT"
 
 summary=()
-step() {
-	local name=$1 start=$SECONDS
-	shift
-	log "== $name"
-	if ! "$@"; then
-		log "FAILED: $name"
-		printf '  %s\n' "${summary[@]}" >&2
-		exit 1
-	fi
-	summary+=("$(printf '%-10s %4ss' "$name" $((SECONDS - start)))")
-}
 
 step deps scripts/deps.sh
 step kernel scripts/kernel.sh
@@ -71,7 +60,7 @@ else
 	wait "$host_pid" || host_failed
 fi
 sed 's/^/  | /' "$host_log" >&2
-summary+=("$(printf '%-10s %4ss' host-test "$(cat "$host_secs")")")
+summary+=("$(step_line host-test "$(cat "$host_secs")")")
 mapfile -t -O ${#summary[@]} summary <"$guest_summary"
 rm -f "$host_secs" "$guest_summary"
 

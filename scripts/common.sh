@@ -56,6 +56,23 @@ kill_tree() {
 log() { printf '[%s] %s\n' "${CEPM_LOG_TAG:-cepm}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# step NAME CMD...: runs CMD as the step NAME of a run of steps (make check, make check-kasan).
+# On success its time joins the caller's array summary (step_line); on failure the summary so
+# far is printed and the script exits 1, so the first failing step ends the run.
+step() {
+	local name=$1 start=$SECONDS
+	shift
+	log "== $name"
+	if ! "$@"; then
+		log "FAILED: $name"
+		printf '  %s\n' "${summary[@]}" >&2
+		exit 1
+	fi
+	summary+=("$(step_line "$name" $((SECONDS - start)))")
+}
+# step_line NAME SECONDS: one row of a step summary.
+step_line() { printf '%-12s %5ss' "$1" "$2"; }
+
 # The kernel build directory recorded by the last successful `make kernel`.
 cepm_kdir() {
 	local f=$CEPM_CACHE/current-kernel

@@ -5,7 +5,7 @@
 #   scripts/selftest.sh --plan [TEST...]    which guest would run what (boots nothing)
 # A TCG guest busy with the tests keeps more than one host CPU busy (its two vCPUs: the tool and
 # the kernel's work, the server and the client; 184 s of CPU in 131 s), so a 2-core host runs
-# one guest (two side by side took each test about twice as long: docs/design.md, "Guests side
+# one guest (two side by side take each test about twice as long: docs/design.md, "Guests side
 # by side") and a bigger host one per two CPUs.  Each guest is a machine of its own
 # (kernel, rxe, namespaces, cepm.ko), so the tests are no less isolated than in one guest,
 # where run.sh restores the baseline after each.  Every guest ends with dmesg_clean.sh

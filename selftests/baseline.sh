@@ -88,7 +88,7 @@ baseline_snapshot() {
 # tag survives `ip netns exec`, setsid and double forks, which process groups do not.
 baseline_tagged_pids() {
 	local f pid env IFS=$'\n'
-	# Read with builtins: no process (a grep over them all took 0.2 s under TCG).
+	# Read with builtins: no process (a grep over them all takes 0.2 s under TCG).
 	for f in /proc/[0-9]*/environ; do
 		env=()
 		# The error redirection first: a process may exit between the glob and the read.

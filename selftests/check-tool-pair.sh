@@ -42,7 +42,7 @@ expect "an end still running 1 s after the other's normal exit is stopped (124)"
 	eval '[ "$crc $src" = "0 124" ] && grep -q "the server was still running 1 s after the other end had exited: stopped" "$tree/shown"'
 
 # 2. Each attempt's client cannot calibrate; the server would run 30 s: it is stopped at once,
-# and the pair runs three times in all. With the old wait_pair each attempt took the linger.
+# and the pair runs three times in all, none of them waiting out the linger.
 calls=$tree/calls
 count_calls() { echo x >>"$calls"; "$@"; }
 start=$SECONDS

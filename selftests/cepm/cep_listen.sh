@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# The passive side of a connection as far as cepm takes it today: a listener gets a REQ event,
+# The passive side of a connection as far as cepm takes it: a listener gets a REQ event,
 # claims the new CEP (REQ details intact), rejects it with private data; a REQ left unclaimed
 # is rejected when its listener goes away, and so is one that a GET_REQUEST could not take
 # (debugfs fail_handle_count: the file's handle numbers ran out), which stays in the backlog;

@@ -72,9 +72,9 @@ kill $(jobs -p) 2>/dev/null
 wait
 
 # 4. A SIDR_REQ left unclaimed, from request ID 0x51d0: its key pairs the ID with the
-#    sender's GID (rxe0's, ::ffff:10.77.0.1), which stands in for a CA GUID (until stop 40,
-#    its low half did).  Then a REQ from comm ID 0x51d0 whose CA GUID is that low half, to the
-#    same listener: the key's table keeps the two apart.
+#    sender's GID (rxe0's, ::ffff:10.77.0.1), which stands in for a CA GUID.  Then a REQ
+#    from comm ID 0x51d0 whose CA GUID is that GID's low half, to the same listener: a key
+#    made of the low half alone would take the two for one; the key's table keeps them apart.
 SID4=0x0000000001064e77
 "$CEPMCTL" serve --service-id $SID4 --reason 28 --timeout-ms 20000 >"$out.serve4" 2>&1 &
 spid=$!

@@ -12,10 +12,9 @@
 #     stops at once with REJ_RECEIVED instead of retrying for a minute;
 #  4. the same REJ for a REQ that mad_fuzz.sh's sink (cepmctl serve) has claimed but not yet
 #     rejected: its REJECT is then EINVAL (the CEP is no longer in REQ_RCVD), and the sink must
-#     carry on.  With seed 1 at 10^6 MADs under KASAN, a fuzzed REJ did this to the sink;
+#     carry on.  mad_fuzz.sh's fuzzed REJs do this to the sink too (seed 1 under KASAN);
 #  5. the same REJ before the sink has even claimed the REQ: it then claims a CEP already in
-#     IDLE, and its REJECT is EINVAL too.  Seed 1 under KASAN did this to the sink in stop 25,
-#     after about 59,000 MADs.
+#     IDLE, and its REJECT is EINVAL too (seed 1 under KASAN, after about 59,000 MADs).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header

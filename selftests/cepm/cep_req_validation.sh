@@ -23,8 +23,8 @@ nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
 req_sent_ids() { "$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1 }' | sort; }
 
 # A listener that would reject with 28 anything offered to it, for as long as the test may run
-# (the trap ends it): with 60 s it was gone by check 5 in a KASAN guest beside a make check,
-# whose REJ was then 8, no listener (out/stop42-kasan-protocol.log).
+# (the trap ends it): a fixed 60 s can run out by check 5 in a slow KASAN guest, whose REJ
+# would then be 8, no listener.
 "$CEPMCTL" serve --service-id $SID --count 10 --reason 28 \
 	--timeout-ms $((300000 * ${CEPM_LIMIT_SCALE:-1})) >"$out.serve" 2>&1 &
 wait_until 10 file_has '^serve: listening' "$out.serve"

@@ -3,10 +3,11 @@
 # Runs last: the kernel log of the whole run has no splat, and kmemleak finds no new leak once
 # cepm is unloaded. The log must still begin with the boot: a ring buffer that wrapped has lost
 # the run's first lines, splats included, and a clean tail would prove nothing. And the guest's
-# clock must not have fallen back to an emulated timer: under TCG the clocksource watchdog
-# declared the TSC (the host's cycle counter there) unstable 24 to 46 s after boot and switched
+# clock must not have fallen back to an emulated timer: under TCG the clocksource watchdog can
+# declare the TSC (the host's cycle counter there) unstable 24 to 46 s after boot and switch
 # to the HPET, whose every read traps into QEMU, which slows the guest and spoils perftest's
-# clock calibration (scripts/vm boots with tsc=reliable since). Under KVM the clock is kvm-clock.
+# clock calibration (scripts/vm boots with tsc=reliable against it). Under KVM the clock is
+# kvm-clock.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header

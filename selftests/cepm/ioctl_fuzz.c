@@ -361,6 +361,7 @@ struct icall {
 	bool must_succeed;	/* well formed, on a CEP this process surely owns */
 	const char *why;	/* what must make it fail */
 	const char *note;	/* what else is unusual about it */
+	int other_fd;		/* an fd a mutation opened for the call, or -1 */
 	int ret, err;
 	union {
 		uint8_t b[ARG_ROOM];
@@ -819,6 +820,7 @@ static struct icall *icall_new(enum call_id id, struct file *f)
 	c->id = id;
 	c->f = f;
 	c->len = _IOC_SIZE(calls[id].cmd);
+	c->other_fd = -1;
 	return c;
 }
 
@@ -1020,6 +1022,8 @@ static int run(struct icall *c)
 	call_end();
 	count(c->id, c->ret, c->err);
 	judge(c);
+	if (c->other_fd >= 0)
+		close(c->other_fd);
 	return c->ret ? c->err : 0;
 }
 
@@ -1100,32 +1104,185 @@ static void good_path(struct cepm_path_rec *p)
 	p->pkey = chance(70) ? 0 : chance(70) ? 0xffff : (uint16_t)rnd(65536);
 }
 
+/* ------------------------------------------------------------------------------------- */
+/* Mutations.                                                                             */
+
+/*
+ * Each ioctl has a table of what may be wrong with its struct, and mutate() applies one entry
+ * of it to a call now and then.  An entry changes up to MAX_CHANGES fields, or applies one
+ * entry of a nested table to a field that is itself a struct (a path); it says whether the
+ * ABI forbids the result (the call must fail) or leaves it open, and which errnos it may
+ * provoke.  Every change draws from the PRNG in a fixed order, so that a seed replays the
+ * same mutations.
+ */
+
+/* How a change makes its value. */
+enum gen {
+	G_NONE,		/* no value: an entry's unused change, or a change without alt */
+	G_CONST,	/* a */
+	G_RANGE,	/* a + rnd(b): one of [a, a + b) */
+	G_RAND,		/* rnd64() | a, cut to the field's size */
+	G_BIT,		/* a << rnd(b) */
+	G_PAST,		/* bound + 1 + rnd(a): past the room the call has (mutate()'s bound) */
+	G_OVER,		/* over(bound): a u8 length over the call's limit (mutate()'s bound) */
+	G_BAD_POINTER,	/* bad_pointer() */
+	G_BYTES,	/* random bytes over the whole field */
+	G_DEVICE,	/* a device name other than rxe0's, or one with no NUL at all */
+	G_PORT,		/* rxe0's port half the time, else a made-up one */
+	G_OTHER_SGID,	/* a source GID index the port does not have */
+	G_OTHER_FD,	/* an open fd of a file that is not /dev/cepm (closed after the call) */
+};
+
+struct gen_value {
+	uint8_t gen;	/* enum gen */
+	uint64_t a, b;
+};
+
+enum change_mode { CH_SET, CH_OR, CH_CLEAR };
+
+/* One field's change: to v, or with alt, chance(50) ? v : alt. */
+struct change {
+	uint16_t off;		/* the field's offset in the struct */
+	uint16_t size;		/* its size, or one element's */
+	uint16_t count;		/* its elements: if more than one, one chosen at random changes */
+	uint8_t mode;		/* enum change_mode: the value replaces, is or-ed in, or cleared */
+	struct gen_value v, alt;
+};
+
+#define MAX_CHANGES	4
+
+struct mutations;
+
+struct mutation {
+	const char *why;		/* for definite() or maybe() */
+	bool must_fail;			/* the ABI forbids it: definite(), else maybe() */
+	unsigned int prov;		/* PROV_*: what it may provoke besides EINVAL */
+	struct change change[MAX_CHANGES];	/* in order; the first with size 0 ends them */
+	const struct mutations *nested;	/* instead: one of these, in change[0]'s field */
+};
+
+struct mutations {
+	const struct mutation *m;
+	unsigned int n;
+};
+
+#define TABLE(a)	{ a, sizeof(a) / sizeof((a)[0]) }
+
+/* Fields of struct T. */
+#define FIELD(T, f)	.off = offsetof(T, f), .size = sizeof(((T *)0)->f), .count = 1
+#define ELEMENT(T, f)	.off = offsetof(T, f), .size = sizeof(((T *)0)->f[0]), \
+			.count = sizeof(((T *)0)->f) / sizeof(((T *)0)->f[0])
+#define FROM_TO(T, from, to)	.off = offsetof(T, from), \
+				.size = offsetof(T, to) - offsetof(T, from), .count = 1
+
+/* Changes. */
+#define SET(T, f, val)		{ FIELD(T, f), .mode = CH_SET, .v = val }
+#define EITHER(T, f, val, other) { FIELD(T, f), .mode = CH_SET, .v = val, .alt = other }
+#define SET_ONE_OF(T, f, val)	{ ELEMENT(T, f), .mode = CH_SET, .v = val }
+#define OR_IN(T, f, val)	{ FIELD(T, f), .mode = CH_OR, .v = val }
+#define CLEAR(T, f, val)	{ FIELD(T, f), .mode = CH_CLEAR, .v = val }
+#define FILL(T, f)		{ FIELD(T, f), .mode = CH_SET, .v = GEN(G_BYTES) }
+/* The fields from `from` up to, not including, `to`. */
+#define FILL_FROM_TO(T, from, to) { FROM_TO(T, from, to), .mode = CH_SET, .v = GEN(G_BYTES) }
+
+/* Values. */
+#define GEN(g)		{ g, 0, 0 }
+#define CONST(x)	{ G_CONST, (uint64_t)(x), 0 }
+#define RANGE(lo, n)	{ G_RANGE, (lo), (n) }
+#define RAND(bits)	{ G_RAND, (bits), 0 }
+#define BIT(base, n)	{ G_BIT, (base), (n) }
+#define PAST(n)		{ G_PAST, (n), 0 }
+#define NONZERO8	RANGE(1, UINT8_MAX)
+#define NONZERO16	RANGE(1, UINT16_MAX)
+#define NONZERO32	RANGE(1, UINT32_MAX)
+/* A u8 length over max: over(max). */
+#define OVER(max)	RANGE((max) + 1, 255 - (max))
+
+/* Entries. */
+#define MUST_FAIL(prov, why, ...)	{ why, true, prov, { __VA_ARGS__ }, NULL }
+#define MAY_FAIL(prov, why, ...)	{ why, false, prov, { __VA_ARGS__ }, NULL }
+#define NESTED(T, f, table)		{ NULL, false, 0, { { FIELD(T, f) } }, &table }
+
 /* One thing wrong with a path, as the header lists them: EINVAL. */
-static const char *break_path(struct cepm_path_rec *p)
+static const struct mutation path_mutation[] = {
+	MUST_FAIL(0, "a path MTU outside 1..5",
+		  EITHER(struct cepm_path_rec, mtu, CONST(0), RANGE(6, 250))),
+	MUST_FAIL(0, "a flow label of 2^20 or more",
+		  SET(struct cepm_path_rec, flow_label, RANGE(1u << 20, UINT32_MAX - (1u << 20)))),
+	MUST_FAIL(0, "an SL of 16 or more", SET(struct cepm_path_rec, sl, RANGE(16, 240))),
+	MUST_FAIL(0, "a packet lifetime of 32 or more",
+		  SET(struct cepm_path_rec, packet_life_time, RANGE(32, 224))),
+	MUST_FAIL(0, "a non-zero reserved byte in the path",
+		  SET_ONE_OF(struct cepm_path_rec, reserved, NONZERO8)),
+	MUST_FAIL(0, "a source GID index the port does not have",
+		  SET(struct cepm_path_rec, sgid_index, GEN(G_OTHER_SGID))),
+};
+static const struct mutations path_mutations = TABLE(path_mutation);
+
+static uint64_t load(const uint8_t *field, size_t size)
 {
-	switch (rnd(6)) {
-	case 0:
-		p->mtu = chance(50) ? 0 : 6 + rnd(250);
-		return "a path MTU outside 1..5";
-	case 1:
-		p->flow_label = (1u << 20) + rnd(UINT32_MAX - (1u << 20));
-		return "a flow label of 2^20 or more";
-	case 2:
-		p->sl = 16 + rnd(240);
-		return "an SL of 16 or more";
-	case 3:
-		p->packet_life_time = 32 + rnd(224);
-		return "a packet lifetime of 32 or more";
-	case 4:
-		p->reserved[rnd(2)] = nonzero8();
-		return "a non-zero reserved byte in the path";
+	uint8_t u8;
+	uint16_t u16;
+	uint32_t u32;
+	uint64_t u64;
+
+	switch (size) {
+	case 1: memcpy(&u8, field, 1); return u8;
+	case 2: memcpy(&u16, field, 2); return u16;
+	case 4: memcpy(&u32, field, 4); return u32;
 	}
-	p->sgid_index = G.index == 255 ? 254 : 255;
-	return "a source GID index the port does not have";
+	memcpy(&u64, field, 8);
+	return u64;
 }
 
-/* A local device and port other than rxe0 port 1 (rxe1 port 1 may well be managed too). */
-static void other_device(char *name, uint32_t *port)
+static void store(uint8_t *field, size_t size, uint64_t x)
+{
+	uint8_t u8 = x;
+	uint16_t u16 = x;
+	uint32_t u32 = x;
+
+	switch (size) {
+	case 1: memcpy(field, &u8, 1); return;
+	case 2: memcpy(field, &u16, 2); return;
+	case 4: memcpy(field, &u32, 4); return;
+	}
+	memcpy(field, &x, 8);
+}
+
+/* A value for a scalar field. */
+static uint64_t make_value(struct icall *c, const struct gen_value *v, uint32_t bound)
+{
+	int fd;
+
+	switch (v->gen) {
+	case G_RANGE:
+		return v->a + rnd(v->b);
+	case G_RAND:
+		return rnd64() | v->a;
+	case G_BIT:
+		return v->a << rnd(v->b);
+	case G_PAST:
+		return bound + 1 + rnd(v->a);
+	case G_OVER:
+		return over(bound);
+	case G_BAD_POINTER:
+		return (uintptr_t)bad_pointer();
+	case G_PORT:	/* rxe1 port 1 may well be managed too */
+		return chance(50) ? RXE_PORT : rnd(4) == 0 ? rnd64() : rnd(4);
+	case G_OTHER_SGID:
+		return G.index == 255 ? 254 : 255;
+	case G_OTHER_FD:
+		fd = open("/dev/null", O_RDONLY);
+		c->other_fd = fd;
+		if (fd < 0)
+			c->prov |= PROV_EBADF;
+		return (uint32_t)fd;
+	}
+	return v->a;	/* G_CONST */
+}
+
+/* A device name other than rxe0's (or rxe0's own, on another port), or none. */
+static void other_device(char *name)
 {
 	static const char *const names[] = { "rxe1", "rxe9", "", "mlx5_0", RXE_DEV };
 
@@ -1135,7 +1292,60 @@ static void other_device(char *name, uint32_t *port)
 	} else {
 		strcpy(name, names[rnd(5)]);
 	}
-	*port = chance(50) ? RXE_PORT : rnd(4) == 0 ? rnd64() : rnd(4);
+}
+
+static void apply_change(struct icall *c, uint8_t *base, const struct change *ch, uint32_t bound)
+{
+	const struct gen_value *v = &ch->v;
+	uint8_t *field = base + ch->off;
+	uint64_t x;
+
+	if (ch->alt.gen != G_NONE && !chance(50))
+		v = &ch->alt;
+	if (ch->count > 1)
+		field += ch->size * rnd(ch->count);
+	switch (v->gen) {
+	case G_BYTES:
+		fill_random(field, ch->size);
+		return;
+	case G_DEVICE:
+		other_device((char *)field);
+		return;
+	}
+	x = make_value(c, v, bound);
+	if (ch->mode == CH_OR)
+		x |= load(field, ch->size);
+	else if (ch->mode == CH_CLEAR)
+		x = load(field, ch->size) & ~x;
+	store(field, ch->size, x);
+}
+
+/* Applies one entry of table, the seed's choice, to c's struct at offset base. */
+static void mutate_at(struct icall *c, const struct mutations *table, size_t base, uint32_t bound)
+{
+	const struct mutation *m = &table->m[table->n > 1 ? rnd(table->n) : 0];
+	unsigned int i;
+
+	if (m->nested) {
+		mutate_at(c, m->nested, base + m->change[0].off, bound);
+		return;
+	}
+	for (i = 0; i < MAX_CHANGES && m->change[i].size; i++)
+		apply_change(c, c->u.b + base, &m->change[i], bound);
+	if (m->must_fail)
+		definite(c, m->prov, m->why);
+	else
+		maybe(c, m->prov, m->why);
+}
+
+/*
+ * MUT_PCT calls in 100 get one entry of table.  bound is what G_PAST and G_OVER count from:
+ * the room the call's array has, or the limit of its length field.
+ */
+static void mutate(struct icall *c, const struct mutations *table, uint32_t bound)
+{
+	if (chance(MUT_PCT))
+		mutate_at(c, table, 0, bound);
 }
 
 /* ------------------------------------------------------------------------------------- */
@@ -1164,6 +1374,28 @@ static void check_ports(struct icall *c, const struct cepm_query *q, uint8_t *po
 			fail_call(c, "wrote port entry %u past min(num_ports, capacity)", filled);
 }
 
+static const struct mutation query_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_query, reserved, NONZERO32)),
+	MUST_FAIL(0, "reserved2 != 0", SET(struct cepm_query, reserved2, NONZERO32)),
+	/* rxe0 is managed: there is a port to write */
+	MUST_FAIL(PROV_EFAULT, "a ports pointer the kernel cannot write",
+		  SET(struct cepm_query, ports, GEN(G_BAD_POINTER)),
+		  SET(struct cepm_query, port_capacity, RANGE(1, 8))),
+	/* only num_ports entries are written: fits unless room is short */
+	MAY_FAIL(PROV_EFAULT, "port_capacity past the ports array",
+		 EITHER(struct cepm_query, port_capacity, CONST(UINT32_MAX), PAST(1000))),
+	/* the count only, with a pointer that must not be used */
+	MAY_FAIL(PROV_EFAULT, "a bad ports pointer with port_capacity 0",
+		 SET(struct cepm_query, port_capacity, CONST(0)),
+		 SET(struct cepm_query, ports, GEN(G_BAD_POINTER))),
+	/* output fields hold garbage on input */
+	MAY_FAIL(0, "garbage in output fields",
+		 SET(struct cepm_query, abi_version, NONZERO32),
+		 SET(struct cepm_query, num_ports, NONZERO32),
+		 SET(struct cepm_query, num_ceps, NONZERO32)),
+};
+static const struct mutations query_mutations = TABLE(query_mutation);
+
 static void op_query(struct file *f)
 {
 	struct icall *c = icall_new(C_QUERY, f);
@@ -1174,37 +1406,7 @@ static void op_query(struct file *f)
 	q->port_capacity = chance(20) ? 0 : room;
 	q->ports = q->port_capacity || chance(50) ? (uintptr_t)ports : 0;
 	c->must_succeed = true;
-	if (chance(MUT_PCT)) {
-		switch (rnd(6)) {
-		case 0:
-			q->reserved = nonzero32();
-			definite(c, 0, "reserved != 0");
-			break;
-		case 1:
-			q->reserved2 = nonzero32();
-			definite(c, 0, "reserved2 != 0");
-			break;
-		case 2:	/* rxe0 is managed: there is a port to write */
-			q->ports = (uintptr_t)bad_pointer();
-			q->port_capacity = 1 + rnd(8);
-			definite(c, PROV_EFAULT, "a ports pointer the kernel cannot write");
-			break;
-		case 3:	/* only num_ports entries are written: fits unless room is short */
-			q->port_capacity = chance(50) ? UINT32_MAX : room + 1 + rnd(1000);
-			maybe(c, PROV_EFAULT, "port_capacity past the ports array");
-			break;
-		case 4:	/* the count only, with a pointer that must not be used */
-			q->port_capacity = 0;
-			q->ports = (uintptr_t)bad_pointer();
-			maybe(c, PROV_EFAULT, "a bad ports pointer with port_capacity 0");
-			break;
-		default:	/* output fields hold garbage on input */
-			q->abi_version = nonzero32();
-			q->num_ports = nonzero32();
-			q->num_ceps = nonzero32();
-			maybe(c, 0, "garbage in output fields");
-		}
-	}
+	mutate(c, &query_mutations, room);
 	memset(ports, PATTERN, room * sizeof(struct cepm_port_info));
 	if (run(c))
 		return;
@@ -1222,6 +1424,12 @@ static void new_handle_checks(struct icall *c, uint32_t handle)
 
 static void op_destroy(struct file *f, struct cep *t);
 
+static const struct mutation create_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_create, reserved, NONZERO32)),
+	MAY_FAIL(0, "garbage in the output field handle", SET(struct cepm_create, handle, NONZERO32)),
+};
+static const struct mutations create_mutations = TABLE(create_mutation);
+
 static void op_create(struct file *f)
 {
 	struct icall *c;
@@ -1236,21 +1444,19 @@ static void op_create(struct file *f)
 	c->must_succeed = !f->shared && !f->monitor;
 	if (f->monitor && !f->shared)
 		definite(c, 0, "a CEP on a monitor");
-	if (chance(MUT_PCT)) {
-		if (chance(50)) {
-			c->u.create.reserved = nonzero32();
-			definite(c, 0, "reserved != 0");
-		} else {
-			c->u.create.handle = nonzero32();	/* an output field */
-			maybe(c, 0, "garbage in the output field handle");
-		}
-	}
+	mutate(c, &create_mutations, 0);
 	if (run(c))
 		return;
 	result(c, &out, sizeof(out));
 	new_handle_checks(c, out.handle);
 	add_cep(f, out.handle, c->u.create.user_context, R_IDLE);
 }
+
+static const struct mutation destroy_mutation[] = {
+	MAY_FAIL(0, "garbage in the output field events_reported",
+		 SET(struct cepm_destroy, events_reported, NONZERO32)),
+};
+static const struct mutations destroy_mutations = TABLE(destroy_mutation);
 
 static void op_destroy(struct file *f, struct cep *t)
 {
@@ -1263,10 +1469,7 @@ static void op_destroy(struct file *f, struct cep *t)
 
 	c->u.destroy.handle = h;
 	c->must_succeed = mine && !f->shared;
-	if (chance(MUT_PCT)) {
-		c->u.destroy.events_reported = nonzero32();	/* an output field */
-		maybe(c, 0, "garbage in the output field events_reported");
-	}
+	mutate(c, &destroy_mutations, 0);
 	err = run(c);
 	if (err == EFAULT && c->kind == ARG_RO) {
 		drop_cep(f, h, true);	/* read, perhaps destroyed, not written back */
@@ -1282,6 +1485,11 @@ static void op_destroy(struct file *f, struct cep *t)
 		drop_cep(f, h, false);
 }
 
+static const struct mutation listen_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_listen, reserved, NONZERO32)),
+};
+static const struct mutations listen_mutations = TABLE(listen_mutation);
+
 static void op_listen(struct file *f, struct cep *t)
 {
 	struct icall *c = icall_new(C_LISTEN, f);
@@ -1291,10 +1499,7 @@ static void op_listen(struct file *f, struct cep *t)
 	l->handle = choose_handle(f, t, R_IDLE);
 	l->service_id = pick_service(chance(30));
 	l->service_mask = pick_mask();
-	if (chance(MUT_PCT)) {
-		l->reserved = nonzero32();
-		definite(c, 0, "reserved != 0");
-	}
+	mutate(c, &listen_mutations, 0);
 	if (run(c))
 		return;
 	mine = find_cep(f, l->handle);
@@ -1340,6 +1545,13 @@ static void check_request(struct icall *c, const struct cepm_get_request *g,
 			  (unsigned long long)listener->mask);
 }
 
+static const struct mutation get_request_mutation[] = {
+	MAY_FAIL(0, "garbage in output fields handle or req",
+		 SET(struct cepm_get_request, handle, NONZERO32)),
+	MAY_FAIL(0, "garbage in output fields handle or req", FILL(struct cepm_get_request, req)),
+};
+static const struct mutations get_request_mutations = TABLE(get_request_mutation);
+
 static void op_get_request(struct file *f, struct cep *t)
 {
 	struct cepm_get_request *g, out;
@@ -1355,13 +1567,7 @@ static void op_get_request(struct file *f, struct cep *t)
 	g = &c->u.get_request;
 	g->listen_handle = choose_handle(f, t, R_LISTEN);
 	g->user_context = rnd64();
-	if (chance(MUT_PCT)) {
-		if (chance(50))
-			g->handle = nonzero32();	/* "out" */
-		else
-			fill_random(&g->req, sizeof(g->req));	/* out */
-		maybe(c, 0, "garbage in output fields handle or req");
-	}
+	mutate(c, &get_request_mutations, 0);
 	if (run(c))
 		return;
 	result(c, &out, sizeof(out));
@@ -1375,6 +1581,15 @@ static void op_get_request(struct file *f, struct cep *t)
 	if (claimed)
 		claimed->want = next_for_request(sidr);
 }
+
+/* The header says only "<= CEPM_REJ_ARI_MAX" for ari_len: EINVAL or E2BIG. */
+static const struct mutation reject_mutation[] = {
+	MUST_FAIL(PROV_E2BIG, "ari_len over CEPM_REJ_ARI_MAX",
+		  SET(struct cepm_reject, ari_len, OVER(CEPM_REJ_ARI_MAX))),
+	MUST_FAIL(PROV_E2BIG, "pdata_len over CEPM_REJ_PDATA_MAX",
+		  SET(struct cepm_reject, pdata_len, OVER(CEPM_REJ_PDATA_MAX))),
+};
+static const struct mutations reject_mutations = TABLE(reject_mutation);
 
 static void op_reject(struct file *f, struct cep *t)
 {
@@ -1390,16 +1605,7 @@ static void op_reject(struct file *f, struct cep *t)
 	r->pdata_len = pdata_len(CEPM_REJ_PDATA_MAX);
 	fill_random(r->ari, sizeof(r->ari));
 	fill_random(r->pdata, sizeof(r->pdata));
-	if (chance(MUT_PCT)) {
-		if (chance(50)) {
-			/* The header says only "<= CEPM_REJ_ARI_MAX": EINVAL or E2BIG. */
-			r->ari_len = over(CEPM_REJ_ARI_MAX);
-			definite(c, PROV_E2BIG, "ari_len over CEPM_REJ_ARI_MAX");
-		} else {
-			r->pdata_len = over(CEPM_REJ_PDATA_MAX);
-			definite(c, PROV_E2BIG, "pdata_len over CEPM_REJ_PDATA_MAX");
-		}
-	}
+	mutate(c, &reject_mutations, 0);
 	if (run(c))
 		return;
 	mine = find_cep(f, r->handle);
@@ -1408,6 +1614,14 @@ static void op_reject(struct file *f, struct cep *t)
 		mine->want = chance(50) ? C_DESTROY : C_NONE;
 	}
 }
+
+static const struct mutation query_cep_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_cep_info, reserved, NONZERO32)),
+	MUST_FAIL(0, "reserved2 != 0", SET(struct cepm_cep_info, reserved2, NONZERO32)),
+	/* output fields hold garbage on input */
+	MAY_FAIL(0, "garbage in output fields", FILL_FROM_TO(struct cepm_cep_info, state, reserved)),
+};
+static const struct mutations query_cep_mutations = TABLE(query_cep_mutation);
 
 static void op_query_cep(struct file *f, struct cep *t)
 {
@@ -1418,23 +1632,7 @@ static void op_query_cep(struct file *f, struct cep *t)
 	q->handle = choose_handle(f, t, R_ANY);
 	mine = find_cep(f, q->handle);
 	c->must_succeed = mine && !f->shared;
-	if (chance(MUT_PCT)) {
-		switch (rnd(3)) {
-		case 0:
-			q->reserved = nonzero32();
-			definite(c, 0, "reserved != 0");
-			break;
-		case 1:
-			q->reserved2 = nonzero32();
-			definite(c, 0, "reserved2 != 0");
-			break;
-		default:	/* output fields hold garbage on input */
-			fill_random((uint8_t *)q + offsetof(struct cepm_cep_info, state),
-				    offsetof(struct cepm_cep_info, reserved) -
-				    offsetof(struct cepm_cep_info, state));
-			maybe(c, 0, "garbage in output fields");
-		}
-	}
+	mutate(c, &query_cep_mutations, 0);
 	if (run(c))
 		return;
 	result(c, &out, sizeof(out));
@@ -1446,6 +1644,15 @@ static void op_query_cep(struct file *f, struct cep *t)
 			  (unsigned long long)mine->ctx);
 }
 
+static const struct mutation get_private_data_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_private_data, reserved, NONZERO8)),
+	MAY_FAIL(0, "garbage in output fields",
+		 SET(struct cepm_private_data, attr_id, RANGE(0, 65536)),
+		 SET(struct cepm_private_data, len, RANGE(0, 256)),
+		 FILL(struct cepm_private_data, data)),
+};
+static const struct mutations get_private_data_mutations = TABLE(get_private_data_mutation);
+
 static void op_get_private_data(struct file *f, struct cep *t)
 {
 	struct icall *c = icall_new(C_GET_PRIVATE_DATA, f);
@@ -1453,17 +1660,7 @@ static void op_get_private_data(struct file *f, struct cep *t)
 
 	p->handle = choose_handle(f, t, R_ANY);
 	c->must_succeed = find_cep(f, p->handle) && !f->shared;
-	if (chance(MUT_PCT)) {
-		if (chance(50)) {
-			p->reserved = nonzero8();
-			definite(c, 0, "reserved != 0");
-		} else {	/* output fields */
-			p->attr_id = rnd(65536);
-			p->len = rnd(256);
-			fill_random(p->data, sizeof(p->data));
-			maybe(c, 0, "garbage in output fields");
-		}
-	}
+	mutate(c, &get_private_data_mutations, 0);
 	if (run(c))
 		return;
 	result(c, &out, sizeof(out));
@@ -1497,54 +1694,37 @@ static void connect_fields(struct cepm_connect *k, uint32_t handle)
 	fill_random(k->pdata, sizeof(k->pdata));
 }
 
-static void mutate_connect(struct icall *c, struct cepm_connect *k)
-{
-	switch (rnd(10)) {
-	case 0:
-		k->reserved[rnd(2)] = nonzero8();
-		definite(c, 0, "reserved != 0");
-		break;
-	case 1:
-		k->reserved2[rnd(4)] = nonzero8();
-		definite(c, 0, "reserved2 != 0");
-		break;
-	case 2:
-		k->pdata_len = over(CEPM_REQ_PDATA_MAX);
-		definite(c, PROV_E2BIG, "pdata_len over CEPM_REQ_PDATA_MAX");
-		break;
-	case 3:
-		definite(c, 0, break_path(&k->path));
-		break;
-	case 4:
-		k->qp_type = 2 + rnd(254);
-		definite(c, 0, "a qp_type that is neither RC nor UC");
-		break;
-	case 5:
-		k->max_cm_retries = 16 + rnd(240);
-		definite(c, 0, "max_cm_retries over 15");
-		break;
-	case 6:
-		other_device(k->dev_name, &k->port_num);
-		maybe(c, PROV_ENODEV, "another device or port");
-		break;
-	case 7:
-		k->local_qpn = chance(50) ? 0 : (1u << 24) + rnd(UINT32_MAX - (1u << 24));
-		k->starting_psn = (uint32_t)rnd64();
-		maybe(c, 0, "a QPN or PSN out of 24 bits");
-		break;
-	case 8:
-		k->remote_cm_response_timeout = rnd(256);
-		k->local_cm_response_timeout = rnd(256);
-		k->retry_count = rnd(256);
-		k->rnr_retry_count = rnd(256);
-		maybe(c, 0, "timeouts or retry counts out of range");
-		break;
-	default:
-		fill_random(k->path.dgid, sizeof(k->path.dgid));
-		fill_random(k->path.dmac, sizeof(k->path.dmac));
-		maybe(c, 0, "a random destination GID and MAC");
-	}
-}
+/* What CONNECT and SIDR_REQ (struct T) can get wrong alike: the path, the retries, the port. */
+#define BROKEN_PATH(T)		NESTED(T, path, path_mutations)
+#define TOO_MANY_RETRIES(T)	MUST_FAIL(0, "max_cm_retries over 15", \
+					  SET(T, max_cm_retries, RANGE(16, 240)))
+#define ANOTHER_PORT(T)		MAY_FAIL(PROV_ENODEV, "another device or port", \
+					 SET(T, dev_name, GEN(G_DEVICE)), \
+					 SET(T, port_num, GEN(G_PORT)))
+
+static const struct mutation connect_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET_ONE_OF(struct cepm_connect, reserved, NONZERO8)),
+	MUST_FAIL(0, "reserved2 != 0", SET_ONE_OF(struct cepm_connect, reserved2, NONZERO8)),
+	MUST_FAIL(PROV_E2BIG, "pdata_len over CEPM_REQ_PDATA_MAX",
+		  SET(struct cepm_connect, pdata_len, OVER(CEPM_REQ_PDATA_MAX))),
+	BROKEN_PATH(struct cepm_connect),
+	MUST_FAIL(0, "a qp_type that is neither RC nor UC",
+		  SET(struct cepm_connect, qp_type, RANGE(2, 254))),
+	TOO_MANY_RETRIES(struct cepm_connect),
+	ANOTHER_PORT(struct cepm_connect),
+	MAY_FAIL(0, "a QPN or PSN out of 24 bits",
+		 EITHER(struct cepm_connect, local_qpn, CONST(0),
+			RANGE(1u << 24, UINT32_MAX - (1u << 24))),
+		 SET(struct cepm_connect, starting_psn, RAND(0))),
+	MAY_FAIL(0, "timeouts or retry counts out of range",
+		 SET(struct cepm_connect, remote_cm_response_timeout, RANGE(0, 256)),
+		 SET(struct cepm_connect, local_cm_response_timeout, RANGE(0, 256)),
+		 SET(struct cepm_connect, retry_count, RANGE(0, 256)),
+		 SET(struct cepm_connect, rnr_retry_count, RANGE(0, 256))),
+	MAY_FAIL(0, "a random destination GID and MAC",
+		 FILL(struct cepm_connect, path.dgid), FILL(struct cepm_connect, path.dmac)),
+};
+static const struct mutations connect_mutations = TABLE(connect_mutation);
 
 static void op_connect(struct file *f, struct cep *t)
 {
@@ -1553,14 +1733,25 @@ static void op_connect(struct file *f, struct cep *t)
 	struct cep *mine;
 
 	connect_fields(k, choose_handle(f, t, R_IDLE));
-	if (chance(MUT_PCT))
-		mutate_connect(c, k);
+	mutate(c, &connect_mutations, 0);
 	if (run(c))
 		return;
 	mine = find_cep(f, k->handle);
 	if (mine)
 		mine->role = R_ACTIVE;
 }
+
+static const struct mutation sidr_req_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_sidr_req, reserved, NONZERO8)),
+	MUST_FAIL(PROV_E2BIG, "pdata_len over CEPM_SIDR_REQ_PDATA_MAX",
+		  SET(struct cepm_sidr_req, pdata_len, OVER(CEPM_SIDR_REQ_PDATA_MAX))),
+	BROKEN_PATH(struct cepm_sidr_req),
+	TOO_MANY_RETRIES(struct cepm_sidr_req),
+	ANOTHER_PORT(struct cepm_sidr_req),
+	MAY_FAIL(0, "a CM response timeout out of range",
+		 SET(struct cepm_sidr_req, cm_response_timeout, RANGE(0, 256))),
+};
+static const struct mutations sidr_req_mutations = TABLE(sidr_req_mutation);
 
 static void op_sidr_req(struct file *f, struct cep *t)
 {
@@ -1577,38 +1768,25 @@ static void op_sidr_req(struct file *f, struct cep *t)
 	s->max_cm_retries = rnd(4);
 	s->pdata_len = pdata_len(CEPM_SIDR_REQ_PDATA_MAX);
 	fill_random(s->pdata, sizeof(s->pdata));
-	if (chance(MUT_PCT)) {
-		switch (rnd(6)) {
-		case 0:
-			s->reserved = nonzero8();
-			definite(c, 0, "reserved != 0");
-			break;
-		case 1:
-			s->pdata_len = over(CEPM_SIDR_REQ_PDATA_MAX);
-			definite(c, PROV_E2BIG, "pdata_len over CEPM_SIDR_REQ_PDATA_MAX");
-			break;
-		case 2:
-			definite(c, 0, break_path(&s->path));
-			break;
-		case 3:
-			s->max_cm_retries = 16 + rnd(240);
-			definite(c, 0, "max_cm_retries over 15");
-			break;
-		case 4:
-			other_device(s->dev_name, &s->port_num);
-			maybe(c, PROV_ENODEV, "another device or port");
-			break;
-		default:
-			s->cm_response_timeout = rnd(256);
-			maybe(c, 0, "a CM response timeout out of range");
-		}
-	}
+	mutate(c, &sidr_req_mutations, 0);
 	if (run(c))
 		return;
 	mine = find_cep(f, s->handle);
 	if (mine)
 		mine->role = R_SIDR_ACTIVE;
 }
+
+static const struct mutation prepare_rep_mutation[] = {
+	MUST_FAIL(0, "reserved_ack_delay != 0",
+		  SET(struct cepm_accept, reserved_ack_delay, NONZERO8)),
+	MUST_FAIL(0, "reserved != 0", SET_ONE_OF(struct cepm_accept, reserved, NONZERO8)),
+	MUST_FAIL(PROV_E2BIG, "pdata_len over CEPM_REP_PDATA_MAX",
+		  SET(struct cepm_accept, pdata_len, OVER(CEPM_REP_PDATA_MAX))),
+	MAY_FAIL(0, "a QPN or PSN out of 24 bits",
+		 EITHER(struct cepm_accept, local_qpn, CONST(0), RAND(1u << 24)),
+		 SET(struct cepm_accept, starting_psn, RAND(0))),
+};
+static const struct mutations prepare_rep_mutations = TABLE(prepare_rep_mutation);
 
 static void op_prepare_rep(struct file *f, struct cep *t)
 {
@@ -1625,32 +1803,19 @@ static void op_prepare_rep(struct file *f, struct cep *t)
 	a->srq = rnd(2);
 	a->pdata_len = pdata_len(CEPM_REP_PDATA_MAX);
 	fill_random(a->pdata, sizeof(a->pdata));
-	if (chance(MUT_PCT)) {
-		switch (rnd(4)) {
-		case 0:
-			a->reserved_ack_delay = nonzero8();
-			definite(c, 0, "reserved_ack_delay != 0");
-			break;
-		case 1:
-			a->reserved[rnd(2)] = nonzero8();
-			definite(c, 0, "reserved != 0");
-			break;
-		case 2:
-			a->pdata_len = over(CEPM_REP_PDATA_MAX);
-			definite(c, PROV_E2BIG, "pdata_len over CEPM_REP_PDATA_MAX");
-			break;
-		default:
-			a->local_qpn = chance(50) ? 0 : (uint32_t)rnd64() | (1u << 24);
-			a->starting_psn = (uint32_t)rnd64();
-			maybe(c, 0, "a QPN or PSN out of 24 bits");
-		}
-	}
+	mutate(c, &prepare_rep_mutations, 0);
 	if (run(c))
 		return;
 	mine = find_cep(f, a->handle);
 	if (mine)
 		mine->want = chance(70) ? C_SEND_REP : chance(70) ? C_INIT_QP_ATTR : C_DESTROY;
 }
+
+/* SEND_REP's, also ESTABLISH's: the two structs have the same layout. */
+static const struct mutation handle_only_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_send_rep, reserved, NONZERO32)),
+};
+static const struct mutations handle_only_mutations = TABLE(handle_only_mutation);
 
 /* SEND_REP and ESTABLISH: a handle and a reserved word. */
 static void op_handle_only(enum call_id id, struct file *f, struct cep *t)
@@ -1660,16 +1825,20 @@ static void op_handle_only(enum call_id id, struct file *f, struct cep *t)
 	struct cep *mine;
 
 	s->handle = choose_handle(f, t, R_PASSIVE);
-	if (chance(MUT_PCT)) {
-		s->reserved = nonzero32();
-		definite(c, 0, "reserved != 0");
-	}
+	mutate(c, &handle_only_mutations, 0);
 	if (run(c))
 		return;
 	mine = find_cep(f, s->handle);
 	if (mine && id == C_SEND_REP && chance(10))
 		mine->want = C_ESTABLISH;	/* as if the QP heard the peer first */
 }
+
+static const struct mutation send_pdata_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET_ONE_OF(struct cepm_send_pdata, reserved, NONZERO8)),
+	MUST_FAIL(PROV_E2BIG, "pdata_len over the message's limit",
+		  SET(struct cepm_send_pdata, pdata_len, GEN(G_OVER))),
+};
+static const struct mutations send_pdata_mutations = TABLE(send_pdata_mutation);
 
 /* SEND_RTU, SEND_DREQ, SEND_DREP: a handle and private data up to the message's limit. */
 static void op_send_pdata(enum call_id id, struct file *f, struct cep *t)
@@ -1682,21 +1851,25 @@ static void op_send_pdata(enum call_id id, struct file *f, struct cep *t)
 	s->handle = choose_handle(f, t, id == C_SEND_RTU ? R_ACTIVE : R_ACTIVE | R_PASSIVE);
 	s->pdata_len = pdata_len(max);
 	fill_random(s->pdata, sizeof(s->pdata));
-	if (chance(MUT_PCT)) {
-		if (chance(50)) {
-			s->reserved[rnd(3)] = nonzero8();
-			definite(c, 0, "reserved != 0");
-		} else {
-			s->pdata_len = over(max);
-			definite(c, PROV_E2BIG, "pdata_len over the message's limit");
-		}
-	}
+	mutate(c, &send_pdata_mutations, max);
 	if (run(c))
 		return;
 	mine = find_cep(f, s->handle);
 	if (mine && id == C_SEND_RTU && chance(20))
 		mine->want = C_SEND_DREQ;
 }
+
+static const struct mutation init_qp_attr_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET_ONE_OF(struct cepm_qp_attr, reserved, NONZERO8)),
+	MAY_FAIL(0, "a qp_state out of range",
+		 EITHER(struct cepm_qp_attr, qp_state, RANGE(0, 8), RAND(0))),
+	/* in the output address: the header does not say */
+	MAY_FAIL(0, "a non-zero reserved byte in the output path",
+		 SET_ONE_OF(struct cepm_qp_attr, ah.reserved, NONZERO8)),
+	MAY_FAIL(0, "garbage in output fields",
+		 FILL_FROM_TO(struct cepm_qp_attr, attr_mask, reserved)),
+};
+static const struct mutations init_qp_attr_mutations = TABLE(init_qp_attr_mutation);
 
 static void op_init_qp_attr(struct file *f, struct cep *t)
 {
@@ -1706,33 +1879,25 @@ static void op_init_qp_attr(struct file *f, struct cep *t)
 
 	q->handle = choose_handle(f, t, R_ACTIVE | R_PASSIVE);
 	q->qp_state = CEPM_QPS_INIT + rnd(3);
-	if (chance(MUT_PCT)) {
-		switch (rnd(4)) {
-		case 0:
-			q->reserved[rnd(2)] = nonzero8();
-			definite(c, 0, "reserved != 0");
-			break;
-		case 1:
-			q->qp_state = chance(50) ? rnd(8) : (uint32_t)rnd64();
-			maybe(c, 0, "a qp_state out of range");
-			break;
-		case 2:	/* in the output address: the header does not say */
-			q->ah.reserved[rnd(2)] = nonzero8();
-			maybe(c, 0, "a non-zero reserved byte in the output path");
-			break;
-		default:
-			fill_random((uint8_t *)q + offsetof(struct cepm_qp_attr, attr_mask),
-				    offsetof(struct cepm_qp_attr, reserved) -
-				    offsetof(struct cepm_qp_attr, attr_mask));
-			maybe(c, 0, "garbage in output fields");
-		}
-	}
+	mutate(c, &init_qp_attr_mutations, 0);
 	if (run(c))
 		return;
 	mine = find_cep(f, q->handle);
 	if (mine && chance(50))
 		mine->want = mine->role == R_ACTIVE ? C_SEND_RTU : C_SEND_REP;
 }
+
+static const struct mutation prepare_mra_mutation[] = {
+	MUST_FAIL(0, "an unknown flag", OR_IN(struct cepm_prepare_mra, flags, BIT(4, 6))),
+	MUST_FAIL(0, "a service timeout over 31",
+		  OR_IN(struct cepm_prepare_mra, flags, CONST(CEPM_MRA_SERVICE_TIMEOUT)),
+		  SET(struct cepm_prepare_mra, service_timeout, RANGE(32, 224))),
+	MUST_FAIL(0, "a service timeout without its flag",
+		  CLEAR(struct cepm_prepare_mra, flags, CONST(CEPM_MRA_SERVICE_TIMEOUT)),
+		  SET(struct cepm_prepare_mra, service_timeout, RANGE(1, 31))),
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_prepare_mra, reserved, NONZERO16)),
+};
+static const struct mutations prepare_mra_mutations = TABLE(prepare_mra_mutation);
 
 static void op_prepare_mra(struct file *f, struct cep *t)
 {
@@ -1743,29 +1908,22 @@ static void op_prepare_mra(struct file *f, struct cep *t)
 	m->flags = rnd(4);
 	if (m->flags & CEPM_MRA_SERVICE_TIMEOUT)
 		m->service_timeout = rnd(32);
-	if (chance(MUT_PCT)) {
-		switch (rnd(4)) {
-		case 0:
-			m->flags |= 4u << rnd(6);
-			definite(c, 0, "an unknown flag");
-			break;
-		case 1:
-			m->flags |= CEPM_MRA_SERVICE_TIMEOUT;
-			m->service_timeout = 32 + rnd(224);
-			definite(c, 0, "a service timeout over 31");
-			break;
-		case 2:
-			m->flags &= ~CEPM_MRA_SERVICE_TIMEOUT;
-			m->service_timeout = 1 + rnd(31);
-			definite(c, 0, "a service timeout without its flag");
-			break;
-		default:
-			m->reserved = 1 + rnd(65535);
-			definite(c, 0, "reserved != 0");
-		}
-	}
+	mutate(c, &prepare_mra_mutations, 0);
 	run(c);
 }
+
+/* The header says only "<= CEPM_REJ_ARI_MAX" for info_len: EINVAL or E2BIG. */
+static const struct mutation sidr_rep_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_sidr_rep, reserved, NONZERO8)),
+	MUST_FAIL(PROV_E2BIG, "info_len over CEPM_REJ_ARI_MAX",
+		  SET(struct cepm_sidr_rep, info_len, OVER(CEPM_REJ_ARI_MAX))),
+	MUST_FAIL(PROV_E2BIG, "pdata_len over CEPM_SIDR_REP_PDATA_MAX",
+		  SET(struct cepm_sidr_rep, pdata_len, OVER(CEPM_SIDR_REP_PDATA_MAX))),
+	MAY_FAIL(0, "a status or QPN out of range",
+		 SET(struct cepm_sidr_rep, status, RANGE(0, 256)),
+		 SET(struct cepm_sidr_rep, qpn, RAND(0))),
+};
+static const struct mutations sidr_rep_mutations = TABLE(sidr_rep_mutation);
 
 static void op_sidr_rep(struct file *f, struct cep *t)
 {
@@ -1781,26 +1939,7 @@ static void op_sidr_rep(struct file *f, struct cep *t)
 	s->pdata_len = pdata_len(CEPM_SIDR_REP_PDATA_MAX);
 	fill_random(s->info, sizeof(s->info));
 	fill_random(s->pdata, sizeof(s->pdata));
-	if (chance(MUT_PCT)) {
-		switch (rnd(4)) {
-		case 0:
-			s->reserved = nonzero8();
-			definite(c, 0, "reserved != 0");
-			break;
-		case 1:	/* the header says only "<= CEPM_REJ_ARI_MAX": EINVAL or E2BIG */
-			s->info_len = over(CEPM_REJ_ARI_MAX);
-			definite(c, PROV_E2BIG, "info_len over CEPM_REJ_ARI_MAX");
-			break;
-		case 2:
-			s->pdata_len = over(CEPM_SIDR_REP_PDATA_MAX);
-			definite(c, PROV_E2BIG, "pdata_len over CEPM_SIDR_REP_PDATA_MAX");
-			break;
-		default:
-			s->status = rnd(256);
-			s->qpn = (uint32_t)rnd64();
-			maybe(c, 0, "a status or QPN out of range");
-		}
-	}
+	mutate(c, &sidr_rep_mutations, 0);
 	if (run(c))
 		return;
 	mine = find_cep(f, s->handle);
@@ -1839,6 +1978,20 @@ static void check_list_handles(struct icall *c, const uint8_t *ceps, uint32_t fi
 	}
 }
 
+static const struct mutation list_ceps_mutation[] = {
+	/* there may be no CEP at all to write */
+	MAY_FAIL(PROV_EFAULT, "a bad ceps pointer",
+		 SET(struct cepm_list, ceps, GEN(G_BAD_POINTER)),
+		 SET(struct cepm_list, capacity, RANGE(1, 64))),
+	MAY_FAIL(PROV_EFAULT, "capacity past the ceps array",
+		 EITHER(struct cepm_list, capacity, CONST(UINT32_MAX), PAST(100000))),
+	MAY_FAIL(PROV_EFAULT, "a bad ceps pointer with capacity 0",
+		 SET(struct cepm_list, capacity, CONST(0)),
+		 SET(struct cepm_list, ceps, GEN(G_BAD_POINTER))),
+	MAY_FAIL(0, "garbage in the output field count", SET(struct cepm_list, count, NONZERO32)),
+};
+static const struct mutations list_ceps_mutations = TABLE(list_ceps_mutation);
+
 static void op_list_ceps(struct file *f)
 {
 	struct icall *c = icall_new(C_LIST_CEPS, f);
@@ -1851,27 +2004,7 @@ static void op_list_ceps(struct file *f)
 	l->capacity = room;
 	l->ceps = room || chance(50) ? (uintptr_t)ceps : 0;
 	c->must_succeed = true;
-	if (chance(MUT_PCT)) {
-		switch (rnd(4)) {
-		case 0:	/* there may be no CEP at all to write */
-			l->ceps = (uintptr_t)bad_pointer();
-			l->capacity = 1 + rnd(64);
-			maybe(c, PROV_EFAULT, "a bad ceps pointer");
-			break;
-		case 1:
-			l->capacity = chance(50) ? UINT32_MAX : room + 1 + rnd(100000);
-			maybe(c, PROV_EFAULT, "capacity past the ceps array");
-			break;
-		case 2:
-			l->capacity = 0;
-			l->ceps = (uintptr_t)bad_pointer();
-			maybe(c, PROV_EFAULT, "a bad ceps pointer with capacity 0");
-			break;
-		default:
-			l->count = nonzero32();	/* an output field */
-			maybe(c, 0, "garbage in the output field count");
-		}
-	}
+	mutate(c, &list_ceps_mutations, room);
 	memset(ceps, PATTERN, room * sizeof(struct cepm_cep_info));
 	if (run(c))
 		return;
@@ -1887,10 +2020,15 @@ static void op_list_ceps(struct file *f)
 			fail_call(c, "wrote entry %u past min(count, capacity)", filled);
 }
 
+static const struct mutation monitor_mutation[] = {
+	MUST_FAIL(0, "flags != 0", SET(struct cepm_monitor, flags, NONZERO32)),
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_monitor, reserved, NONZERO32)),
+};
+static const struct mutations monitor_mutations = TABLE(monitor_mutation);
+
 static void op_monitor(struct file *f)
 {
 	struct icall *c = icall_new(C_MONITOR, f);
-	struct cepm_monitor *m = &c->u.monitor;
 	bool broken = chance(MUT_PCT) || f->shared;
 
 	/*
@@ -1904,15 +2042,8 @@ static void op_monitor(struct file *f)
 		else if (f->nceps)
 			definite(c, 0, "MONITOR on a file that owns CEPs");
 	}
-	if (broken) {
-		if (chance(50)) {
-			m->flags = nonzero32();
-			definite(c, 0, "flags != 0");
-		} else {
-			m->reserved = nonzero32();
-			definite(c, 0, "reserved != 0");
-		}
-	}
+	if (broken)
+		mutate_at(c, &monitor_mutations, 0, 0);
 	if (run(c))
 		return;
 	f->monitor = true;
@@ -1924,6 +2055,17 @@ static void op_monitor(struct file *f)
  * with its context, role, what it waits for and its count of events read; events for its old
  * handle on an exact file then fail the run, as events for a destroyed CEP do.
  */
+static const struct mutation migrate_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET_ONE_OF(struct cepm_migrate, reserved, NONZERO32)),
+	MUST_FAIL(PROV_EBADF, "fd is not open",
+		  EITHER(struct cepm_migrate, fd, CONST(-1), RANGE(1000, 1000))),
+	MUST_FAIL(0, "fd is not /dev/cepm", SET(struct cepm_migrate, fd, GEN(G_OTHER_FD))),
+	MAY_FAIL(0, "garbage in the output fields",
+		 SET(struct cepm_migrate, new_handle, NONZERO32),
+		 SET(struct cepm_migrate, events_reported, NONZERO32)),
+};
+static const struct mutations migrate_mutations = TABLE(migrate_mutation);
+
 static void op_migrate(struct file *f, struct cep *t)
 {
 	struct icall *c = icall_new(C_MIGRATE, f);
@@ -1932,7 +2074,7 @@ static void op_migrate(struct file *f, struct cep *t)
 	uint32_t h = choose_handle(from, t, R_ANY);
 	struct cep *mine = find_cep(from, h), moved;
 	struct cepm_migrate out;
-	int other_fd = -1, err;
+	int err;
 
 	if (f->nceps == MAX_CEPS) {	/* no room to track another */
 		op_destroy(f, NULL);
@@ -1943,30 +2085,8 @@ static void op_migrate(struct file *f, struct cep *t)
 	c->must_succeed = mine && !from->shared && !f->shared && !f->monitor;
 	if (f->monitor && !f->shared)
 		definite(c, 0, "a CEP moving to a monitor");
-	if (chance(MUT_PCT)) {
-		switch (rnd(4)) {
-		case 0:
-			m->reserved[rnd(2)] = nonzero32();
-			definite(c, 0, "reserved != 0");
-			break;
-		case 1:
-			m->fd = chance(50) ? -1 : 1000 + rnd(1000);
-			definite(c, PROV_EBADF, "fd is not open");
-			break;
-		case 2:
-			other_fd = open("/dev/null", O_RDONLY);
-			m->fd = other_fd;
-			definite(c, other_fd < 0 ? PROV_EBADF : 0, "fd is not /dev/cepm");
-			break;
-		default:
-			m->new_handle = nonzero32();	/* output fields */
-			m->events_reported = nonzero32();
-			maybe(c, 0, "garbage in the output fields");
-		}
-	}
+	mutate(c, &migrate_mutations, 0);
 	err = run(c);
-	if (other_fd >= 0)
-		close(other_fd);
 	if (err == EFAULT && c->kind == ARG_RO && from != f) {
 		drop_cep(from, h, true);	/* perhaps moved, then destroyed unnamed */
 		return;
@@ -1998,6 +2118,16 @@ static void op_migrate(struct file *f, struct cep *t)
 	mine->events = out.events_reported;
 }
 
+static const struct mutation post_event_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_post_event, reserved, NONZERO32)),
+	MUST_FAIL(0, "an event code below the user range",
+		  SET(struct cepm_post_event, event, RANGE(0, CEPM_EVENT_USER_FIRST))),
+	MUST_FAIL(0, "an event code above the user range",
+		  SET(struct cepm_post_event, event,
+		      RANGE(CEPM_EVENT_USER_LAST + 1, UINT32_MAX - CEPM_EVENT_USER_LAST))),
+};
+static const struct mutations post_event_mutations = TABLE(post_event_mutation);
+
 /* POST_EVENT: a code of the user range, with mutations (the module's codes, past the range). */
 static void op_post_event(struct file *f, struct cep *t)
 {
@@ -2007,21 +2137,7 @@ static void op_post_event(struct file *f, struct cep *t)
 	p->handle = choose_handle(f, t, R_ANY);
 	p->event = CEPM_EVENT_USER_FIRST + rnd(CEPM_EVENT_USER_LAST - CEPM_EVENT_USER_FIRST + 1);
 	p->status = nonzero32();
-	if (chance(MUT_PCT)) {
-		switch (rnd(3)) {
-		case 0:
-			p->reserved = nonzero32();
-			definite(c, 0, "reserved != 0");
-			break;
-		case 1:
-			p->event = rnd(CEPM_EVENT_USER_FIRST);
-			definite(c, 0, "an event code below the user range");
-			break;
-		default:
-			p->event = CEPM_EVENT_USER_LAST + 1 + rnd(UINT32_MAX - CEPM_EVENT_USER_LAST);
-			definite(c, 0, "an event code above the user range");
-		}
-	}
+	mutate(c, &post_event_mutations, 0);
 	run(c);
 }
 

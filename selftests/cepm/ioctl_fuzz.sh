@@ -32,7 +32,7 @@ for seed in "${seeds[@]}"; do
 done
 
 # A blocking read whose timer fires before the read has begun (the process was not scheduled
-# in between: seed 1 under KASAN, stop 20) must still be ended by the timer, not wait for the
+# in between, as seed 1 shows under KASAN) must still be ended by the timer, not wait for the
 # watchdog. --late-reads makes every blocking read start that late.
 fuzz "blocking reads that begin after their timer fired still end (--late-reads)" \
 	--seed 1 --calls 2000 --procs 2 --files 2 --late-reads

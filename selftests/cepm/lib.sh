@@ -157,8 +157,8 @@ backlog_of() {
 }
 
 # dmesg lines logged since mark_dmesg. The mark is the last line's timestamp, not a line
-# count: once the ring buffer is full, each new line pushes out the oldest and the count stays
-# put (stop 34's KASAN lane). A line logged in the same microsecond as the mark's is missed.
+# count: once the ring buffer is full (as a KASAN run fills it), each new line pushes out the
+# oldest and the count stays put. A line logged in the same microsecond as the mark's is missed.
 # DMESG_STAMP, awk: t becomes the timestamp of the line, or of the record a continuation line
 # (which has none) belongs to. Kept as text: awk would print a number to 6 digits.
 DMESG_STAMP='match($0, /^\[ *[0-9]+\.[0-9]+\]/) { t = substr($0, 2, RLENGTH - 2) }'
@@ -449,7 +449,7 @@ check_unless_lost_ack() {
 # - "Event: RDMA_CM_EVENT_REJECTED; error: 8.": with -R, the server listens for the data
 #   connection only after a handshake on its first listener, so a client that connects in
 #   between is rejected, reason 8 (no listener), as the stock CM rejects it too; perftest
-#   4.5-0.17's retry then fails (over rdma-core's librdmacm it crashes: stop 35, docs/rdmacm.md).
+#   4.5-0.17's retry then fails (over rdma-core's librdmacm it crashes: docs/rdmacm.md).
 #   rdmacm_tools check 11 makes it happen on purpose, and checks the client's clean exit. Void
 #   only if the client did connect before the server's second rdma_listen was done, as both
 #   ends' cm_clock.so says (early_client): a REJ after it is the CM's, and fails.
@@ -470,11 +470,10 @@ early_client() {
 	[ -z "$listened" ] || awk -v c="$connected" -v l="$listened" 'BEGIN { exit !(c < l) }'
 }
 # again_if_void NAME CMD...: runs CMD (a tool_pair named NAME), and again, up to
-# $PERFTEST_ATTEMPTS times in all, while either end printed one of those. One retry failed its
-# calibration twice on one host in stop 33. CEPM_PERFTEST_ATTEMPTS sets the number: the KASAN
-# lane gives 6, since under KASAN an end failed its calibration in 4 of the 5 attempts of
-# rdmacm_stock's two pairs from the stock side in stop 34's lane, 3 of them in a row (r^2 0.53
-# to 0.84).
+# $PERFTEST_ATTEMPTS times in all, while either end printed one of those. 3 by default, as a
+# busy TCG host can fail the calibration twice in a row. CEPM_PERFTEST_ATTEMPTS sets the
+# number: the KASAN lane gives 6, as under KASAN an end can fail its calibration in most
+# attempts of a pair, several in a row (r^2 0.53 to 0.84).
 PERFTEST_ATTEMPTS=${CEPM_PERFTEST_ATTEMPTS:-3}
 again_if_void() {
 	local name=$1 attempt=1 void_if=$PERFTEST_VOID why

@@ -93,12 +93,11 @@ cg_memory_enabled=0
 # A udevd may be running (virtme-ng starts one): it handles the reload's "add" uevent in its
 # own time and gives /dev/cepm udev's default mode, 0600, so the mode is set once udevd has
 # settled. LATE_RULE makes that udevd take a second over the event, so that it always comes
-# late, as it did on a loaded machine. settle pings udevd first, and udevd answers a ping only
+# late, as it can on a loaded machine. settle pings udevd first, and udevd answers a ping only
 # after it has queued the uevents already sent (systemd's src/udev/udevd.c gives its control
 # socket the idle priority), so the reload's "add" is among those settle waits for.
-# (Until stop 22 the lateness came from holding udevd's queue with --stop-exec-queue; on the
-# guest's systemd those events were sometimes never run once it was started again, and settle
-# timed out: CI failed at check 48.)
+# (A rule, not `udevadm control --stop-exec-queue`: on the guest's systemd, events held that
+# way are sometimes never run once the queue starts again, and settle times out.)
 LATE_RULE=$RULES_DIR/89-cepm-late.rules
 reload_cepm() {
 	local udevd=0 rc=0
@@ -490,8 +489,8 @@ charged_to_cgroup() {
 # every CM MAD rxe0 receives: each send stays outstanding in the MAD layer for its retries, with
 # its 256-byte MAD, and the cgroup's kernel memory grows by at least those 256 bytes a message.
 # (The CEP's entry in its port's table of CEPs with an address handle grows it too, by less:
-# with slub_debug's red zones that entry alone passed the bound of 128 bytes this check once
-# had, while the MAD went uncharged.)  Measured from the moment the CEPs exist, so that only
+# with slub_debug's red zones that entry alone comes to over 128 bytes, so a bound of 128
+# would pass with the MAD uncharged.)  Measured from the moment the CEPs exist, so that only
 # what the sends keep counts.
 sends_charged_to_cgroup() {
 	local kind=$1 key=kernel before now want=$((1000 * 256)) rc

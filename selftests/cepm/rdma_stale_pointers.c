@@ -176,7 +176,7 @@ int main(int argc, char **argv)
 	/*
 	 * On a channel destroyed a moment ago the call waits for ever instead: rping of rdma-core
 	 * 44 destroys its channel while its CM thread goes back for the next event, and exits
-	 * with the error if it gets one (stop 35). The waiter must still be waiting in 300 ms.
+	 * with the error if it gets one. The waiter must still be waiting in 300 ms.
 	 */
 	if (start_waiter(&moment_ago, channel))
 		return fail("pthread_create");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# rdma-core's own tools, unmodified, with cepm's librdmacm (out/rdmacm/librdmacm.so.1, issue 12)
+# rdma-core's own tools, unmodified, with cepm's librdmacm (out/rdmacm/librdmacm.so.1)
 # in place of rdma-core's on both ends, so that cepm is their connection manager: rping pings
 # with RDMA reads and writes and verifies the data, ucmatose connects and exchanges messages
 # (on one connection, then on 100, whose IDs move to a new event channel with -m:
@@ -109,8 +109,8 @@ perftest_pair ib_write_bw 18516
 ktap_check "ib_write_bw -R: 200 writes of 4 KiB measured, both exit 0 ($crc, $src)" measured ib_write_bw
 
 # perftest -R's server listens for its data connection only after a handshake on its first
-# listener, and a client that connects in between is rejected with reason 8 (stop 34 saw it
-# once). The client then retries, and perftest 4.5-0.17 (Debian 12's) retries with what it has
+# listener, and a client that connects in between is rejected with reason 8 (rare, on a slow
+# host). The client then retries, and perftest 4.5-0.17 (Debian 12's) retries with what it has
 # freed: rdma_resolve_addr on an ID pointer read from its freed array, then
 # rdma_destroy_event_channel on the channel it destroyed (its src/perftest_communication.c,
 # rdma_cm_client_connection and create_rdma_cm_connection; fixed upstream in 2025). Our

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Connection storms (issue 11): `cepmctl storm`, CM only, a server (on the server's host, see
+# Connection storms: `cepmctl storm`, CM only, a server (on the server's host, see
 # topology_up) and several clients, every connection with a seeded fate (complete; destroyed
 # right after CONNECT, racing the REP on its way; after REP_RECEIVED without RTU; after the
 # RTU without disconnect; left to the file's close at exit) and every REQ too (accept; reject;

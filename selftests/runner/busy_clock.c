@@ -2,9 +2,9 @@
 /*
  * Fixture, not a selftest: busy_clock [SECONDS] reads the cycle counter and the time of day in
  * a tight loop on every CPU for SECONDS (default 30), as perftest's clock calibration does at
- * both ends of a pair at once. Under TCG that load made the clocksource watchdog declare the
- * TSC unstable and switch the guest to the emulated HPET, in every boot tried (stop 35),
- * unless the guest boots with tsc=reliable. Used by hand to show that dmesg_clean.sh notices
+ * both ends of a pair at once. Under TCG that load makes the clocksource watchdog declare the
+ * TSC unstable and switch the guest to the emulated HPET, reliably, unless the guest boots
+ * with tsc=reliable. Used by hand to show that dmesg_clean.sh notices
  * (docs/hardening.md).
  */
 #include <stdio.h>

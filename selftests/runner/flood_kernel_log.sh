@@ -3,7 +3,7 @@
 # Fixture, not a selftest: writes LINES (default 4000) lines of about 100 bytes each into the
 # kernel log through /dev/kmsg, more than the default 256 KiB ring buffer holds, as
 # mad_fuzz.sh's 10^6 MADs do in the KASAN lane (ib_core logs each unsupported base version:
-# 1.85 MB in stop 34's lane). After it, a kernel whose log buffer is the default has lost its
+# about 1.85 MB in that lane). After it, a kernel whose log buffer is the default has lost its
 # boot lines. Used by hand to show that the selftests notice (docs/hardening.md).
 lines=${1:-4000}
 for ((i = 1; i <= lines; i++)); do
