@@ -29,7 +29,7 @@ root=$(cd "${1:-$(dirname "$0")/..}" && pwd)
 # The out/ products a reader can make (bash patterns, quoted; * matches across /).
 OUT_PRODUCTS=(
 	out out/                          # the directory itself
-	out/bench.md                      # make bench
+	out/bench.md out/bench 'out/bench/*' # make bench: its table, each run's output
 	out/rdmacm 'out/rdmacm/*'         # make user: cepm's librdmacm.so.1
 	out/selftests 'out/selftests/*'   # make selftest-progs: the guest's test programs
 	out/check-host-test.log           # make check: the host tests' output
