@@ -5,7 +5,7 @@
 //!
 //! The attributes ([`RtrAttr`], [`RtsAttr`], [`AhAttr`]) are plain values so that they can come
 //! from anywhere: from the connection manager (the scalars map one to one onto what cepm's
-//! `PREPARE_REP`/`GET_QP_ATTR` return) or, in [`loopback`], from the other end of a QP pair on
+//! `PREPARE_REP`/`INIT_QP_ATTR` return) or, in [`loopback`], from the other end of a QP pair on
 //! the same port.
 //!
 //! # Ownership

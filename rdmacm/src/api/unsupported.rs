@@ -4,8 +4,9 @@
 //!   connection manager; multicast groups need the SA or, on RoCE, IGMP/MLD joins;
 //! - rsockets (`rsocket`, `rbind`, ..., `riowrite`): `ENOSYS`, except `rpoll`, which is
 //!   `poll(2)` since no file can be an rsocket here;
-//! - ECE (`rdma_set_local_ece`, `rdma_get_remote_ece`, `rdma_reject_ece`): `EOPNOTSUPP`, as
-//!   librdmacm answers on a kernel without ECE.
+//! - ECE (`rdma_set_local_ece`, `rdma_get_remote_ece`, `rdma_reject_ece`): `EOPNOTSUPP`.
+//!   librdmacm's calls succeed, and `rdma_reject_ece` sends REJ 35; cepm's ABI does not carry
+//!   the ECE fields of REQ and REP.
 
 use core::ffi::{c_int, c_void};
 
