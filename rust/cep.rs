@@ -498,7 +498,7 @@ impl Cep {
                     peer.port.count_duplicate();
                 }
             }
-            // A listener's spawns: `cm::req_received` makes the new CEP (it needs the MAD),
+            // A listener's spawns: `recv::req_received` makes the new CEP (it needs the MAD),
             // and `offer`, which the rule allowed, has put it in the backlog before it
             // commits.
             Action::SpawnConnection | Action::SpawnSidr => {}

@@ -89,7 +89,7 @@ impl Cep {
         info.transport = match req.transport {
             Transport::Rc => uapi::CEPM_TRANSPORT_RC,
             Transport::Uc => uapi::CEPM_TRANSPORT_UC,
-            // Answered with REJ 9 before any CEP is made (`cm::req_received`).
+            // Answered with REJ 9 before any CEP is made (`recv::req_received`).
             Transport::Xrc => return Err(EINVAL),
         } as u8;
         info.remote_cm_response_timeout = req.remote_cm_response_timeout;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The CM receive path: validate a MAD with the protocol core, match it to a CEP, answer it.
+//! The CM receive path, Linux's `cm_recv_handler` (drivers/infiniband/core/cm.c): validate a
+//! MAD with the protocol core, match it to a CEP, answer it.
 //!
 //! - A REQ goes to the listener of its service ID, which spawns an unclaimed CEP for it; a
 //!   duplicate REQ goes to the CEP it duplicates.
