@@ -590,19 +590,18 @@ impl Cep {
         let _ = self.apply(&mut inner, Event::StaleConnection, None);
     }
 
-    /// Sends a REJ to the peer: the user's reason, ARI and private data, or the protocol's.
-    pub(super) fn send_rej(
+    /// The REJ to the peer: the user's reason, ARI and private data (`args`), or the
+    /// protocol's.
+    pub(super) fn rej_msg(
         &self,
-        inner: &mut CepInner,
+        inner: &CepInner,
         reason: u16,
         rejected: MessageCode,
         zero_local_id: bool,
         ari_ca_guid: bool,
         args: Option<&RejectArgs<'_>>,
-    ) {
-        let Some(peer) = &inner.peer else {
-            return;
-        };
+    ) -> Option<CmMsg> {
+        let peer = inner.peer.as_ref()?;
         let mut ari = PrivateData::empty();
         let mut pdata = PrivateData::empty();
         if ari_ca_guid {
@@ -612,33 +611,40 @@ impl Cep {
             ari = PrivateData::new(args.ari).unwrap_or(ari);
             pdata = PrivateData::new(args.pdata).unwrap_or(pdata);
         }
-        let msg = CmMsg::Rej(Rej {
+        Some(CmMsg::Rej(Rej {
             local_comm_id: if zero_local_id { 0 } else { self.local_id },
             remote_comm_id: peer.comm_id,
             message_rejected: rejected,
             reason,
             ari,
             private_data: pdata,
-        });
-        self.send_once(inner, Some(msg));
+        }))
     }
 
-    /// Sends an MRA for the peer's `what` (REQ or REP) with the CEP's service timeout.
-    pub(super) fn send_mra(&self, inner: &mut CepInner, what: MessageCode) {
-        let msg = inner.peer.as_ref().map(|p| {
-            CmMsg::Mra(Mra {
-                local_comm_id: self.local_id,
-                remote_comm_id: p.comm_id,
-                message_mraed: what,
-                service_timeout: inner.kind.connection().map_or(24, |c| c.mra_timeout_out),
-                private_data: PrivateData::empty(),
-            })
-        });
-        self.send_once(inner, msg);
+    /// The MRA for the peer's `what` (REQ or REP), with the CEP's service timeout.
+    pub(super) fn mra_msg(&self, inner: &CepInner, what: MessageCode) -> Option<CmMsg> {
+        let peer = inner.peer.as_ref()?;
+        Some(CmMsg::Mra(Mra {
+            local_comm_id: self.local_id,
+            remote_comm_id: peer.comm_id,
+            message_mraed: what,
+            service_timeout: inner.kind.connection().map_or(24, |c| c.mra_timeout_out),
+            private_data: PrivateData::empty(),
+        }))
     }
 
-    /// The DREQ for this connection: it names the peer's QP.
-    pub(super) fn dreq(&self, inner: &CepInner) -> Option<CmMsg> {
+    /// The RTU that completes the connection, with the private data the user gave for it.
+    pub(super) fn rtu_msg(&self, inner: &CepInner) -> Option<CmMsg> {
+        Some(CmMsg::Rtu(Rtu {
+            local_comm_id: self.local_id,
+            remote_comm_id: inner.peer.as_ref()?.comm_id,
+            private_data: inner.out_pdata(AttrId::Rtu),
+        }))
+    }
+
+    /// The DREQ for this connection, with the private data the user gave for it: it names the
+    /// peer's QP.
+    pub(super) fn dreq_msg(&self, inner: &CepInner) -> Option<CmMsg> {
         let peer = inner.peer.as_ref()?;
         let connection = inner.kind.connection()?;
         let remote_qpn = connection.negotiated.as_ref()?.remote_qpn?;
@@ -650,6 +656,55 @@ impl Cep {
             private_data: PrivateData::new(pdata.get(..pdata.len().min(220)).unwrap_or(&[]))
                 .unwrap_or(PrivateData::empty()),
         }))
+    }
+
+    /// The DREP that answers the peer's DREQ, with the private data the user gave for it.
+    pub(super) fn drep_msg(&self, inner: &CepInner) -> Option<CmMsg> {
+        Some(CmMsg::Drep(Drep {
+            local_comm_id: self.local_id,
+            remote_comm_id: inner.peer.as_ref()?.comm_id,
+            private_data: inner.out_pdata(AttrId::Drep),
+        }))
+    }
+}
+
+impl CepInner {
+    /// The private data the user gave for the message `attr` (RTU or DREP), empty if none.
+    fn out_pdata<const N: usize>(&self, attr: AttrId) -> PrivateData<N> {
+        let pdata = self
+            .kind
+            .connection()
+            .map_or(&[][..], |c| c.out_pdata.for_msg(attr));
+        PrivateData::new(pdata).unwrap_or(PrivateData::empty())
+    }
+
+    /// The REQ [`Cep::connect`] prepared, taken out of the connection to be sent.
+    pub(super) fn take_prepared_req(&mut self) -> Option<CmMsg> {
+        self.kind
+            .connection_mut()
+            .and_then(|c| c.req_msg.take())
+            .map(|m| CmMsg::Req(*m))
+    }
+
+    /// A copy of the REP [`Cep::prepare_rep`] prepared, which stays with the connection.
+    pub(super) fn prepared_rep(&self) -> Option<CmMsg> {
+        self.kind
+            .connection()
+            .and_then(|c| c.rep_msg.as_deref())
+            .map(|m| CmMsg::Rep(*m))
+    }
+
+    /// Waits longer for the answer to the retried send after the peer's MRA: the MRA's time
+    /// plus the path's (`cm_mra_handler` in drivers/infiniband/core/cm.c).
+    pub(super) fn extend_send_after_mra(&self) {
+        let av_timeout = self.kind.negotiated().map_or(0, |n| n.ack_timeout);
+        let mra_timeout = self.kind.connection().map_or(0, |c| c.mra_service_timeout);
+        let timeout = self.retry.after_mra(mra_timeout, av_timeout).timeout_ms;
+        if let Some(msg) = &self.msg {
+            // SAFETY: `self` is a CEP's `inner`, reached only through its lock, which is held,
+            // and `msg` is in its slot.
+            let _ = unsafe { msg.extend(timeout) };
+        }
     }
 }
 

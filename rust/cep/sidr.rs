@@ -42,6 +42,7 @@ use super::connection::{
 use super::{
     kind::Sidr,
     Cep,
+    CepInner,
     Kind,
     Spawn,
     Spawned, //
@@ -165,5 +166,34 @@ impl Cep {
             tid,
         };
         Self::spawn(spawn, |_, inner| inner.set_pdata(AttrId::SidrReq, pdata))
+    }
+}
+
+impl CepInner {
+    /// The SIDR_REQ [`Cep::sidr_req`] prepared, taken out of the request to be sent.
+    pub(super) fn take_prepared_sidr_req(&mut self) -> Option<CmMsg> {
+        self.kind
+            .sidr_mut()
+            .and_then(|s| s.req_msg.take())
+            .map(|m| CmMsg::SidrReq(*m))
+    }
+
+    /// The SIDR_REP that answers the peer's SIDR_REQ with `status`: the user's answer, or
+    /// (destroy of an unanswered SIDR_REQ) a bare status. The port remembers it for the
+    /// request's retries, should this answer be lost.
+    pub(super) fn remembered_sidr_rep(&self, status: u8) -> Option<CmMsg> {
+        let peer = self.peer.as_ref()?;
+        let mut rep = self
+            .kind
+            .sidr()
+            .and_then(|s| s.rep_msg.as_deref())
+            .copied()
+            .unwrap_or_default();
+        rep.request_id = peer.comm_id;
+        rep.status = status;
+        rep.service_id = self.service_id;
+        peer.port
+            .remember_sidr_answer(PeerId::by_gid(peer.comm_id, &peer.ah_info.dgid), rep);
+        Some(CmMsg::SidrRep(rep))
     }
 }
