@@ -14,13 +14,15 @@
 //! applying a transition, carrying out its actions, sends, timewait and destroy. Its children
 //! add the rest: [`kind`] (the kinds of CEP, each with its own fields: idle, listener,
 //! connection, SIDR), then the calls of each kind, [`listen`] (listeners and their backlog),
-//! [`connection`] (both sides of a connection) and [`sidr`] (service ID resolution), and
-//! [`abi`] (events, queries and private data as userspace sees them).
+//! [`connection`] (both sides of a connection), [`sidr`] (service ID resolution) and
+//! [`request`] (what REQ and SIDR_REQ share), and [`abi`] (events, queries and private data as
+//! userspace sees them).
 
 mod abi;
 mod connection;
 mod kind;
 mod listen;
+mod request;
 mod sidr;
 
 use kind::{
@@ -440,6 +442,13 @@ impl Cep {
             self.local_id,
             action
         );
+    }
+
+    /// Whether `msg`, which a local call is about to prepare, can be encoded: `EINVAL` if a
+    /// field is out of range (a QPN of 0 or over 24 bits, ...), checked before any state
+    /// changes.
+    fn check_encodable(msg: CmMsg) -> Result {
+        msg.encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)
     }
 
     /// The MAD carrying `msg` to the peer; `None` (counted as a send error) if a field is out

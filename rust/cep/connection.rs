@@ -16,10 +16,7 @@ use crate::{
         cm_mad::CmMsg,
         drep::Drep,
         dreq::Dreq,
-        mad::{
-            AttrId,
-            MAD_SIZE, //
-        },
+        mad::AttrId,
         mra::Mra,
         msg_code::MessageCode,
         path::CmPath,
@@ -58,6 +55,11 @@ use crate::{
 };
 
 use super::{
+    request::{
+        request_info,
+        FirstRequest,
+        Route, //
+    },
     Cep, //
     CepInner,
     Connection,
@@ -76,11 +78,9 @@ impl Cep {
         req: &Req,
         tid: u64,
     ) -> Result<Spawned> {
-        // Accounted, so that its claimer can be charged for it (`Cep::claim`).
-        let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL_ACCOUNT)?;
-        info.service_id = req.service_id;
+        let pdata = req.private_data.as_bytes();
+        let mut info = request_info(port, req.service_id, req.local_comm_id, pdata)?;
         info.remote_ca_guid = req.local_ca_guid;
-        info.remote_comm_id = req.local_comm_id;
         info.remote_qpn = req.local_qpn;
         info.starting_psn = req.starting_psn;
         info.responder_resources = req.responder_resources;
@@ -98,14 +98,8 @@ impl Cep {
         info.rnr_retry_count = req.rnr_retry_count;
         info.max_cm_retries = req.max_cm_retries;
         info.srq = req.srq.into();
-        info.port_num = u8::try_from(port.num()).unwrap_or(0);
+        // A REQ's private data field has a fixed size: the user gets all of it.
         info.pdata_len = uapi::CEPM_REQ_PDATA_MAX as u8;
-        let pdata = req.private_data.as_bytes();
-        let len = pdata.len().min(info.pdata.len());
-        info.pdata[..len].copy_from_slice(&pdata[..len]);
-        for (dst, src) in info.dev_name.iter_mut().zip(port.device_name().iter()) {
-            *dst = *src;
-        }
 
         let (sm, actions) = state::Cep::spawned_from_req();
         let connection = Connection {
@@ -182,8 +176,7 @@ impl Cep {
         args: &uapi::cepm_connect,
     ) -> Result {
         let path = &args.path;
-        let info = ah_info(path, &port)?;
-        let local_gid = port.source_gid(path.sgid_index).map_err(source_gid_error)?;
+        let route = Route::new(path, &port)?;
         let req = KBox::new(
             Req {
                 local_comm_id: self.local_id,
@@ -201,13 +194,13 @@ impl Cep {
                 starting_psn: args.starting_psn,
                 local_cm_response_timeout: args.local_cm_response_timeout,
                 retry_count: args.retry_count,
-                pkey: if path.pkey == 0 { 0xffff } else { path.pkey },
+                pkey: route.pkey,
                 path_mtu: path.mtu,
                 rnr_retry_count: args.rnr_retry_count,
                 max_cm_retries: args.max_cm_retries,
                 srq: args.srq != 0,
                 primary_path: CmPath {
-                    local_gid,
+                    local_gid: route.local_gid,
                     remote_gid: path.dgid,
                     flow_label: path.flow_label,
                     traffic_class: path.traffic_class,
@@ -225,30 +218,24 @@ impl Cep {
             },
             GFP_KERNEL_ACCOUNT,
         )?;
-        // Encoding refuses out-of-range values (QPN 0 or over 24 bits, ...): check before any
-        // state changes.
-        CmMsg::Req(*req)
-            .encode(&mut [0u8; MAD_SIZE])
-            .map_err(|_| EINVAL)?;
-        let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
-        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
-        let mut inner = self.inner.lock();
-        let checked = inner.attach_first_peer(self, Event::SendReq, port, info, node)?;
-        inner.service_id = args.service_id;
-        inner.retry = RetryTimer::req(
-            path.packet_life_time,
-            args.remote_cm_response_timeout,
-            args.max_cm_retries,
-        );
-        // A connection from scratch, whatever this CEP was before.
-        inner.kind = Kind::Connection(Connection {
-            local_qpn: args.local_qpn,
-            negotiated: Some(negotiated),
-            req_msg: Some(req),
-            ..Connection::new()
-        });
-        self.commit(&mut inner, checked, None);
-        Ok(())
+        Self::check_encodable(CmMsg::Req(*req))?;
+        let negotiated = Negotiated::active(&req, path.packet_life_time, 0, route.ah_info.port_num);
+        let request = FirstRequest {
+            event: Event::SendReq,
+            service_id: args.service_id,
+            retry: RetryTimer::req(
+                path.packet_life_time,
+                args.remote_cm_response_timeout,
+                args.max_cm_retries,
+            ),
+            kind: Kind::Connection(Connection {
+                local_qpn: args.local_qpn,
+                negotiated: Some(negotiated),
+                req_msg: Some(req),
+                ..Connection::new()
+            }),
+        };
+        self.send_first_request(port, route.ah_info, request)
     }
 
     /// A REP for this CEP's REQ arrived.
@@ -351,9 +338,7 @@ impl Cep {
             private_data,
             ..Default::default()
         };
-        CmMsg::Rep(rep)
-            .encode(&mut [0u8; MAD_SIZE])
-            .map_err(|_| EINVAL)?;
+        Self::check_encodable(CmMsg::Rep(rep))?;
         let checked = inner.check(Event::PrepareRep)?;
         *rep_msg = rep;
         let c = inner.kind.connection_mut().ok_or(EINVAL)?;
@@ -706,31 +691,6 @@ impl CepInner {
             let _ = unsafe { msg.extend(timeout) };
         }
     }
-}
-
-/// Why a caller's source GID cannot be used: the device going away (`ENODEV`), else a GID the
-/// port lacks, or not of the type the port speaks, which is the caller's mistake (`EINVAL`).
-pub(super) fn source_gid_error(e: Error) -> Error {
-    if e == ENODEV {
-        ENODEV
-    } else {
-        EINVAL
-    }
-}
-
-/// The address a caller's path describes, on `port`.
-pub(super) fn ah_info(path: &uapi::cepm_path_rec, port: &CmPort) -> Result<AhInfo> {
-    Ok(AhInfo {
-        dgid: path.dgid,
-        dmac: path.dmac,
-        sgid_index: path.sgid_index,
-        hop_limit: path.hop_limit,
-        flow_label: path.flow_label,
-        traffic_class: path.traffic_class,
-        sl: path.sl,
-        port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
-        reserved: 0,
-    })
 }
 
 /// A message from the peer, as [`Cep::take_received`] takes it.
