@@ -7,9 +7,6 @@
 //! out the resulting actions. Sends happen under that lock, as Linux's `cm_send_rej_locked`
 //! does, so a send and the state it belongs to cannot be reordered.
 //!
-//! Lock order: CEP → tables, CEP → owner file. Never a CEP lock while holding a file or table
-//! lock, and never two CEP locks at once.
-//!
 //! This file holds the CEP, its state under the lock, and what every kind of CEP shares:
 //! applying a transition, carrying out its actions, sends, timewait and destroy. Its children
 //! add the rest: [`kind`] (the kinds of CEP, each with its own fields: idle, listener,
@@ -17,6 +14,27 @@
 //! [`connection`] (both sides of a connection), [`sidr`] (service ID resolution) and
 //! [`request`] (what REQ and SIDR_REQ share), and [`abi`] (events, queries and private data as
 //! userspace sees them).
+//!
+//! # Lock order
+//!
+//! The module's spinlocks nest in this order: a lock is taken only while holding none but
+//! those above it. docs/design.md ("Locking") says what each one protects.
+//!
+//! 1. `Cep::inner`, a CEP's own lock. Never two at once. A lookup clones the CEP's `Arc` and
+//!    lets go of the table before locking it; device removal takes the port's CEPs out under
+//!    the port's lock, lets go of it, then locks each one.
+//! 2. `Tables::masked_listeners`: listens, and REQs only while a masked listener exists.
+//! 3. A shard of `Tables::local`, `peer` or `listeners`. Never two at once.
+//! 4. `Monitors::files`, only while a file monitors.
+//! 5. `CepmFile::inner`: the owner's file, or a monitoring one. Never two at once:
+//!    `CEPM_IOC_MIGRATE` takes its two files' locks one after the other.
+//! 6. `CmPort::agents`: every send, and the port's set of CEPs.
+//! 7. `CmPort::sidr_answers`.
+//!
+//! Outside the order: `Devices::list`, the only mutex, taken with no spinlock held (a port's
+//! `device_name` lock nests under it, for a rename); the shards of `Users::by_uid`, taken as a
+//! file opens and as it goes; and the C shim's agent contexts. Nothing is taken under the last
+//! two.
 
 mod abi;
 mod connection;

@@ -4,7 +4,7 @@
 //!
 //! Handles name CEPs only within this file, so a process can never reach another's CEP. The
 //! file lock is never held while a CEP lock is taken (CEPs deliver events into the file under
-//! their own lock).
+//! their own lock; the lock order is in [`crate::cep`]).
 
 use core::mem::size_of;
 use kernel::{
