@@ -7,20 +7,40 @@
 //! out the resulting actions. Sends happen under that lock, as Linux's `cm_send_rej_locked`
 //! does, so a send and the state it belongs to cannot be reordered.
 //!
-//! Lock order: CEP → tables, CEP → owner file. Never a CEP lock while holding a file or table
-//! lock, and never two CEP locks at once.
-//!
 //! This file holds the CEP, its state under the lock, and what every kind of CEP shares:
 //! applying a transition, carrying out its actions, sends, timewait and destroy. Its children
 //! add the rest: [`kind`] (the kinds of CEP, each with its own fields: idle, listener,
 //! connection, SIDR), then the calls of each kind, [`listen`] (listeners and their backlog),
-//! [`connection`] (both sides of a connection) and [`sidr`] (service ID resolution), and
-//! [`abi`] (events, queries and private data as userspace sees them).
+//! [`connection`] (both sides of a connection), [`sidr`] (service ID resolution) and
+//! [`request`] (what REQ and SIDR_REQ share), and [`abi`] (events, queries and private data as
+//! userspace sees them).
+//!
+//! # Lock order
+//!
+//! The module's spinlocks nest in this order: a lock is taken only while holding none but
+//! those above it. docs/design.md ("Locking") says what each one protects.
+//!
+//! 1. `Cep::inner`, a CEP's own lock. Never two at once. A lookup clones the CEP's `Arc` and
+//!    lets go of the table before locking it; device removal takes the port's CEPs out under
+//!    the port's lock, lets go of it, then locks each one.
+//! 2. `Tables::masked_listeners`: listens, and REQs only while a masked listener exists.
+//! 3. A shard of `Tables::local`, `peer` or `listeners`. Never two at once.
+//! 4. `Monitors::files`, only while a file monitors.
+//! 5. `CepmFile::inner`: the owner's file, or a monitoring one. Never two at once:
+//!    `CEPM_IOC_MIGRATE` takes its two files' locks one after the other.
+//! 6. `CmPort::agents`: every send, and the port's set of CEPs.
+//! 7. `CmPort::sidr_answers`.
+//!
+//! Outside the order: `Devices::list`, the only mutex, taken with no spinlock held (a port's
+//! `device_name` lock nests under it, for a rename); the shards of `Users::by_uid`, taken as a
+//! file opens and as it goes; and the C shim's agent contexts. Nothing is taken under the last
+//! two.
 
 mod abi;
 mod connection;
 mod kind;
 mod listen;
+mod request;
 mod sidr;
 
 use kind::{
@@ -59,16 +79,12 @@ use crate::{
             CmMad,
             CmMsg, //
         },
-        drep::Drep,
         mad::{
             AttrId,
             MAD_SIZE, //
         },
         msg_code::MessageCode,
-        pdata::PrivateData,
         rej::REJ_PRIVATE_DATA_SIZE,
-        rtu::Rtu,
-        service_id::ServiceRange,
         state::{
             self,
             Action,
@@ -355,6 +371,12 @@ impl Cep {
         if let Some((table, key)) = inner.remote_key.take() {
             self.cm.tables.remove_peer(table, key, self);
         }
+        self.forget_peer_qpn(inner);
+    }
+
+    /// Takes this connection out of the remote-QPN table: the peer's QP may be used by
+    /// another connection from now on.
+    fn forget_peer_qpn(&self, inner: &mut CepInner) {
         if let Some(key) = inner
             .kind
             .connection_mut()
@@ -367,157 +389,84 @@ impl Cep {
     /// Carries out one action of a transition.
     fn run(self: &Arc<Self>, inner: &mut CepInner, action: Action, rej: Option<&RejectArgs<'_>>) {
         match action {
-            Action::Send(Outgoing::Rej {
+            Action::Send(out) => self.send_once_as_asked(inner, out, rej),
+            Action::SendRetried(out) => self.send_retried_as_asked(inner, out),
+            Action::Deliver(event) => self.deliver(inner, event),
+            Action::ArmTimewait => self.enter_timewait(inner),
+            Action::ExtendSend => inner.extend_send_after_mra(),
+            // Lazy: the queued work finds the CEP out of timewait and does nothing.
+            Action::CancelTimewait => {}
+            Action::CancelSend => inner.cancel_send(),
+            Action::StopListening => self.stop_listening(inner),
+            Action::CountDuplicate => inner.count_duplicate(),
+            // A listener's spawns: `recv::req_received` makes the new CEP (it needs the MAD),
+            // and `offer`, which the rule allowed, has put it in the backlog before it
+            // commits.
+            Action::SpawnConnection | Action::SpawnSidr => {}
+        }
+    }
+
+    /// Builds the message `out` that an [`Action::Send`] asks for and sends it once; `rej` is
+    /// what the user put in a REJ, if the user asked for it.
+    fn send_once_as_asked(
+        &self,
+        inner: &mut CepInner,
+        out: Outgoing,
+        rej: Option<&RejectArgs<'_>>,
+    ) {
+        let msg = match out {
+            Outgoing::Rej {
                 reason,
                 rejected,
                 zero_local_id,
                 ari_ca_guid,
-            }) => self.send_rej(inner, reason, rejected, zero_local_id, ari_ca_guid, rej),
-            Action::Deliver(event) => self.deliver(inner, event),
-            Action::SendRetried(Outgoing::Req) => {
-                let msg = inner
-                    .kind
-                    .connection_mut()
-                    .and_then(|c| c.req_msg.take())
-                    .map(|m| CmMsg::Req(*m));
-                self.send_retried(inner, msg);
+            } => self.rej_msg(inner, reason, rejected, zero_local_id, ari_ca_guid, rej),
+            Outgoing::Rtu => self.rtu_msg(inner),
+            Outgoing::Dreq => self.dreq_msg(inner),
+            Outgoing::Drep => self.drep_msg(inner),
+            Outgoing::MraReq => self.mra_msg(inner, MessageCode::Req),
+            Outgoing::MraRep => self.mra_msg(inner, MessageCode::Rep),
+            Outgoing::SidrRep { status } => inner.remembered_sidr_rep(status),
+            Outgoing::Req | Outgoing::Rep | Outgoing::SidrReq => {
+                return self.unpaired(Action::Send(out));
             }
-            Action::SendRetried(Outgoing::Rep) => {
-                let msg = inner
-                    .kind
-                    .connection()
-                    .and_then(|c| c.rep_msg.as_deref())
-                    .map(|m| CmMsg::Rep(*m));
-                self.send_retried(inner, msg);
-            }
-            // RTU and DREP carry the same fields: the comm IDs and the user's private data.
-            Action::Send(out @ (Outgoing::Rtu | Outgoing::Drep)) => {
-                let msg = inner.peer.as_ref().map(|p| {
-                    let (local_comm_id, remote_comm_id) = (self.local_id, p.comm_id);
-                    let attr = if out == Outgoing::Rtu {
-                        AttrId::Rtu
-                    } else {
-                        AttrId::Drep
-                    };
-                    let pdata = inner
-                        .kind
-                        .connection()
-                        .map_or(&[][..], |c| c.out_pdata.for_msg(attr));
-                    let private_data = PrivateData::new(pdata).unwrap_or(PrivateData::empty());
-                    if out == Outgoing::Rtu {
-                        CmMsg::Rtu(Rtu {
-                            local_comm_id,
-                            remote_comm_id,
-                            private_data,
-                        })
-                    } else {
-                        CmMsg::Drep(Drep {
-                            local_comm_id,
-                            remote_comm_id,
-                            private_data,
-                        })
-                    }
-                });
-                self.send_once(inner, msg);
-            }
-            Action::Send(Outgoing::Dreq) => {
-                let msg = self.dreq(inner);
-                self.send_once(inner, msg);
-            }
-            Action::SendRetried(Outgoing::Dreq) => {
-                let msg = self.dreq(inner);
-                self.send_retried(inner, msg);
-            }
-            Action::ArmTimewait => {
-                // The QP may be reused from now on (Linux: `cm_cleanup_timewait` on entry).
-                if let Some(key) = inner
-                    .kind
-                    .connection_mut()
-                    .and_then(|c| c.remote_qpn_key.take())
-                {
-                    self.cm.tables.remove_peer(PeerTable::Qpn, key, self);
-                }
-                self.arm_timewait(inner);
-            }
-            Action::SendRetried(Outgoing::SidrReq) => {
-                let msg = inner
-                    .kind
-                    .sidr_mut()
-                    .and_then(|s| s.req_msg.take())
-                    .map(|m| CmMsg::SidrReq(*m));
-                self.send_retried(inner, msg);
-            }
-            Action::Send(Outgoing::SidrRep { status }) => {
-                // The user's answer, or (destroy of an unanswered SIDR_REQ) a bare status.
-                let Some(peer) = &inner.peer else {
-                    return;
-                };
-                let mut rep = inner
-                    .kind
-                    .sidr()
-                    .and_then(|s| s.rep_msg.as_deref())
-                    .copied()
-                    .unwrap_or_default();
-                rep.request_id = peer.comm_id;
-                rep.status = status;
-                rep.service_id = inner.service_id;
-                // For the request's retries, should this answer be lost.
-                peer.port
-                    .remember_sidr_answer(PeerId::by_gid(peer.comm_id, &peer.ah_info.dgid), rep);
-                self.send_once(inner, Some(CmMsg::SidrRep(rep)));
-            }
-            Action::Send(Outgoing::MraReq) => self.send_mra(inner, MessageCode::Req),
-            Action::Send(Outgoing::MraRep) => self.send_mra(inner, MessageCode::Rep),
-            // The MRA's time, plus the path's: `cm_mra_handler` in drivers/infiniband/core/cm.c.
-            Action::ExtendSend => {
-                let av_timeout = inner.kind.negotiated().map_or(0, |n| n.ack_timeout);
-                let mra_timeout = inner.kind.connection().map_or(0, |c| c.mra_service_timeout);
-                let timeout = inner.retry.after_mra(mra_timeout, av_timeout).timeout_ms;
-                if let Some(msg) = &inner.msg {
-                    // SAFETY: `inner` is this CEP's lock, held, and `msg` is in its slot.
-                    let _ = unsafe { msg.extend(timeout) };
-                }
-            }
-            // Lazy: the queued work finds the CEP out of timewait and does nothing.
-            Action::CancelTimewait => {}
-            Action::CancelSend => {
-                if let Some(msg) = inner.msg.take() {
-                    // SAFETY: `inner` is this CEP's lock, held since `msg` left its slot.
-                    unsafe { msg.cancel() };
-                }
-            }
-            Action::StopListening => {
-                let range = ServiceRange {
-                    id: inner.service_id,
-                    mask: inner.kind.listener().map_or(u64::MAX, |l| l.mask),
-                };
-                self.cm.tables.remove_listener(self, range)
-            }
-            Action::CountDuplicate => {
-                if let Some(peer) = &inner.peer {
-                    peer.port.count_duplicate();
-                }
-            }
-            // A listener's spawns: `cm::req_received` makes the new CEP (it needs the MAD),
-            // and `offer`, which the rule allowed, has put it in the backlog before it
-            // commits.
-            Action::SpawnConnection | Action::SpawnSidr => {}
-            // Pairings no transition asks for (proto's state_table test
-            // `sends_pair_messages_as_the_module_expects`): nothing to carry out.
-            Action::Send(Outgoing::Req | Outgoing::Rep | Outgoing::SidrReq)
-            | Action::SendRetried(
-                Outgoing::Rtu
-                | Outgoing::Drep
-                | Outgoing::MraReq
-                | Outgoing::MraRep
-                | Outgoing::SidrRep { .. }
-                | Outgoing::Rej { .. },
-            ) => pr_err!(
-                "cep {:#x}: the protocol core asked for {:?}\n",
-                self.local_id,
-                action
-            ),
-        }
+        };
+        self.send_once(inner, msg);
+    }
+
+    /// Builds the message `out` that an [`Action::SendRetried`] asks for and sends it, retried
+    /// until answered.
+    fn send_retried_as_asked(self: &Arc<Self>, inner: &mut CepInner, out: Outgoing) {
+        let msg = match out {
+            Outgoing::Req => inner.take_prepared_req(),
+            Outgoing::Rep => inner.prepared_rep(),
+            Outgoing::Dreq => self.dreq_msg(inner),
+            Outgoing::SidrReq => inner.take_prepared_sidr_req(),
+            Outgoing::Rtu
+            | Outgoing::Drep
+            | Outgoing::MraReq
+            | Outgoing::MraRep
+            | Outgoing::SidrRep { .. }
+            | Outgoing::Rej { .. } => return self.unpaired(Action::SendRetried(out)),
+        };
+        self.send_retried(inner, msg);
+    }
+
+    /// A pairing of send and message that no transition asks for (proto's state_table test
+    /// `sends_pair_messages_as_the_module_expects`): nothing to carry out.
+    fn unpaired(&self, action: Action) {
+        pr_err!(
+            "cep {:#x}: the protocol core asked for {:?}\n",
+            self.local_id,
+            action
+        );
+    }
+
+    /// Whether `msg`, which a local call is about to prepare, can be encoded: `EINVAL` if a
+    /// field is out of range (a QPN of 0 or over 24 bits, ...), checked before any state
+    /// changes.
+    fn check_encodable(msg: CmMsg) -> Result {
+        msg.encode(&mut [0u8; MAD_SIZE]).map_err(|_| EINVAL)
     }
 
     /// The MAD carrying `msg` to the peer; `None` (counted as a send error) if a field is out
@@ -547,6 +496,13 @@ impl Cep {
         if let Some(peer) = &inner.peer {
             peer.port.send_once(&peer.ah_info, &mad, msg.attr());
         }
+    }
+
+    /// Enters timewait: the peer's QP may be reused from now on (Linux's `cm_enter_timewait`
+    /// calls `cm_cleanup_timewait`), and the timer starts.
+    fn enter_timewait(self: &Arc<Self>, inner: &mut CepInner) {
+        self.forget_peer_qpn(inner);
+        self.arm_timewait(inner);
     }
 
     /// Starts timewait: the module parameter's length, or the protocol's (the QP's local ACK
@@ -878,6 +834,22 @@ impl CepInner {
             ah_info: info,
         });
         Ok(checked)
+    }
+
+    /// Stops resending the retried MAD in flight, if any.
+    fn cancel_send(&mut self) {
+        if let Some(msg) = self.msg.take() {
+            // SAFETY: `self` is a CEP's `inner`, reached only through its lock, which is held
+            // since `msg` left its slot.
+            unsafe { msg.cancel() };
+        }
+    }
+
+    /// Counts the message just received as a duplicate, on the port of its peer.
+    fn count_duplicate(&self) {
+        if let Some(peer) = &self.peer {
+            peer.port.count_duplicate();
+        }
     }
 
     fn set_pdata(&mut self, attr: AttrId, data: &[u8]) {

@@ -8,21 +8,26 @@
 //! Files, one concept each:
 //! - [`shim`]: the only FFI: safe wrappers over the C shim (`cepm_shim.h`), with its children
 //!   `shim/rdma.rs` (RDMA abstractions) and `shim/glue.rs` (the entry points C calls);
-//! - [`registry`]: the managed devices, added and removed by the `ib_client` callbacks;
+//! - [`context`]: the CM, which owns everything shared between connections;
+//! - [`devices`]: the managed devices, added and removed by the `ib_client` callbacks;
 //! - [`device`] and [`port`]: one managed device and its CM ports;
-//! - [`cm`]: the receive path, from MAD to CEP or protocol answer;
-//! - [`cep`] and [`tables`]: connection endpoints and how they are found;
+//! - [`recv`]: the receive path (Linux's `cm_recv_handler`), from MAD to CEP or protocol
+//!   answer;
+//! - [`cep`] and [`tables`]: connection endpoints and how they are found, in tables split
+//!   into [`sharded`] locks;
 //! - [`file`] and [`uapi`]: an open `/dev/cepm` and its ABI (`include/uapi/cepm.h`);
+//! - [`users`]: who a file belongs to, and what each file and user may hold;
+//! - [`monitor`]: the files that get a copy of every event (`cepmctl events`);
 //! - [`proto`]: the protocol core, shared with the host tests (`proto/`).
 
 mod cep;
-mod cm;
 mod context;
 mod device;
+mod devices;
 mod file;
 mod monitor;
 mod port;
-mod registry;
+mod recv;
 mod sharded;
 mod shim;
 mod tables;

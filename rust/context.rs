@@ -14,8 +14,8 @@ use kernel::{
 };
 
 use crate::{
+    devices::Devices,
     monitor::Monitors,
-    registry::Devices,
     shim::Workqueue,
     tables::Tables,
     users::Users, //

@@ -4,7 +4,7 @@
 //!
 //! Handles name CEPs only within this file, so a process can never reach another's CEP. The
 //! file lock is never held while a CEP lock is taken (CEPs deliver events into the file under
-//! their own lock).
+//! their own lock; the lock order is in [`crate::cep`]).
 
 use core::mem::size_of;
 use kernel::{
@@ -81,6 +81,7 @@ use crate::{
         REJ_PDATA_MAX, //
     },
     context::Cm,
+    port::CmPort,
     proto::service_id::ServiceRange,
     shim,
     uapi::{
@@ -756,13 +757,17 @@ impl CepmFile {
             return Err(EINVAL);
         }
         let cep = self.cep(req.handle)?;
-        let port = self
-            .cm
-            .devices
-            .find_port(&req.dev_name, req.port_num)
-            .ok_or(ENODEV)?;
+        cep.connect(self.request_port(&req.dev_name, req.port_num)?, &req)
+    }
+
+    /// The managed port `num` of the device named `dev_name` that a request (REQ or SIDR_REQ)
+    /// leaves from: `ENODEV` if there is none.
+    fn request_port(&self, dev_name: &[u8], num: u32) -> Result<Arc<CmPort>> {
+        let port = self.cm.devices.find_port(dev_name, num).ok_or(ENODEV)?;
+        // For tests (debugfs's `request_delay_ms`): the device may go while the request holds
+        // its port.
         shim::fault_request_delay();
-        cep.connect(port, &req)
+        Ok(port)
     }
 
     fn prepare_rep(&self, arg: IoctlArg) -> Result {
@@ -877,13 +882,7 @@ impl CepmFile {
             return Err(EINVAL);
         }
         let cep = self.cep(req.handle)?;
-        let port = self
-            .cm
-            .devices
-            .find_port(&req.dev_name, req.port_num)
-            .ok_or(ENODEV)?;
-        shim::fault_request_delay();
-        cep.sidr_req(port, &req)
+        cep.sidr_req(self.request_port(&req.dev_name, req.port_num)?, &req)
     }
 
     fn sidr_rep(&self, arg: IoctlArg) -> Result {

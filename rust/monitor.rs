@@ -3,9 +3,9 @@
 //! The event monitor behind `cepmctl events`: files that asked for `CEPM_IOC_MONITOR` get a
 //! copy of every event any CEP delivers, with the CEP's comm IDs, service ID and new state.
 //!
-//! Lock order: a CEP's lock, then the monitor list's, then a monitoring file's lock. While no
-//! file monitors, delivering an event takes no lock here (the count is 0): the hot path pays
-//! one relaxed load.
+//! The monitor list's lock comes after a CEP's and before a monitoring file's in the lock order
+//! ([`crate::cep`]). While no file monitors, delivering an event takes no lock here (the count
+//! is 0): the hot path pays one relaxed load.
 
 use kernel::{
     new_spinlock,

@@ -25,7 +25,6 @@ use sidr_answers::SidrAnswers;
 
 use crate::{
     cep::Cep,
-    cm,
     context::Cm,
     proto::{
         mad::{
@@ -36,6 +35,7 @@ use crate::{
         sidr_rep::SidrRep,
         timing::RetryTimer,
     },
+    recv,
     shim::{
         AgentRef,
         AgentRole,
@@ -389,7 +389,7 @@ unsafe impl MadHandler for CmPort {
             Err(_) => &self.rx_malformed,
         };
         counter.add(1, Relaxed);
-        cm::mad_received(self, mad);
+        recv::mad_received(self, mad);
     }
 
     fn send_done(&self, status: c_int) {

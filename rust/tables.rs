@@ -8,9 +8,8 @@
 //! with an exact service ID are sharded by it; listeners with a partial mask sit in one list
 //! that is only locked while such a listener exists.
 //!
-//! Lock order: a CEP's lock may be held while taking a shard lock, never the reverse; lookups
-//! clone the `Arc` and drop the shard lock before locking the CEP. No code holds two shard
-//! locks at once.
+//! A shard lock comes after a CEP's in the lock order ([`crate::cep`]): lookups clone the `Arc`
+//! and drop the shard lock before locking the CEP, and no code holds two shard locks at once.
 
 use crate::{
     cep::Cep,

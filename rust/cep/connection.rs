@@ -16,10 +16,7 @@ use crate::{
         cm_mad::CmMsg,
         drep::Drep,
         dreq::Dreq,
-        mad::{
-            AttrId,
-            MAD_SIZE, //
-        },
+        mad::AttrId,
         mra::Mra,
         msg_code::MessageCode,
         path::CmPath,
@@ -58,6 +55,11 @@ use crate::{
 };
 
 use super::{
+    request::{
+        request_info,
+        FirstRequest,
+        Route, //
+    },
     Cep, //
     CepInner,
     Connection,
@@ -76,11 +78,9 @@ impl Cep {
         req: &Req,
         tid: u64,
     ) -> Result<Spawned> {
-        // Accounted, so that its claimer can be charged for it (`Cep::claim`).
-        let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL_ACCOUNT)?;
-        info.service_id = req.service_id;
+        let pdata = req.private_data.as_bytes();
+        let mut info = request_info(port, req.service_id, req.local_comm_id, pdata)?;
         info.remote_ca_guid = req.local_ca_guid;
-        info.remote_comm_id = req.local_comm_id;
         info.remote_qpn = req.local_qpn;
         info.starting_psn = req.starting_psn;
         info.responder_resources = req.responder_resources;
@@ -89,7 +89,7 @@ impl Cep {
         info.transport = match req.transport {
             Transport::Rc => uapi::CEPM_TRANSPORT_RC,
             Transport::Uc => uapi::CEPM_TRANSPORT_UC,
-            // Answered with REJ 9 before any CEP is made (`cm::req_received`).
+            // Answered with REJ 9 before any CEP is made (`recv::req_received`).
             Transport::Xrc => return Err(EINVAL),
         } as u8;
         info.remote_cm_response_timeout = req.remote_cm_response_timeout;
@@ -98,14 +98,8 @@ impl Cep {
         info.rnr_retry_count = req.rnr_retry_count;
         info.max_cm_retries = req.max_cm_retries;
         info.srq = req.srq.into();
-        info.port_num = u8::try_from(port.num()).unwrap_or(0);
+        // A REQ's private data field has a fixed size: the user gets all of it.
         info.pdata_len = uapi::CEPM_REQ_PDATA_MAX as u8;
-        let pdata = req.private_data.as_bytes();
-        let len = pdata.len().min(info.pdata.len());
-        info.pdata[..len].copy_from_slice(&pdata[..len]);
-        for (dst, src) in info.dev_name.iter_mut().zip(port.device_name().iter()) {
-            *dst = *src;
-        }
 
         let (sm, actions) = state::Cep::spawned_from_req();
         let connection = Connection {
@@ -182,8 +176,7 @@ impl Cep {
         args: &uapi::cepm_connect,
     ) -> Result {
         let path = &args.path;
-        let info = ah_info(path, &port)?;
-        let local_gid = port.source_gid(path.sgid_index).map_err(source_gid_error)?;
+        let route = Route::new(path, &port)?;
         let req = KBox::new(
             Req {
                 local_comm_id: self.local_id,
@@ -201,13 +194,13 @@ impl Cep {
                 starting_psn: args.starting_psn,
                 local_cm_response_timeout: args.local_cm_response_timeout,
                 retry_count: args.retry_count,
-                pkey: if path.pkey == 0 { 0xffff } else { path.pkey },
+                pkey: route.pkey,
                 path_mtu: path.mtu,
                 rnr_retry_count: args.rnr_retry_count,
                 max_cm_retries: args.max_cm_retries,
                 srq: args.srq != 0,
                 primary_path: CmPath {
-                    local_gid,
+                    local_gid: route.local_gid,
                     remote_gid: path.dgid,
                     flow_label: path.flow_label,
                     traffic_class: path.traffic_class,
@@ -225,30 +218,24 @@ impl Cep {
             },
             GFP_KERNEL_ACCOUNT,
         )?;
-        // Encoding refuses out-of-range values (QPN 0 or over 24 bits, ...): check before any
-        // state changes.
-        CmMsg::Req(*req)
-            .encode(&mut [0u8; MAD_SIZE])
-            .map_err(|_| EINVAL)?;
-        let negotiated = Negotiated::active(&req, path.packet_life_time, 0, info.port_num);
-        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
-        let mut inner = self.inner.lock();
-        let checked = inner.attach_first_peer(self, Event::SendReq, port, info, node)?;
-        inner.service_id = args.service_id;
-        inner.retry = RetryTimer::req(
-            path.packet_life_time,
-            args.remote_cm_response_timeout,
-            args.max_cm_retries,
-        );
-        // A connection from scratch, whatever this CEP was before.
-        inner.kind = Kind::Connection(Connection {
-            local_qpn: args.local_qpn,
-            negotiated: Some(negotiated),
-            req_msg: Some(req),
-            ..Connection::new()
-        });
-        self.commit(&mut inner, checked, None);
-        Ok(())
+        Self::check_encodable(CmMsg::Req(*req))?;
+        let negotiated = Negotiated::active(&req, path.packet_life_time, 0, route.ah_info.port_num);
+        let request = FirstRequest {
+            event: Event::SendReq,
+            service_id: args.service_id,
+            retry: RetryTimer::req(
+                path.packet_life_time,
+                args.remote_cm_response_timeout,
+                args.max_cm_retries,
+            ),
+            kind: Kind::Connection(Connection {
+                local_qpn: args.local_qpn,
+                negotiated: Some(negotiated),
+                req_msg: Some(req),
+                ..Connection::new()
+            }),
+        };
+        self.send_first_request(port, route.ah_info, request)
     }
 
     /// A REP for this CEP's REQ arrived.
@@ -351,9 +338,7 @@ impl Cep {
             private_data,
             ..Default::default()
         };
-        CmMsg::Rep(rep)
-            .encode(&mut [0u8; MAD_SIZE])
-            .map_err(|_| EINVAL)?;
+        Self::check_encodable(CmMsg::Rep(rep))?;
         let checked = inner.check(Event::PrepareRep)?;
         *rep_msg = rep;
         let c = inner.kind.connection_mut().ok_or(EINVAL)?;
@@ -590,19 +575,18 @@ impl Cep {
         let _ = self.apply(&mut inner, Event::StaleConnection, None);
     }
 
-    /// Sends a REJ to the peer: the user's reason, ARI and private data, or the protocol's.
-    pub(super) fn send_rej(
+    /// The REJ to the peer: the user's reason, ARI and private data (`args`), or the
+    /// protocol's.
+    pub(super) fn rej_msg(
         &self,
-        inner: &mut CepInner,
+        inner: &CepInner,
         reason: u16,
         rejected: MessageCode,
         zero_local_id: bool,
         ari_ca_guid: bool,
         args: Option<&RejectArgs<'_>>,
-    ) {
-        let Some(peer) = &inner.peer else {
-            return;
-        };
+    ) -> Option<CmMsg> {
+        let peer = inner.peer.as_ref()?;
         let mut ari = PrivateData::empty();
         let mut pdata = PrivateData::empty();
         if ari_ca_guid {
@@ -612,33 +596,40 @@ impl Cep {
             ari = PrivateData::new(args.ari).unwrap_or(ari);
             pdata = PrivateData::new(args.pdata).unwrap_or(pdata);
         }
-        let msg = CmMsg::Rej(Rej {
+        Some(CmMsg::Rej(Rej {
             local_comm_id: if zero_local_id { 0 } else { self.local_id },
             remote_comm_id: peer.comm_id,
             message_rejected: rejected,
             reason,
             ari,
             private_data: pdata,
-        });
-        self.send_once(inner, Some(msg));
+        }))
     }
 
-    /// Sends an MRA for the peer's `what` (REQ or REP) with the CEP's service timeout.
-    pub(super) fn send_mra(&self, inner: &mut CepInner, what: MessageCode) {
-        let msg = inner.peer.as_ref().map(|p| {
-            CmMsg::Mra(Mra {
-                local_comm_id: self.local_id,
-                remote_comm_id: p.comm_id,
-                message_mraed: what,
-                service_timeout: inner.kind.connection().map_or(24, |c| c.mra_timeout_out),
-                private_data: PrivateData::empty(),
-            })
-        });
-        self.send_once(inner, msg);
+    /// The MRA for the peer's `what` (REQ or REP), with the CEP's service timeout.
+    pub(super) fn mra_msg(&self, inner: &CepInner, what: MessageCode) -> Option<CmMsg> {
+        let peer = inner.peer.as_ref()?;
+        Some(CmMsg::Mra(Mra {
+            local_comm_id: self.local_id,
+            remote_comm_id: peer.comm_id,
+            message_mraed: what,
+            service_timeout: inner.kind.connection().map_or(24, |c| c.mra_timeout_out),
+            private_data: PrivateData::empty(),
+        }))
     }
 
-    /// The DREQ for this connection: it names the peer's QP.
-    pub(super) fn dreq(&self, inner: &CepInner) -> Option<CmMsg> {
+    /// The RTU that completes the connection, with the private data the user gave for it.
+    pub(super) fn rtu_msg(&self, inner: &CepInner) -> Option<CmMsg> {
+        Some(CmMsg::Rtu(Rtu {
+            local_comm_id: self.local_id,
+            remote_comm_id: inner.peer.as_ref()?.comm_id,
+            private_data: inner.out_pdata(AttrId::Rtu),
+        }))
+    }
+
+    /// The DREQ for this connection, with the private data the user gave for it: it names the
+    /// peer's QP.
+    pub(super) fn dreq_msg(&self, inner: &CepInner) -> Option<CmMsg> {
         let peer = inner.peer.as_ref()?;
         let connection = inner.kind.connection()?;
         let remote_qpn = connection.negotiated.as_ref()?.remote_qpn?;
@@ -651,31 +642,55 @@ impl Cep {
                 .unwrap_or(PrivateData::empty()),
         }))
     }
-}
 
-/// Why a caller's source GID cannot be used: the device going away (`ENODEV`), else a GID the
-/// port lacks, or not of the type the port speaks, which is the caller's mistake (`EINVAL`).
-pub(super) fn source_gid_error(e: Error) -> Error {
-    if e == ENODEV {
-        ENODEV
-    } else {
-        EINVAL
+    /// The DREP that answers the peer's DREQ, with the private data the user gave for it.
+    pub(super) fn drep_msg(&self, inner: &CepInner) -> Option<CmMsg> {
+        Some(CmMsg::Drep(Drep {
+            local_comm_id: self.local_id,
+            remote_comm_id: inner.peer.as_ref()?.comm_id,
+            private_data: inner.out_pdata(AttrId::Drep),
+        }))
     }
 }
 
-/// The address a caller's path describes, on `port`.
-pub(super) fn ah_info(path: &uapi::cepm_path_rec, port: &CmPort) -> Result<AhInfo> {
-    Ok(AhInfo {
-        dgid: path.dgid,
-        dmac: path.dmac,
-        sgid_index: path.sgid_index,
-        hop_limit: path.hop_limit,
-        flow_label: path.flow_label,
-        traffic_class: path.traffic_class,
-        sl: path.sl,
-        port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
-        reserved: 0,
-    })
+impl CepInner {
+    /// The private data the user gave for the message `attr` (RTU or DREP), empty if none.
+    fn out_pdata<const N: usize>(&self, attr: AttrId) -> PrivateData<N> {
+        let pdata = self
+            .kind
+            .connection()
+            .map_or(&[][..], |c| c.out_pdata.for_msg(attr));
+        PrivateData::new(pdata).unwrap_or(PrivateData::empty())
+    }
+
+    /// The REQ [`Cep::connect`] prepared, taken out of the connection to be sent.
+    pub(super) fn take_prepared_req(&mut self) -> Option<CmMsg> {
+        self.kind
+            .connection_mut()
+            .and_then(|c| c.req_msg.take())
+            .map(|m| CmMsg::Req(*m))
+    }
+
+    /// A copy of the REP [`Cep::prepare_rep`] prepared, which stays with the connection.
+    pub(super) fn prepared_rep(&self) -> Option<CmMsg> {
+        self.kind
+            .connection()
+            .and_then(|c| c.rep_msg.as_deref())
+            .map(|m| CmMsg::Rep(*m))
+    }
+
+    /// Waits longer for the answer to the retried send after the peer's MRA: the MRA's time
+    /// plus the path's (`cm_mra_handler` in drivers/infiniband/core/cm.c).
+    pub(super) fn extend_send_after_mra(&self) {
+        let av_timeout = self.kind.negotiated().map_or(0, |n| n.ack_timeout);
+        let mra_timeout = self.kind.connection().map_or(0, |c| c.mra_service_timeout);
+        let timeout = self.retry.after_mra(mra_timeout, av_timeout).timeout_ms;
+        if let Some(msg) = &self.msg {
+            // SAFETY: `self` is a CEP's `inner`, reached only through its lock, which is held,
+            // and `msg` is in its slot.
+            let _ = unsafe { msg.extend(timeout) };
+        }
+    }
 }
 
 /// A message from the peer, as [`Cep::take_received`] takes it.

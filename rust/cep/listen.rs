@@ -32,6 +32,7 @@ use super::{
         Pending, //
     },
     Cep,
+    CepInner,
     Kind,
     Owner,
 };
@@ -113,6 +114,16 @@ impl Cep {
         self.deliver(&mut inner, offered);
         self.commit(&mut inner, checked, None);
         Ok(())
+    }
+
+    /// Takes this listener out of the listener tables: REQs for its service IDs find it no
+    /// more.
+    pub(super) fn stop_listening(&self, inner: &CepInner) {
+        let range = ServiceRange {
+            id: inner.service_id,
+            mask: inner.kind.listener().map_or(u64::MAX, |l| l.mask),
+        };
+        self.cm.tables.remove_listener(self, range);
     }
 
     /// Takes the oldest pending REQ off this listener.

@@ -5,7 +5,6 @@
 
 use kernel::{
     prelude::*,
-    rbtree::RBTreeNodeReservation,
     sync::Arc, //
 };
 
@@ -13,10 +12,7 @@ use crate::{
     port::CmPort,
     proto::{
         cm_mad::CmMsg,
-        mad::{
-            AttrId,
-            MAD_SIZE, //
-        },
+        mad::AttrId,
         pdata::PrivateData,
         sidr_rep::SidrRep,
         sidr_req::SidrReq,
@@ -35,13 +31,15 @@ use crate::{
     uapi, //
 };
 
-use super::connection::{
-    ah_info,
-    source_gid_error, //
-};
 use super::{
     kind::Sidr,
+    request::{
+        request_info,
+        FirstRequest,
+        Route, //
+    },
     Cep,
+    CepInner,
     Kind,
     Spawn,
     Spawned, //
@@ -55,34 +53,31 @@ impl Cep {
         args: &uapi::cepm_sidr_req,
     ) -> Result {
         let path = &args.path;
-        let info = ah_info(path, &port)?;
-        port.source_gid(path.sgid_index).map_err(source_gid_error)?;
+        let route = Route::new(path, &port)?;
         let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
         let req = KBox::new(
             SidrReq {
                 request_id: self.local_id,
-                pkey: if path.pkey == 0 { 0xffff } else { path.pkey },
+                pkey: route.pkey,
                 service_id: args.service_id,
                 private_data: PrivateData::new(pdata).map_err(|_| E2BIG)?,
             },
             GFP_KERNEL_ACCOUNT,
         )?;
-        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
-        let mut inner = self.inner.lock();
-        let checked = inner.attach_first_peer(self, Event::SendSidrReq, port, info, node)?;
-        inner.service_id = args.service_id;
-        inner.retry = RetryTimer::req(
-            path.packet_life_time,
-            args.cm_response_timeout,
-            args.max_cm_retries,
-        );
-        // A request from scratch, whatever this CEP was before.
-        inner.kind = Kind::Sidr(Sidr {
-            req_msg: Some(req),
-            ..Sidr::default()
-        });
-        self.commit(&mut inner, checked, None);
-        Ok(())
+        let request = FirstRequest {
+            event: Event::SendSidrReq,
+            service_id: args.service_id,
+            retry: RetryTimer::req(
+                path.packet_life_time,
+                args.cm_response_timeout,
+                args.max_cm_retries,
+            ),
+            kind: Kind::Sidr(Sidr {
+                req_msg: Some(req),
+                ..Sidr::default()
+            }),
+        };
+        self.send_first_request(port, route.ah_info, request)
     }
 
     /// The answer to our SIDR_REQ arrived.
@@ -115,9 +110,7 @@ impl Cep {
             },
             GFP_KERNEL_ACCOUNT,
         )?;
-        CmMsg::SidrRep(*rep)
-            .encode(&mut [0u8; MAD_SIZE])
-            .map_err(|_| EINVAL)?;
+        Self::check_encodable(CmMsg::SidrRep(*rep))?;
         let mut inner = self.inner.lock();
         let checked = inner.check(Event::SendSidrRep {
             status: args.status,
@@ -136,19 +129,9 @@ impl Cep {
         sreq: &SidrReq,
         tid: u64,
     ) -> Result<Spawned> {
-        // Accounted, so that its claimer can be charged for it (`Cep::claim`).
-        let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL_ACCOUNT)?;
-        info.service_id = sreq.service_id;
-        info.remote_comm_id = sreq.request_id;
-        info.port_num = u8::try_from(port.num()).unwrap_or(0);
-        info.sidr = 1;
         let pdata = sreq.private_data.as_bytes();
-        let len = pdata.len().min(info.pdata.len());
-        info.pdata[..len].copy_from_slice(&pdata[..len]);
-        info.pdata_len = u8::try_from(len).unwrap_or(0);
-        for (dst, src) in info.dev_name.iter_mut().zip(port.device_name().iter()) {
-            *dst = *src;
-        }
+        let mut info = request_info(port, sreq.service_id, sreq.request_id, pdata)?;
+        info.sidr = 1;
         let (sm, _actions) = state::Cep::spawned_from_sidr_req();
         let spawn = Spawn {
             port,
@@ -165,5 +148,34 @@ impl Cep {
             tid,
         };
         Self::spawn(spawn, |_, inner| inner.set_pdata(AttrId::SidrReq, pdata))
+    }
+}
+
+impl CepInner {
+    /// The SIDR_REQ [`Cep::sidr_req`] prepared, taken out of the request to be sent.
+    pub(super) fn take_prepared_sidr_req(&mut self) -> Option<CmMsg> {
+        self.kind
+            .sidr_mut()
+            .and_then(|s| s.req_msg.take())
+            .map(|m| CmMsg::SidrReq(*m))
+    }
+
+    /// The SIDR_REP that answers the peer's SIDR_REQ with `status`: the user's answer, or
+    /// (destroy of an unanswered SIDR_REQ) a bare status. The port remembers it for the
+    /// request's retries, should this answer be lost.
+    pub(super) fn remembered_sidr_rep(&self, status: u8) -> Option<CmMsg> {
+        let peer = self.peer.as_ref()?;
+        let mut rep = self
+            .kind
+            .sidr()
+            .and_then(|s| s.rep_msg.as_deref())
+            .copied()
+            .unwrap_or_default();
+        rep.request_id = peer.comm_id;
+        rep.status = status;
+        rep.service_id = self.service_id;
+        peer.port
+            .remember_sidr_answer(PeerId::by_gid(peer.comm_id, &peer.ah_info.dgid), rep);
+        Some(CmMsg::SidrRep(rep))
     }
 }

@@ -52,8 +52,9 @@ impl Devices {
         })
     }
 
-    /// Takes `device` under management for `cm` (which owns `self`): registers its CM agents and lists it. Devices not named
-    /// in the `devices` parameter are declined (`EOPNOTSUPP`), which leaves them to `ib_cm`.
+    /// Takes `device` under management for `cm` (which owns `self`): registers its CM agents
+    /// and lists it. Devices not named in the `devices` parameter are declined (`EOPNOTSUPP`),
+    /// which leaves them to `ib_cm`.
     pub(crate) fn add_device(&self, cm: &Arc<Cm>, device: IbDevice) -> Result {
         let name = device.name();
         if !selected(shim::devices_param().to_bytes(), &name) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The CM receive path: validate a MAD with the protocol core, match it to a CEP, answer it.
+//! The CM receive path, Linux's `cm_recv_handler` (drivers/infiniband/core/cm.c): validate a
+//! MAD with the protocol core, match it to a CEP, answer it.
 //!
 //! - A REQ goes to the listener of its service ID, which spawns an unclaimed CEP for it; a
 //!   duplicate REQ goes to the CEP it duplicates.
@@ -88,41 +89,11 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
             Unmatched::Dreq,
         ),
         CmMsg::Rej(rej) => routed(rej_received(tables, rej), Unmatched::Other),
-        CmMsg::Rep(rep) => routed(
-            tables
-                .find_local(rep.remote_comm_id)
-                .map(|cep| cep.rep_received(rep))
-                .is_some(),
-            Unmatched::Other,
-        ),
-        CmMsg::Rtu(rtu) => routed(
-            tables
-                .find_local(rtu.remote_comm_id)
-                .map(|cep| cep.rtu_received(rtu))
-                .is_some(),
-            Unmatched::Other,
-        ),
-        CmMsg::SidrRep(rep) => routed(
-            tables
-                .find_local(rep.request_id)
-                .map(|cep| cep.sidr_rep_received(rep))
-                .is_some(),
-            Unmatched::Other,
-        ),
-        CmMsg::Mra(mra) => routed(
-            tables
-                .find_local(mra.remote_comm_id)
-                .map(|cep| cep.mra_received(mra))
-                .is_some(),
-            Unmatched::Other,
-        ),
-        CmMsg::Drep(drep) => routed(
-            tables
-                .find_local(drep.remote_comm_id)
-                .map(|cep| cep.drep_received(drep))
-                .is_some(),
-            Unmatched::Other,
-        ),
+        CmMsg::Rep(rep) => to_local_cep(tables, rep.remote_comm_id, |c| c.rep_received(rep)),
+        CmMsg::Rtu(rtu) => to_local_cep(tables, rtu.remote_comm_id, |c| c.rtu_received(rtu)),
+        CmMsg::SidrRep(rep) => to_local_cep(tables, rep.request_id, |c| c.sidr_rep_received(rep)),
+        CmMsg::Mra(mra) => to_local_cep(tables, mra.remote_comm_id, |c| c.mra_received(mra)),
+        CmMsg::Drep(drep) => to_local_cep(tables, drep.remote_comm_id, |c| c.drep_received(drep)),
         _ => Some(Unmatched::Other),
     };
     let Some(why) = unmatched else {
@@ -155,6 +126,16 @@ fn encode_answer(port: &CmPort, tid: u64, answer: CmMsg) -> Option<[u8; MAD_SIZE
         return None;
     }
     Some(buf)
+}
+
+/// Hands a message to the CEP whose comm ID is `local_id`, our comm ID in it; `None` if there
+/// is one, which decides what to do with it, else why it gets a stateless answer.
+fn to_local_cep(tables: &Tables, local_id: u32, take: impl FnOnce(&Arc<Cep>)) -> Option<Unmatched> {
+    let Some(cep) = tables.find_local(local_id) else {
+        return Some(Unmatched::Other);
+    };
+    take(&cep);
+    None
 }
 
 /// Hands a REJ to the CEP it is for ([`RejTarget`]); whether one took it.

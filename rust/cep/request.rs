@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a REQ and a SIDR_REQ share: on the active side, where the request goes and how a CEP
+//! sends its first one; on the passive side, the request as the user of a listener sees it.
+
+use kernel::{
+    prelude::*,
+    rbtree::RBTreeNodeReservation,
+    sync::Arc, //
+};
+
+use crate::{
+    port::CmPort,
+    proto::{
+        state::Event,
+        timing::RetryTimer, //
+    },
+    shim::AhInfo,
+    uapi, //
+};
+
+use super::{
+    Cep,
+    Kind, //
+};
+
+/// Where a request along a caller's path goes from a port.
+pub(super) struct Route {
+    /// The peer's address.
+    pub(super) ah_info: AhInfo,
+    /// Our GID the request comes from.
+    pub(super) local_gid: [u8; 16],
+    /// The P_Key the request carries: the path's, or the default one for none.
+    pub(super) pkey: u16,
+}
+
+impl Route {
+    /// The route `path` describes from `port`: `ENODEV` if the device is going away, else
+    /// `EINVAL` if the port lacks the path's source GID.
+    pub(super) fn new(path: &uapi::cepm_path_rec, port: &CmPort) -> Result<Self> {
+        let ah_info = AhInfo {
+            dgid: path.dgid,
+            dmac: path.dmac,
+            sgid_index: path.sgid_index,
+            hop_limit: path.hop_limit,
+            flow_label: path.flow_label,
+            traffic_class: path.traffic_class,
+            sl: path.sl,
+            port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
+            reserved: 0,
+        };
+        let local_gid = port.source_gid(path.sgid_index).map_err(source_gid_error)?;
+        Ok(Self {
+            ah_info,
+            local_gid,
+            pkey: if path.pkey == 0 { 0xffff } else { path.pkey },
+        })
+    }
+}
+
+/// Why a caller's source GID cannot be used: the device going away (`ENODEV`), else a GID the
+/// port lacks, or not of the type the port speaks, which is the caller's mistake (`EINVAL`).
+fn source_gid_error(e: Error) -> Error {
+    if e == ENODEV {
+        ENODEV
+    } else {
+        EINVAL
+    }
+}
+
+/// The first request of a CEP that never had a peer, ready to go: the local call `event`
+/// (REQ or SIDR_REQ), and what the CEP becomes with it.
+pub(super) struct FirstRequest {
+    pub(super) event: Event,
+    pub(super) service_id: u64,
+    pub(super) retry: RetryTimer,
+    /// The kind the CEP becomes, with the message to send in it.
+    pub(super) kind: Kind,
+}
+
+impl Cep {
+    /// Sends `request` to the peer at `ah_info` through `port`: ties the CEP to that peer and
+    /// commits the transition, whose actions send the message. Nothing changes if the call is
+    /// not legal now or the device is going away.
+    pub(super) fn send_first_request(
+        self: &Arc<Self>,
+        port: Arc<CmPort>,
+        ah_info: AhInfo,
+        request: FirstRequest,
+    ) -> Result {
+        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
+        let mut inner = self.inner.lock();
+        let checked = inner.attach_first_peer(self, request.event, port, ah_info, node)?;
+        inner.service_id = request.service_id;
+        inner.retry = request.retry;
+        // A connection or request from scratch, whatever this CEP was before.
+        inner.kind = request.kind;
+        self.commit(&mut inner, checked, None);
+        Ok(())
+    }
+}
+
+/// The request a listener's CEP is spawned for, as the user will see it (`GET_REQUEST`): what
+/// a REQ and a SIDR_REQ share, received on `port` from the peer's `remote_comm_id`; the caller
+/// fills in the rest. Accounted, so that its claimer can be charged for it (`Cep::claim`).
+pub(super) fn request_info(
+    port: &CmPort,
+    service_id: u64,
+    remote_comm_id: u32,
+    pdata: &[u8],
+) -> Result<KBox<uapi::cepm_req_info>> {
+    let mut info = KBox::new(uapi::cepm_req_info::default(), GFP_KERNEL_ACCOUNT)?;
+    info.service_id = service_id;
+    info.remote_comm_id = remote_comm_id;
+    info.port_num = u8::try_from(port.num()).unwrap_or(0);
+    let len = pdata.len().min(info.pdata.len());
+    info.pdata[..len].copy_from_slice(&pdata[..len]);
+    info.pdata_len = u8::try_from(len).unwrap_or(0);
+    for (dst, src) in info.dev_name.iter_mut().zip(port.device_name().iter()) {
+        *dst = *src;
+    }
+    Ok(info)
+}
