@@ -16,7 +16,6 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/poll.h>
-#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/user_namespace.h>
@@ -344,11 +343,6 @@ bool cepm_shim_cancel_delayed_work_sync(void *work)
 struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name)
 {
 	return alloc_workqueue("%s", WQ_UNBOUND, 0, name);
-}
-
-void cepm_shim_destroy_workqueue(struct workqueue_struct *wq)
-{
-	destroy_workqueue(wq);
 }
 
 void cepm_shim_fault_destroy_delay(void)
@@ -949,9 +943,4 @@ void cepm_shim_chardev_unregister(void)
 {
 	misc_deregister(&cepm_chardev.misc);
 	cepm_chardev.ctx = NULL;
-}
-
-u32 cepm_shim_random_u32(void)
-{
-	return get_random_u32();
 }

@@ -124,9 +124,8 @@ bool cepm_shim_fault_fail_handle(void);
 /* Whether this push onto a listener's backlog is to fail (debugfs fail_backlog_push_count). */
 bool cepm_shim_fault_fail_backlog_push(void);
 bool cepm_shim_cancel_delayed_work_sync(void *work);
-/* A workqueue of our own (alloc_workqueue), or NULL; destroying it drains it. */
+/* A workqueue of our own (alloc_workqueue), or NULL; destroy_workqueue() drains it. */
 struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);
-void cepm_shim_destroy_workqueue(struct workqueue_struct *wq);
 /*
  * Registers /dev/cepm; its open callback gets ctx until it is unregistered.
  * -EBUSY while it is registered already.
@@ -140,8 +139,6 @@ void cepm_shim_chardev_unregister(void);
  */
 void *cepm_shim_get_file_ctx(int fd, struct file **filp);
 void cepm_shim_put_file(struct file *filp);
-/* A random 32-bit value (comm ID obfuscation, as Linux's cm.random_id_operand). */
-u32 cepm_shim_random_u32(void);
 
 /* ---- C wrappers called from Rust ---- */
 

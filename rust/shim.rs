@@ -193,7 +193,7 @@ impl Drop for Workqueue {
     fn drop(&mut self) {
         // SAFETY: By the type invariant `ptr` is a live workqueue, destroyed only here;
         // destroy_workqueue drains it first, so no queued work is lost or left running.
-        unsafe { shim::cepm_shim_destroy_workqueue(self.ptr.as_ptr()) };
+        unsafe { kernel::bindings::destroy_workqueue(self.ptr.as_ptr().cast()) };
     }
 }
 
@@ -361,5 +361,5 @@ pub(crate) fn charge_to_current<T>(obj: &T) -> bool {
 /// A random 32-bit value.
 pub(crate) fn random_u32() -> u32 {
     // SAFETY: No preconditions.
-    unsafe { shim::cepm_shim_random_u32() }
+    unsafe { kernel::bindings::get_random_u32() }
 }
