@@ -2,12 +2,22 @@
 /*
  * The one definition of cepm's Rust <-> C boundary.
  *
- * cepm_shim.c implements the cepm_shim_* functions: thin wrappers over RDMA
- * core calls that are static inlines, macros, or take bitfield-heavy structs.
+ * The C side, the shim, implements the cepm_shim_* functions: thin wrappers
+ * over kernel calls that are static inlines, macros, or take bitfield-heavy
+ * structs, and the static registrations.  It is split by concern, one section
+ * of this header each:
+ *   cepm_params.c     module parameters, and whom a caller's use counts against
+ *   cepm_client.c     the ib_client, and what cepm reads of a device
+ *   cepm_mad.c        MAD agents, the MADs they send and receive, address handles
+ *   cepm_chardev.c    /dev/cepm
+ *   cepm_workqueue.c  the module's workqueue, delayed work
+ *   cepm_fault.c      fault injection for tests
  * The Rust side implements the callbacks typed by the cepm_*_fn typedefs.
  * Kbuild runs bindgen on this file with the kernel's own bindgen flags, so
  * rust/rdma.rs sees exactly these declarations; it also checks its callback
  * definitions against the typedefs at compile time.
+ *
+ * No policy: every decision is made in Rust.
  *
  * RDMA objects cross the boundary only as opaque pointers.
  */
@@ -40,6 +50,11 @@ typedef int cepm_add_device_fn(void *client_ctx, struct ib_device *device);
 typedef void cepm_remove_device_fn(void *client_ctx, struct ib_device *device);
 /* ib_client.rename: the device (which add took) has a new name. */
 typedef void cepm_rename_device_fn(void *client_ctx, struct ib_device *device);
+
+cepm_add_device_fn cepm_rust_add_device;
+cepm_remove_device_fn cepm_rust_remove_device;
+cepm_rename_device_fn cepm_rust_rename_device;
+
 /*
  * The callbacks of a MAD agent, given to cepm_shim_agent_register with their
  * context (port_ctx).
@@ -58,10 +73,6 @@ typedef void cepm_recv_mad_fn(void *port_ctx, struct ib_mad_agent *agent,
  * cm_free_msg does).  Process context.
  */
 typedef void cepm_send_done_fn(void *port_ctx, void *msg_ctx, int status);
-
-cepm_add_device_fn cepm_rust_add_device;
-cepm_remove_device_fn cepm_rust_remove_device;
-cepm_rename_device_fn cepm_rust_rename_device;
 
 /*
  * /dev/cepm file operations.  open gets the context given to
@@ -82,7 +93,8 @@ cepm_ioctl_fn cepm_rust_ioctl;
 cepm_read_fn cepm_rust_read;
 cepm_poll_fn cepm_rust_poll;
 
-/* Registers /dev/cepm (misc device, mode 0600) with the callbacks above. */
+/* ---- Parameters and accounting (cepm_params.c) ---- */
+
 /* The cepm.devices module parameter: NUL-terminated, constant after load. */
 const char *cepm_shim_devices_param(void);
 /* The numeric module parameters, constant after load. */
@@ -111,36 +123,8 @@ void cepm_shim_current_caps(struct cepm_caps *out);
 u32 cepm_shim_current_account(void);
 /* Charges the __GFP_ACCOUNT slab object OBJ points into to the current task's memory cgroup. */
 bool cepm_shim_charge_current(const void *obj);
-/* /sys/kernel/debug/cepm: test-only fault injection (drop received MADs). */
-void cepm_shim_debugfs_create(void);
-void cepm_shim_debugfs_remove(void);
-void cepm_shim_fault_destroy_delay(void);
-/* LISTEN's window between finding its CEP and locking it (debugfs listen_delay_ms). */
-void cepm_shim_fault_listen_delay(void);
-/* CONNECT's and SIDR_REQ's window between finding their port and using it (request_delay_ms). */
-void cepm_shim_fault_request_delay(void);
-/* Whether this handle reservation is to fail (debugfs fail_handle_count). */
-bool cepm_shim_fault_fail_handle(void);
-/* Whether this push onto a listener's backlog is to fail (debugfs fail_backlog_push_count). */
-bool cepm_shim_fault_fail_backlog_push(void);
-bool cepm_shim_cancel_delayed_work_sync(void *work);
-/* A workqueue of our own (alloc_workqueue), or NULL; destroy_workqueue() drains it. */
-struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);
-/*
- * Registers /dev/cepm; its open callback gets ctx until it is unregistered.
- * -EBUSY while it is registered already.
- */
-int cepm_shim_chardev_register(void *ctx);
-void cepm_shim_chardev_unregister(void);
-/*
- * The context cepm_rust_open() gave another open /dev/cepm, the file fd
- * names, which stays open until cepm_shim_put_file(*filp): ERR_PTR(-EBADF)
- * if fd is not open, ERR_PTR(-EINVAL) if it is not a /dev/cepm file.
- */
-void *cepm_shim_get_file_ctx(int fd, struct file **filp);
-void cepm_shim_put_file(struct file *filp);
 
-/* ---- C wrappers called from Rust ---- */
+/* ---- The ib_client and its devices (cepm_client.c) ---- */
 
 /*
  * Register/unregister the "cepm" ib_client (may sleep); its callbacks get ctx
@@ -162,11 +146,13 @@ u32 cepm_shim_start_port(struct ib_device *device);
 u32 cepm_shim_end_port(struct ib_device *device);
 /* rdma_cap_ib_cm(): the port speaks the IB CM protocol (IB and RoCE). */
 bool cepm_shim_port_has_ib_cm(struct ib_device *device, u32 port);
-/* rdma_protocol_roce(). */
+/* rdma_protocol_roce(), unless the pretend_ib fault point is set. */
 bool cepm_shim_port_is_roce(struct ib_device *device, u32 port);
 
+/* ---- MAD agents and address handles (cepm_mad.c) ---- */
+
 /*
- * Registers a GSI agent for CM class 0x07 version 2, method SEND, whose
+ * Registers a GSI agent for the CM class (version 2), method SEND, whose
  * callbacks are recv(port_ctx, ...) and send_done(port_ctx, ...).  Returns an
  * ERR_PTR on failure, e.g. -EINVAL when another CM (ib_cm) owns the class.
  * With send_only, the agent registers no class and no receive handler: it
@@ -239,5 +225,49 @@ struct ib_mad_send_buf *cepm_shim_send_mad(struct ib_mad_agent *agent, struct ib
 void cepm_shim_cancel_mad(struct ib_mad_send_buf *send_buf);
 /* Gives an outstanding send a new timeout (after an MRA); 0 if it is still outstanding. */
 int cepm_shim_modify_mad(struct ib_mad_send_buf *send_buf, u32 timeout_ms);
+
+/* ---- /dev/cepm (cepm_chardev.c) ---- */
+
+/*
+ * Registers /dev/cepm (misc device, mode 0600) with the file operations
+ * above; its open callback gets ctx until it is unregistered.  -EBUSY while
+ * it is registered already.
+ */
+int cepm_shim_chardev_register(void *ctx);
+void cepm_shim_chardev_unregister(void);
+/*
+ * The context cepm_rust_open() gave another open /dev/cepm, the file fd
+ * names, which stays open until cepm_shim_put_file(*filp): ERR_PTR(-EBADF)
+ * if fd is not open, ERR_PTR(-EINVAL) if it is not a /dev/cepm file.
+ */
+void *cepm_shim_get_file_ctx(int fd, struct file **filp);
+void cepm_shim_put_file(struct file *filp);
+
+/* ---- Workqueues (cepm_workqueue.c) ---- */
+
+/* A workqueue of our own (alloc_workqueue), or NULL; destroy_workqueue() drains it. */
+struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);
+bool cepm_shim_cancel_delayed_work_sync(void *work);
+
+/* ---- Fault injection for tests (cepm_fault.c) ---- */
+
+/* /sys/kernel/debug/cepm: knobs that make cepm drop, fail or wait on purpose. */
+void cepm_shim_debugfs_create(void);
+void cepm_shim_debugfs_remove(void);
+/* Sleeps for destroy_delay_ms.  Process context. */
+void cepm_shim_fault_destroy_delay(void);
+/* LISTEN's window between finding its CEP and locking it (listen_delay_ms).  Process context. */
+void cepm_shim_fault_listen_delay(void);
+/* CONNECT's and SIDR_REQ's window between finding their port and using it (request_delay_ms). */
+void cepm_shim_fault_request_delay(void);
+/* Whether this handle reservation is to fail (fail_handle_count). */
+bool cepm_shim_fault_fail_handle(void);
+/* Whether this push onto a listener's backlog is to fail (fail_backlog_push_count). */
+bool cepm_shim_fault_fail_backlog_push(void);
+
+/* The shim's own: whether to drop this received MAD (drop_rx_count, drop_rx_attr). */
+bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc);
+/* Whether a RoCE port is to pass for native InfiniBand (pretend_ib). */
+bool cepm_fault_pretend_ib(void);
 
 #endif /* CEPM_SHIM_H */
