@@ -81,7 +81,7 @@ bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc)
 
 	if (!atomic_read(&cepm_drop_rx_count))
 		return false;
-	if (attr && be16_to_cpu(recv_wc->recv_buf.mad->mad_hdr.attr_id) != attr)
+	if (attr && recv_wc->recv_buf.mad->mad_hdr.attr_id != cpu_to_be16(attr))
 		return false;
 	if (atomic_dec_if_positive(&cepm_drop_rx_count) < 0)
 		return false;

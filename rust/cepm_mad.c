@@ -15,10 +15,17 @@
 #include <net/route.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
+#include <rdma/ib_cm.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 
 #include "cepm_shim.h"
+
+/*
+ * The CM class version Linux's ib_cm speaks (IB_CM_CLASS_VERSION, private to
+ * drivers/infiniband/core/cm_msgs.h).
+ */
+#define CEPM_CM_CLASS_VERSION 2
 
 /* The network header type of a RoCE MAD, as the driver reports it or as its header shows. */
 static enum rdma_network_type cepm_roce_net_type(const struct ib_wc *wc, const struct ib_grh *grh)
@@ -202,11 +209,10 @@ static bool cepm_defer_unresolved(struct ib_mad_agent *agent, struct ib_mad_recv
  */
 static bool cepm_answered_from_wc(const struct ib_mad_recv_wc *recv_wc)
 {
-	/* The CM attribute IDs of REQ, DREQ and SIDR_REQ (proto/src/mad.rs, AttrId). */
-	switch (be16_to_cpu(recv_wc->recv_buf.mad->mad_hdr.attr_id)) {
-	case 0x0010:
-	case 0x0015:
-	case 0x0017:
+	switch (recv_wc->recv_buf.mad->mad_hdr.attr_id) {
+	case CM_REQ_ATTR_ID:
+	case CM_DREQ_ATTR_ID:
+	case CM_SIDR_REQ_ATTR_ID:
 		return true;
 	default:
 		return false;
@@ -264,7 +270,7 @@ struct ib_mad_agent *cepm_shim_agent_register(struct ib_device *device, u32 port
 					      cepm_send_done_fn *send_done)
 {
 	struct ib_mad_reg_req req = {
-		.mgmt_class = CEPM_MGMT_CLASS_CM,
+		.mgmt_class = IB_MGMT_CLASS_CM,
 		.mgmt_class_version = CEPM_CM_CLASS_VERSION,
 	};
 	struct cepm_agent_ctx *actx;

@@ -35,10 +35,6 @@ struct ib_mad_agent;
 struct ib_mad_recv_wc;
 struct ib_mad_send_buf;
 
-/* The CM management class, as Linux's ib_cm uses it (IBTA vol. 1, 12.6). */
-#define CEPM_MGMT_CLASS_CM 0x07
-#define CEPM_CM_CLASS_VERSION 2
-
 /* ---- Callbacks implemented in Rust, called from C ---- */
 
 /*
