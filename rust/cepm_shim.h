@@ -2,10 +2,12 @@
 /*
  * The one definition of cepm's Rust <-> C boundary.
  *
- * The C side, the shim, implements the cepm_shim_* functions: thin wrappers
- * over kernel calls that are static inlines, macros, or take bitfield-heavy
- * structs, and the static registrations.  It is split by concern, one section
- * of this header each:
+ * The C side, the shim, holds what Rust cannot call or declare itself: static
+ * inlines and macros (rdma_cap_ib_cm, rdma_start_port, alloc_workqueue, ...),
+ * structs with bitfields and unions (ib_mad_reg_req, ib_mad_recv_wc,
+ * rdma_ah_attr), and the static registrations (the ib_client, the misc device,
+ * the module parameters, debugfs).  It is split by concern, one section of
+ * this header each:
  *   cepm_params.c     module parameters, and whom a caller's use counts against
  *   cepm_client.c     the ib_client, and what cepm reads of a device
  *   cepm_mad.c        MAD agents, the MADs they send and receive, address handles
@@ -14,10 +16,24 @@
  *   cepm_fault.c      fault injection for tests
  * The Rust side implements the callbacks typed by the cepm_*_fn typedefs.
  * Kbuild runs bindgen on this file with the kernel's own bindgen flags, so
- * rust/rdma.rs sees exactly these declarations; it also checks its callback
- * definitions against the typedefs at compile time.
+ * rust/shim.rs sees exactly these declarations, and rust/shim/glue.rs checks
+ * its callback definitions against the typedefs at compile time.
  *
- * No policy: every decision is made in Rust.
+ * The decisions are Rust's, but for a few that the shim makes because they
+ * fall where no Rust runs yet, or need what the kernel crate does not offer:
+ * - Which received MADs wait for the MAC their answer goes to, and how many
+ *   (cepm_mad.c): a REQ, DREQ or SIDR_REQ whose answer's next hop the
+ *   neighbour table does not know yet goes on from one of its agent's own
+ *   workers, at most CEPM_UNRESOLVED_MAX at a time a port; more are dropped.
+ *   The MAD layer's receive handler, which every MAD of the port goes
+ *   through, must not wait; only C can keep an ib_mad_recv_wc past it; and
+ *   the route and neighbour lookups are static inlines.
+ * - Whose per-user limits a task counts against, and in which user namespace
+ *   its capabilities count (cepm_params.c): the kernel crate exposes neither
+ *   user namespaces nor ns_capable_noaudit.
+ * - The module parameters' defaults (cepm_params.c): the kernel crate's own
+ *   parameters get no sysfs file.
+ * - /dev/cepm's mode, 0600 (cepm_chardev.c): the misc device is a C struct.
  *
  * RDMA objects cross the boundary only as opaque pointers.
  */
