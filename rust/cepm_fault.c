@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Fault injection for tests, in debugfs (/sys/kernel/debug/cepm/, root only).
+ * Fault points for tests, in debugfs (/sys/kernel/debug/cepm/, root only).
+ * Kbuild builds this file only with CONFIG_FAULT_INJECTION_DEBUG_FS, the
+ * option the kernel's own fail_* points need (include/linux/fault-inject.h);
+ * without it cepm_shim.h makes the shim's hooks static inline no-ops and
+ * rust/shim/fault.rs makes the Rust side's no-ops.
  *
  * The next drop_rx_count received CM MADs whose attribute ID is drop_rx_attr
  * (0: any) are dropped before cepm sees them, as if the wire had lost them.
@@ -52,7 +56,7 @@ static atomic_t cepm_fail_handle_count = ATOMIC_INIT(0);
 static atomic_t cepm_fail_backlog_push_count = ATOMIC_INIT(0);
 static bool cepm_pretend_ib;
 
-void cepm_shim_debugfs_create(void)
+void cepm_shim_fault_create(void)
 {
 	/* Best effort, like all of debugfs: no directory, no fault injection. */
 	cepm_debugfs = debugfs_create_dir("cepm", NULL);
@@ -70,7 +74,7 @@ void cepm_shim_debugfs_create(void)
 	debugfs_create_bool("pretend_ib", 0600, cepm_debugfs, &cepm_pretend_ib);
 }
 
-void cepm_shim_debugfs_remove(void)
+void cepm_shim_fault_remove(void)
 {
 	debugfs_remove(cepm_debugfs);
 }

@@ -13,7 +13,7 @@
  *   cepm_mad.c        MAD agents, the MADs they send and receive, address handles
  *   cepm_chardev.c    /dev/cepm
  *   cepm_workqueue.c  the module's workqueue, delayed work
- *   cepm_fault.c      fault injection for tests
+ *   cepm_fault.c      fault points for tests (CONFIG_FAULT_INJECTION_DEBUG_FS)
  * The Rust side implements the callbacks typed by the cepm_*_fn typedefs.
  * Kbuild runs bindgen on this file with the kernel's own bindgen flags, so
  * rust/shim.rs sees exactly these declarations, and rust/shim/glue.rs checks
@@ -261,11 +261,19 @@ void cepm_shim_put_file(struct file *filp);
 struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);
 bool cepm_shim_cancel_delayed_work_sync(void *work);
 
-/* ---- Fault injection for tests (cepm_fault.c) ---- */
+/* ---- Fault points for tests (cepm_fault.c) ---- */
 
-/* /sys/kernel/debug/cepm: knobs that make cepm drop, fail or wait on purpose. */
-void cepm_shim_debugfs_create(void);
-void cepm_shim_debugfs_remove(void);
+/*
+ * /sys/kernel/debug/cepm/: knobs that make cepm drop, fail or wait on purpose
+ * (cepm_fault.c describes each).  Built, as the kernel's own fail_* points
+ * are (include/linux/fault-inject.h), only with
+ * CONFIG_FAULT_INJECTION_DEBUG_FS.  Without it the hooks the shim calls
+ * itself are the static inline no-ops below, and rust/shim/fault.rs calls
+ * none of the others.
+ */
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+void cepm_shim_fault_create(void);
+void cepm_shim_fault_remove(void);
 /* Sleeps for destroy_delay_ms.  Process context. */
 void cepm_shim_fault_destroy_delay(void);
 /* LISTEN's window between finding its CEP and locking it (listen_delay_ms).  Process context. */
@@ -281,5 +289,16 @@ bool cepm_shim_fault_fail_backlog_push(void);
 bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc);
 /* Whether a RoCE port is to pass for native InfiniBand (pretend_ib). */
 bool cepm_fault_pretend_ib(void);
+#else
+static inline bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc)
+{
+	return false;
+}
+
+static inline bool cepm_fault_pretend_ib(void)
+{
+	return false;
+}
+#endif /* CONFIG_FAULT_INJECTION_DEBUG_FS */
 
 #endif /* CEPM_SHIM_H */

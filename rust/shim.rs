@@ -3,12 +3,14 @@
 //! The only module that talks to C: safe wrappers over the shim declared in `cepm_shim.h`.
 //!
 //! The declarations are generated from that header by bindgen at build time (see `Kbuild`).
-//! This file holds them, the registrations (the `ib_client`, `/dev/cepm`, debugfs) and the
-//! module's small C services; its children hold the rest:
+//! This file holds them, the registrations (the `ib_client`, `/dev/cepm`) and the module's
+//! small C services; its children hold the rest:
 //! - [`rdma`]: RDMA abstractions: devices, MAD agents generic over a [`MadHandler`] (their
 //!   callbacks with them) and borrowed from their port's lock, address handles, sends in
 //!   flight, received MADs;
-//! - `glue`: the `#[no_mangle]` entry points C calls (ib_client, file operations).
+//! - `glue`: the `#[no_mangle]` entry points C calls (ib_client, file operations);
+//! - `fault`: the fault points for tests, in debugfs, which are no-ops without
+//!   `CONFIG_FAULT_INJECTION_DEBUG_FS`.
 //!
 //! Every callback C calls is checked against its `cepm_*_fn` typedef, so the two sides cannot
 //! drift apart silently.
@@ -28,8 +30,18 @@ use kernel::{
 
 use crate::context::Cm;
 
+mod fault;
 mod glue;
 mod rdma;
+
+pub(crate) use fault::{
+    fault_destroy_delay,
+    fault_fail_backlog_push,
+    fault_fail_handle,
+    fault_listen_delay,
+    fault_request_delay,
+    FaultInjection, //
+};
 
 pub(crate) use rdma::{
     AgentRef,
@@ -239,61 +251,6 @@ impl Drop for CepmFd {
         // SAFETY: By the type invariant we hold a reference to `file`, given back only here.
         unsafe { shim::cepm_shim_put_file(self.file.as_ptr()) };
     }
-}
-
-/// `/sys/kernel/debug/cepm`: fault injection for tests (drop the next N received MADs of an
-/// attribute, as a lossy wire would). Best effort: without debugfs there is none.
-pub(crate) struct FaultInjection(());
-
-impl FaultInjection {
-    pub(crate) fn new() -> Self {
-        // SAFETY: No preconditions; debugfs failures are tolerated by the shim.
-        unsafe { shim::cepm_shim_debugfs_create() };
-        Self(())
-    }
-}
-
-impl Drop for FaultInjection {
-    fn drop(&mut self) {
-        // SAFETY: Created in `new`; removing it stops new writes, and the receive path only
-        // reads the shim's own static variables.
-        unsafe { shim::cepm_shim_debugfs_remove() };
-    }
-}
-
-/// Fault injection: sleeps for debugfs's `destroy_delay_ms` (0, no sleep, unless a test set
-/// it). Process context only.
-pub(crate) fn fault_destroy_delay() {
-    // SAFETY: No preconditions beyond process context, which the caller guarantees.
-    unsafe { shim::cepm_shim_fault_destroy_delay() };
-}
-
-/// Fault injection: sleeps for debugfs's `listen_delay_ms` (0, no sleep, unless a test set it),
-/// counting the sleep in `listen_delayed`. Process context only.
-pub(crate) fn fault_listen_delay() {
-    // SAFETY: No preconditions beyond process context, which the caller guarantees.
-    unsafe { shim::cepm_shim_fault_listen_delay() };
-}
-
-/// Fault injection: sleeps for debugfs's `request_delay_ms` (0, no sleep, unless a test set
-/// it), counting the sleep in `request_delayed`. Process context only.
-pub(crate) fn fault_request_delay() {
-    // SAFETY: No preconditions beyond process context, which the caller guarantees.
-    unsafe { shim::cepm_shim_fault_request_delay() };
-}
-
-/// Fault injection: whether this handle reservation is to fail (debugfs's
-/// `fail_handle_count`, 0 unless a test set it).
-pub(crate) fn fault_fail_handle() -> bool {
-    // SAFETY: No preconditions: it only counts down an atomic of the shim's.
-    unsafe { shim::cepm_shim_fault_fail_handle() }
-}
-
-/// Fault injection: whether this push onto a listener's backlog is to fail as a failed
-/// atomic allocation would (debugfs's `fail_backlog_push_count`, 0 unless a test set it).
-pub(crate) fn fault_fail_backlog_push() -> bool {
-    // SAFETY: No preconditions: it only counts down an atomic of the shim's.
-    unsafe { shim::cepm_shim_fault_fail_backlog_push() }
 }
 
 /// Cancels the delayed work whose `work_struct` is `work` and waits until no instance of it
