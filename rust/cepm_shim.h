@@ -16,8 +16,9 @@
  *   cepm_fault.c      fault points for tests (CONFIG_FAULT_INJECTION_DEBUG_FS)
  * The Rust side implements the callbacks typed by the cepm_*_fn typedefs.
  * Kbuild runs bindgen on this file with the kernel's own bindgen flags, so
- * rust/shim.rs sees exactly these declarations, and rust/shim/glue.rs checks
- * its callback definitions against the typedefs at compile time.
+ * rust/shim.rs sees exactly these declarations (its module `bindings`), and
+ * rust/shim/glue.rs checks its callback definitions against the typedefs at
+ * compile time.
  *
  * The decisions are Rust's, but for a few that the shim makes because they
  * fall where no Rust runs yet, or need what the kernel crate does not offer:

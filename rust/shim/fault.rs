@@ -17,7 +17,7 @@ impl FaultInjection {
         #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
         {
             // SAFETY: No preconditions; the shim tolerates debugfs failures.
-            unsafe { super::shim::cepm_shim_fault_create() };
+            unsafe { super::bindings::cepm_shim_fault_create() };
         }
         Self(())
     }
@@ -29,7 +29,7 @@ impl Drop for FaultInjection {
         {
             // SAFETY: Created in `new`; removing it stops new writes, and the hooks only read
             // the shim's own static variables.
-            unsafe { super::shim::cepm_shim_fault_remove() };
+            unsafe { super::bindings::cepm_shim_fault_remove() };
         }
     }
 }
@@ -39,7 +39,7 @@ pub(crate) fn fault_destroy_delay() {
     #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
     {
         // SAFETY: No preconditions beyond process context, which the caller guarantees.
-        unsafe { super::shim::cepm_shim_fault_destroy_delay() };
+        unsafe { super::bindings::cepm_shim_fault_destroy_delay() };
     }
 }
 
@@ -49,7 +49,7 @@ pub(crate) fn fault_listen_delay() {
     #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
     {
         // SAFETY: No preconditions beyond process context, which the caller guarantees.
-        unsafe { super::shim::cepm_shim_fault_listen_delay() };
+        unsafe { super::bindings::cepm_shim_fault_listen_delay() };
     }
 }
 
@@ -59,7 +59,7 @@ pub(crate) fn fault_request_delay() {
     #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
     {
         // SAFETY: No preconditions beyond process context, which the caller guarantees.
-        unsafe { super::shim::cepm_shim_fault_request_delay() };
+        unsafe { super::bindings::cepm_shim_fault_request_delay() };
     }
 }
 
@@ -68,7 +68,7 @@ pub(crate) fn fault_fail_handle() -> bool {
     #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
     {
         // SAFETY: No preconditions: it only counts down an atomic of the shim's.
-        unsafe { super::shim::cepm_shim_fault_fail_handle() }
+        unsafe { super::bindings::cepm_shim_fault_fail_handle() }
     }
     #[cfg(not(CONFIG_FAULT_INJECTION_DEBUG_FS))]
     false
@@ -80,7 +80,7 @@ pub(crate) fn fault_fail_backlog_push() -> bool {
     #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
     {
         // SAFETY: No preconditions: it only counts down an atomic of the shim's.
-        unsafe { super::shim::cepm_shim_fault_fail_backlog_push() }
+        unsafe { super::bindings::cepm_shim_fault_fail_backlog_push() }
     }
     #[cfg(not(CONFIG_FAULT_INJECTION_DEBUG_FS))]
     false
