@@ -2,12 +2,39 @@
 /*
  * The one definition of cepm's Rust <-> C boundary.
  *
- * cepm_shim.c implements the cepm_shim_* functions: thin wrappers over RDMA
- * core calls that are static inlines, macros, or take bitfield-heavy structs.
+ * The C side, the shim, holds what Rust cannot call or declare itself: static
+ * inlines and macros (rdma_cap_ib_cm, rdma_start_port, alloc_workqueue, ...),
+ * structs with bitfields and unions (ib_mad_reg_req, ib_mad_recv_wc,
+ * rdma_ah_attr), and the static registrations (the ib_client, the misc device,
+ * the module parameters, debugfs).  It is split by concern, one section of
+ * this header each:
+ *   cepm_params.c     module parameters, and whom a caller's use counts against
+ *   cepm_client.c     the ib_client, and what cepm reads of a device
+ *   cepm_mad.c        MAD agents, the MADs they send and receive, address handles
+ *   cepm_chardev.c    /dev/cepm
+ *   cepm_workqueue.c  the module's workqueue, delayed work
+ *   cepm_fault.c      fault points for tests (CONFIG_FAULT_INJECTION_DEBUG_FS)
  * The Rust side implements the callbacks typed by the cepm_*_fn typedefs.
  * Kbuild runs bindgen on this file with the kernel's own bindgen flags, so
- * rust/rdma.rs sees exactly these declarations; it also checks its callback
- * definitions against the typedefs at compile time.
+ * rust/shim.rs sees exactly these declarations (its module `bindings`), and
+ * rust/shim/glue.rs checks its callback definitions against the typedefs at
+ * compile time.
+ *
+ * The decisions are Rust's, but for a few that the shim makes because they
+ * fall where no Rust runs yet, or need what the kernel crate does not offer:
+ * - Which received MADs wait for the MAC their answer goes to, and how many
+ *   (cepm_mad.c): a REQ, DREQ or SIDR_REQ whose answer's next hop the
+ *   neighbour table does not know yet goes on from one of its agent's own
+ *   workers, at most CEPM_UNRESOLVED_MAX at a time a port; more are dropped.
+ *   The MAD layer's receive handler, which every MAD of the port goes
+ *   through, must not wait; only C can keep an ib_mad_recv_wc past it; and
+ *   the route and neighbour lookups are static inlines.
+ * - Whose per-user limits a task counts against, and in which user namespace
+ *   its capabilities count (cepm_params.c): the kernel crate exposes neither
+ *   user namespaces nor ns_capable_noaudit.
+ * - The module parameters' defaults (cepm_params.c): the kernel crate's own
+ *   parameters get no sysfs file.
+ * - /dev/cepm's mode, 0600 (cepm_chardev.c): the misc device is a C struct.
  *
  * RDMA objects cross the boundary only as opaque pointers.
  */
@@ -25,10 +52,6 @@ struct ib_mad_agent;
 struct ib_mad_recv_wc;
 struct ib_mad_send_buf;
 
-/* The CM management class, as Linux's ib_cm uses it (IBTA vol. 1, 12.6). */
-#define CEPM_MGMT_CLASS_CM 0x07
-#define CEPM_CM_CLASS_VERSION 2
-
 /* ---- Callbacks implemented in Rust, called from C ---- */
 
 /*
@@ -40,6 +63,11 @@ typedef int cepm_add_device_fn(void *client_ctx, struct ib_device *device);
 typedef void cepm_remove_device_fn(void *client_ctx, struct ib_device *device);
 /* ib_client.rename: the device (which add took) has a new name. */
 typedef void cepm_rename_device_fn(void *client_ctx, struct ib_device *device);
+
+cepm_add_device_fn cepm_rust_add_device;
+cepm_remove_device_fn cepm_rust_remove_device;
+cepm_rename_device_fn cepm_rust_rename_device;
+
 /*
  * The callbacks of a MAD agent, given to cepm_shim_agent_register with their
  * context (port_ctx).
@@ -58,10 +86,6 @@ typedef void cepm_recv_mad_fn(void *port_ctx, struct ib_mad_agent *agent,
  * cm_free_msg does).  Process context.
  */
 typedef void cepm_send_done_fn(void *port_ctx, void *msg_ctx, int status);
-
-cepm_add_device_fn cepm_rust_add_device;
-cepm_remove_device_fn cepm_rust_remove_device;
-cepm_rename_device_fn cepm_rust_rename_device;
 
 /*
  * /dev/cepm file operations.  open gets the context given to
@@ -82,7 +106,8 @@ cepm_ioctl_fn cepm_rust_ioctl;
 cepm_read_fn cepm_rust_read;
 cepm_poll_fn cepm_rust_poll;
 
-/* Registers /dev/cepm (misc device, mode 0600) with the callbacks above. */
+/* ---- Parameters and accounting (cepm_params.c) ---- */
+
 /* The cepm.devices module parameter: NUL-terminated, constant after load. */
 const char *cepm_shim_devices_param(void);
 /* The numeric module parameters, constant after load. */
@@ -111,39 +136,8 @@ void cepm_shim_current_caps(struct cepm_caps *out);
 u32 cepm_shim_current_account(void);
 /* Charges the __GFP_ACCOUNT slab object OBJ points into to the current task's memory cgroup. */
 bool cepm_shim_charge_current(const void *obj);
-/* /sys/kernel/debug/cepm: test-only fault injection (drop received MADs). */
-void cepm_shim_debugfs_create(void);
-void cepm_shim_debugfs_remove(void);
-void cepm_shim_fault_destroy_delay(void);
-/* LISTEN's window between finding its CEP and locking it (debugfs listen_delay_ms). */
-void cepm_shim_fault_listen_delay(void);
-/* CONNECT's and SIDR_REQ's window between finding their port and using it (request_delay_ms). */
-void cepm_shim_fault_request_delay(void);
-/* Whether this handle reservation is to fail (debugfs fail_handle_count). */
-bool cepm_shim_fault_fail_handle(void);
-/* Whether this push onto a listener's backlog is to fail (debugfs fail_backlog_push_count). */
-bool cepm_shim_fault_fail_backlog_push(void);
-bool cepm_shim_cancel_delayed_work_sync(void *work);
-/* A workqueue of our own (alloc_workqueue), or NULL; destroying it drains it. */
-struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);
-void cepm_shim_destroy_workqueue(struct workqueue_struct *wq);
-/*
- * Registers /dev/cepm; its open callback gets ctx until it is unregistered.
- * -EBUSY while it is registered already.
- */
-int cepm_shim_chardev_register(void *ctx);
-void cepm_shim_chardev_unregister(void);
-/*
- * The context cepm_rust_open() gave another open /dev/cepm, the file fd
- * names, which stays open until cepm_shim_put_file(*filp): ERR_PTR(-EBADF)
- * if fd is not open, ERR_PTR(-EINVAL) if it is not a /dev/cepm file.
- */
-void *cepm_shim_get_file_ctx(int fd, struct file **filp);
-void cepm_shim_put_file(struct file *filp);
-/* A random 32-bit value (comm ID obfuscation, as Linux's cm.random_id_operand). */
-u32 cepm_shim_random_u32(void);
 
-/* ---- C wrappers called from Rust ---- */
+/* ---- The ib_client and its devices (cepm_client.c) ---- */
 
 /*
  * Register/unregister the "cepm" ib_client (may sleep); its callbacks get ctx
@@ -165,11 +159,13 @@ u32 cepm_shim_start_port(struct ib_device *device);
 u32 cepm_shim_end_port(struct ib_device *device);
 /* rdma_cap_ib_cm(): the port speaks the IB CM protocol (IB and RoCE). */
 bool cepm_shim_port_has_ib_cm(struct ib_device *device, u32 port);
-/* rdma_protocol_roce(). */
+/* rdma_protocol_roce(), unless the pretend_ib fault point is set. */
 bool cepm_shim_port_is_roce(struct ib_device *device, u32 port);
 
+/* ---- MAD agents and address handles (cepm_mad.c) ---- */
+
 /*
- * Registers a GSI agent for CM class 0x07 version 2, method SEND, whose
+ * Registers a GSI agent for the CM class (version 2), method SEND, whose
  * callbacks are recv(port_ctx, ...) and send_done(port_ctx, ...).  Returns an
  * ERR_PTR on failure, e.g. -EINVAL when another CM (ib_cm) owns the class.
  * With send_only, the agent registers no class and no receive handler: it
@@ -242,5 +238,68 @@ struct ib_mad_send_buf *cepm_shim_send_mad(struct ib_mad_agent *agent, struct ib
 void cepm_shim_cancel_mad(struct ib_mad_send_buf *send_buf);
 /* Gives an outstanding send a new timeout (after an MRA); 0 if it is still outstanding. */
 int cepm_shim_modify_mad(struct ib_mad_send_buf *send_buf, u32 timeout_ms);
+
+/* ---- /dev/cepm (cepm_chardev.c) ---- */
+
+/*
+ * Registers /dev/cepm (misc device, mode 0600) with the file operations
+ * above; its open callback gets ctx until it is unregistered.  -EBUSY while
+ * it is registered already.
+ */
+int cepm_shim_chardev_register(void *ctx);
+void cepm_shim_chardev_unregister(void);
+/*
+ * The context cepm_rust_open() gave another open /dev/cepm, the file fd
+ * names, which stays open until cepm_shim_put_file(*filp): ERR_PTR(-EBADF)
+ * if fd is not open, ERR_PTR(-EINVAL) if it is not a /dev/cepm file.
+ */
+void *cepm_shim_get_file_ctx(int fd, struct file **filp);
+void cepm_shim_put_file(struct file *filp);
+
+/* ---- Workqueues (cepm_workqueue.c) ---- */
+
+/* A workqueue of our own (alloc_workqueue), or NULL; destroy_workqueue() drains it. */
+struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);
+bool cepm_shim_cancel_delayed_work_sync(void *work);
+
+/* ---- Fault points for tests (cepm_fault.c) ---- */
+
+/*
+ * /sys/kernel/debug/cepm/: knobs that make cepm drop, fail or wait on purpose
+ * (cepm_fault.c describes each).  Built, as the kernel's own fail_* points
+ * are (include/linux/fault-inject.h), only with
+ * CONFIG_FAULT_INJECTION_DEBUG_FS.  Without it the hooks the shim calls
+ * itself are the static inline no-ops below, and rust/shim/fault.rs calls
+ * none of the others.
+ */
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+void cepm_shim_fault_create(void);
+void cepm_shim_fault_remove(void);
+/* Sleeps for destroy_delay_ms.  Process context. */
+void cepm_shim_fault_destroy_delay(void);
+/* LISTEN's window between finding its CEP and locking it (listen_delay_ms).  Process context. */
+void cepm_shim_fault_listen_delay(void);
+/* CONNECT's and SIDR_REQ's window between finding their port and using it (request_delay_ms). */
+void cepm_shim_fault_request_delay(void);
+/* Whether this handle reservation is to fail (fail_handle_count). */
+bool cepm_shim_fault_fail_handle(void);
+/* Whether this push onto a listener's backlog is to fail (fail_backlog_push_count). */
+bool cepm_shim_fault_fail_backlog_push(void);
+
+/* The shim's own: whether to drop this received MAD (drop_rx_count, drop_rx_attr). */
+bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc);
+/* Whether a RoCE port is to pass for native InfiniBand (pretend_ib). */
+bool cepm_fault_pretend_ib(void);
+#else
+static inline bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc)
+{
+	return false;
+}
+
+static inline bool cepm_fault_pretend_ib(void)
+{
+	return false;
+}
+#endif /* CONFIG_FAULT_INJECTION_DEBUG_FS */
 
 #endif /* CEPM_SHIM_H */

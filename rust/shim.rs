@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The only module that talks to C: safe wrappers over the shim declared in `cepm_shim.h`.
+//! The only module that talks to C: safe wrappers over the shim declared in `cepm_shim.h`, and
+//! over the few kernel functions the kernel crate does not wrap.
 //!
-//! The declarations are generated from that header by bindgen at build time (see `Kbuild`).
-//! This file holds them, the registrations (the `ib_client`, `/dev/cepm`, debugfs) and the
-//! module's small C services; its children hold the rest:
+//! The shim's declarations are generated from that header by bindgen at build time (see
+//! `Kbuild`) into the module `bindings`. This file holds them, the registrations (the
+//! `ib_client`, `/dev/cepm`) and the module's small C services; its children hold the rest:
 //! - [`rdma`]: RDMA abstractions: devices, MAD agents generic over a [`MadHandler`] (their
 //!   callbacks with them) and borrowed from their port's lock, address handles, sends in
 //!   flight, received MADs;
-//! - `glue`: the `#[no_mangle]` entry points C calls (ib_client, file operations).
+//! - `glue`: the `#[no_mangle]` entry points C calls (ib_client, file operations);
+//! - `fault`: the fault points for tests, in debugfs, which are no-ops without
+//!   `CONFIG_FAULT_INJECTION_DEBUG_FS`.
 //!
 //! Every callback C calls is checked against its `cepm_*_fn` typedef, so the two sides cannot
 //! drift apart silently.
@@ -28,8 +31,18 @@ use kernel::{
 
 use crate::context::Cm;
 
+mod fault;
 mod glue;
 mod rdma;
+
+pub(crate) use fault::{
+    fault_destroy_delay,
+    fault_fail_backlog_push,
+    fault_fail_handle,
+    fault_listen_delay,
+    fault_request_delay,
+    FaultInjection, //
+};
 
 pub(crate) use rdma::{
     AgentRef,
@@ -45,7 +58,7 @@ pub(crate) use rdma::{
     SendOwner, //
 };
 
-/// Declarations generated from `cepm_shim.h`.
+/// The shim's declarations, generated from `cepm_shim.h` by bindgen.
 #[allow(
     dead_code,
     missing_docs,
@@ -54,7 +67,7 @@ pub(crate) use rdma::{
     unreachable_pub,
     clippy::all
 )]
-mod shim {
+mod bindings {
     use kernel::ffi;
     use pin_init::MaybeZeroable;
 
@@ -92,8 +105,8 @@ impl CmRegistration {
         unsafe {
             Self::new(
                 cm,
-                shim::cepm_shim_client_register,
-                shim::cepm_shim_client_unregister,
+                bindings::cepm_shim_client_register,
+                bindings::cepm_shim_client_unregister,
             )
         }
     }
@@ -109,8 +122,8 @@ impl CmRegistration {
         unsafe {
             Self::new(
                 cm,
-                shim::cepm_shim_chardev_register,
-                shim::cepm_shim_chardev_unregister,
+                bindings::cepm_shim_chardev_register,
+                bindings::cepm_shim_chardev_unregister,
             )
         }
     }
@@ -158,7 +171,7 @@ impl Drop for CmRegistration {
 ///
 /// `ptr` is a workqueue from `alloc_workqueue`, destroyed only by the drop.
 pub(crate) struct Workqueue {
-    ptr: NonNull<shim::workqueue_struct>,
+    ptr: NonNull<bindings::workqueue_struct>,
 }
 
 // SAFETY: A workqueue may be used and destroyed from any thread.
@@ -170,7 +183,7 @@ impl Workqueue {
     /// A new workqueue called `name`.
     pub(crate) fn new(name: &CStr) -> Result<Self> {
         // SAFETY: `name` is NUL-terminated; alloc_workqueue copies it.
-        let ptr = unsafe { shim::cepm_shim_alloc_workqueue(name.as_char_ptr()) };
+        let ptr = unsafe { bindings::cepm_shim_alloc_workqueue(name.as_char_ptr()) };
         // INVARIANT: a non-null result is a new workqueue.
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
@@ -193,7 +206,7 @@ impl Drop for Workqueue {
     fn drop(&mut self) {
         // SAFETY: By the type invariant `ptr` is a live workqueue, destroyed only here;
         // destroy_workqueue drains it first, so no queued work is lost or left running.
-        unsafe { shim::cepm_shim_destroy_workqueue(self.ptr.as_ptr()) };
+        unsafe { kernel::bindings::destroy_workqueue(self.ptr.as_ptr().cast()) };
     }
 }
 
@@ -206,7 +219,7 @@ impl Drop for Workqueue {
 /// that file's context: an `Arc<CepmFile>` from `cepm_rust_open`, which the file's release
 /// takes back only after its last reference has gone.
 pub(crate) struct CepmFd {
-    file: NonNull<shim::file>,
+    file: NonNull<bindings::file>,
     ctx: *mut c_void,
 }
 
@@ -216,7 +229,7 @@ impl CepmFd {
     pub(crate) fn get(fd: i32) -> Result<Self> {
         let mut file = core::ptr::null_mut();
         // SAFETY: `file` is a valid place for the shim to write to; any `fd` is checked there.
-        let ctx = unsafe { shim::cepm_shim_get_file_ctx(fd, &mut file) };
+        let ctx = unsafe { bindings::cepm_shim_get_file_ctx(fd, &mut file) };
         let ctx = kernel::error::from_err_ptr(ctx)?;
         // INVARIANT: on success the shim took a reference to `file`, a /dev/cepm file whose
         // context is `ctx`.
@@ -237,63 +250,8 @@ impl CepmFd {
 impl Drop for CepmFd {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we hold a reference to `file`, given back only here.
-        unsafe { shim::cepm_shim_put_file(self.file.as_ptr()) };
+        unsafe { bindings::cepm_shim_put_file(self.file.as_ptr()) };
     }
-}
-
-/// `/sys/kernel/debug/cepm`: fault injection for tests (drop the next N received MADs of an
-/// attribute, as a lossy wire would). Best effort: without debugfs there is none.
-pub(crate) struct FaultInjection(());
-
-impl FaultInjection {
-    pub(crate) fn new() -> Self {
-        // SAFETY: No preconditions; debugfs failures are tolerated by the shim.
-        unsafe { shim::cepm_shim_debugfs_create() };
-        Self(())
-    }
-}
-
-impl Drop for FaultInjection {
-    fn drop(&mut self) {
-        // SAFETY: Created in `new`; removing it stops new writes, and the receive path only
-        // reads the shim's own static variables.
-        unsafe { shim::cepm_shim_debugfs_remove() };
-    }
-}
-
-/// Fault injection: sleeps for debugfs's `destroy_delay_ms` (0, no sleep, unless a test set
-/// it). Process context only.
-pub(crate) fn fault_destroy_delay() {
-    // SAFETY: No preconditions beyond process context, which the caller guarantees.
-    unsafe { shim::cepm_shim_fault_destroy_delay() };
-}
-
-/// Fault injection: sleeps for debugfs's `listen_delay_ms` (0, no sleep, unless a test set it),
-/// counting the sleep in `listen_delayed`. Process context only.
-pub(crate) fn fault_listen_delay() {
-    // SAFETY: No preconditions beyond process context, which the caller guarantees.
-    unsafe { shim::cepm_shim_fault_listen_delay() };
-}
-
-/// Fault injection: sleeps for debugfs's `request_delay_ms` (0, no sleep, unless a test set
-/// it), counting the sleep in `request_delayed`. Process context only.
-pub(crate) fn fault_request_delay() {
-    // SAFETY: No preconditions beyond process context, which the caller guarantees.
-    unsafe { shim::cepm_shim_fault_request_delay() };
-}
-
-/// Fault injection: whether this handle reservation is to fail (debugfs's
-/// `fail_handle_count`, 0 unless a test set it).
-pub(crate) fn fault_fail_handle() -> bool {
-    // SAFETY: No preconditions: it only counts down an atomic of the shim's.
-    unsafe { shim::cepm_shim_fault_fail_handle() }
-}
-
-/// Fault injection: whether this push onto a listener's backlog is to fail as a failed
-/// atomic allocation would (debugfs's `fail_backlog_push_count`, 0 unless a test set it).
-pub(crate) fn fault_fail_backlog_push() -> bool {
-    // SAFETY: No preconditions: it only counts down an atomic of the shim's.
-    unsafe { shim::cepm_shim_fault_fail_backlog_push() }
 }
 
 /// Cancels the delayed work whose `work_struct` is `work` and waits until no instance of it
@@ -305,37 +263,37 @@ pub(crate) fn fault_fail_backlog_push() -> bool {
 /// for the call. The caller is in process context and holds no lock the work takes.
 pub(crate) unsafe fn cancel_delayed_work_sync(work: *mut c_void) -> bool {
     // SAFETY: The caller's requirements are the C function's.
-    unsafe { shim::cepm_shim_cancel_delayed_work_sync(work) }
+    unsafe { bindings::cepm_shim_cancel_delayed_work_sync(work) }
 }
 
 /// The `devices` module parameter: the RDMA devices to manage, comma-separated (empty: all).
 pub(crate) fn devices_param() -> &'static CStr {
     // SAFETY: The shim returns a static NUL-terminated buffer that is read-only once the
     // module is loaded (mode 0444, no setter runs after load).
-    unsafe { CStr::from_char_ptr(shim::cepm_shim_devices_param()) }
+    unsafe { CStr::from_char_ptr(bindings::cepm_shim_devices_param()) }
 }
 
 /// The numeric module parameters (`cepm_shim.c` declares them, so that they show in sysfs),
 /// as loaded.
-pub(crate) type Params = shim::cepm_params;
+pub(crate) type Params = bindings::cepm_params;
 
 /// The module parameters; they do not change once the module is loaded.
 pub(crate) fn params() -> Params {
     let mut out = Params::default();
     // SAFETY: `out` is writable; the shim only copies its static values into it.
-    unsafe { shim::cepm_shim_params(&mut out) };
+    unsafe { bindings::cepm_shim_params(&mut out) };
     out
 }
 
 /// The capabilities `/dev/cepm` asks about, as the current task has them in the initial user
 /// namespace.
-pub(crate) type Caps = shim::cepm_caps;
+pub(crate) type Caps = bindings::cepm_caps;
 
 /// The current task's [`Caps`].
 pub(crate) fn current_caps() -> Caps {
     let mut out = Caps::default();
     // SAFETY: `out` is writable; the shim only writes its two fields.
-    unsafe { shim::cepm_shim_current_caps(&mut out) };
+    unsafe { bindings::cepm_shim_current_caps(&mut out) };
     out
 }
 
@@ -344,7 +302,7 @@ pub(crate) fn current_caps() -> Caps {
 /// task's effective uid if there is none (docs/abi.md, "Privileges and limits").
 pub(crate) fn current_account() -> Kuid {
     // SAFETY: No preconditions: the shim reads the current task's own credentials.
-    let val = unsafe { shim::cepm_shim_current_account() };
+    let val = unsafe { bindings::cepm_shim_current_account() };
     Kuid::from_raw(kernel::bindings::kuid_t { val })
 }
 
@@ -355,11 +313,11 @@ pub(crate) fn current_account() -> Kuid {
 pub(crate) fn charge_to_current<T>(obj: &T) -> bool {
     // SAFETY: `obj` is a live reference, so the address is mapped for the call; the shim
     // charges only an address the slab allocator owns, and leaves any other alone.
-    unsafe { shim::cepm_shim_charge_current(core::ptr::from_ref(obj).cast()) }
+    unsafe { bindings::cepm_shim_charge_current(core::ptr::from_ref(obj).cast()) }
 }
 
 /// A random 32-bit value.
 pub(crate) fn random_u32() -> u32 {
     // SAFETY: No preconditions.
-    unsafe { shim::cepm_shim_random_u32() }
+    unsafe { kernel::bindings::get_random_u32() }
 }

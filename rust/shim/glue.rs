@@ -13,8 +13,8 @@ use core::{
 use kernel::{ffi::c_int, prelude::*, sync::Arc, types::ForeignOwnable};
 
 use super::{
-    rdma::IbDevice,
-    shim, //
+    bindings,
+    rdma::IbDevice, //
 };
 use crate::{
     context::Cm,
@@ -22,14 +22,14 @@ use crate::{
 };
 
 // The callbacks C calls must have exactly the signatures the header declares.
-const _: shim::cepm_add_device_fn = Some(cepm_rust_add_device);
-const _: shim::cepm_remove_device_fn = Some(cepm_rust_remove_device);
-const _: shim::cepm_rename_device_fn = Some(cepm_rust_rename_device);
-const _: shim::cepm_open_fn = Some(cepm_rust_open);
-const _: shim::cepm_release_fn = Some(cepm_rust_release);
-const _: shim::cepm_ioctl_fn = Some(cepm_rust_ioctl);
-const _: shim::cepm_read_fn = Some(cepm_rust_read);
-const _: shim::cepm_poll_fn = Some(cepm_rust_poll);
+const _: bindings::cepm_add_device_fn = Some(cepm_rust_add_device);
+const _: bindings::cepm_remove_device_fn = Some(cepm_rust_remove_device);
+const _: bindings::cepm_rename_device_fn = Some(cepm_rust_rename_device);
+const _: bindings::cepm_open_fn = Some(cepm_rust_open);
+const _: bindings::cepm_release_fn = Some(cepm_rust_release);
+const _: bindings::cepm_ioctl_fn = Some(cepm_rust_ioctl);
+const _: bindings::cepm_read_fn = Some(cepm_rust_read);
+const _: bindings::cepm_poll_fn = Some(cepm_rust_poll);
 
 /// `ib_client.add`.
 ///
@@ -38,7 +38,10 @@ const _: shim::cepm_poll_fn = Some(cepm_rust_poll);
 /// `cm` is the context of a registered [`super::CmRegistration::client`] and `device` a registered
 /// device; called only by the shim's client.
 #[no_mangle]
-unsafe extern "C" fn cepm_rust_add_device(cm: *mut c_void, device: *mut shim::ib_device) -> c_int {
+unsafe extern "C" fn cepm_rust_add_device(
+    cm: *mut c_void,
+    device: *mut bindings::ib_device,
+) -> c_int {
     // SAFETY: By the function's safety requirements `cm` came from `Arc::into_foreign`, and the
     // registration keeps it until the client is unregistered, which waits for this call.
     let cm = Arc::<Cm>::from(unsafe { <Arc<Cm> as ForeignOwnable>::borrow(cm) });
@@ -59,7 +62,7 @@ unsafe extern "C" fn cepm_rust_add_device(cm: *mut c_void, device: *mut shim::ib
 /// `cm` is the context of a registered [`super::CmRegistration::client`]; `device` was passed to
 /// a successful [`cepm_rust_add_device`]; called only by the shim.
 #[no_mangle]
-unsafe extern "C" fn cepm_rust_remove_device(cm: *mut c_void, device: *mut shim::ib_device) {
+unsafe extern "C" fn cepm_rust_remove_device(cm: *mut c_void, device: *mut bindings::ib_device) {
     // SAFETY: As in `cepm_rust_add_device`.
     let cm = unsafe { <Arc<Cm> as ForeignOwnable>::borrow(cm) };
     cm.devices.remove_device(device.cast());
@@ -73,7 +76,7 @@ unsafe extern "C" fn cepm_rust_remove_device(cm: *mut c_void, device: *mut shim:
 /// a successful [`cepm_rust_add_device`] and not yet to [`cepm_rust_remove_device`]; called
 /// only by the shim.
 #[no_mangle]
-unsafe extern "C" fn cepm_rust_rename_device(cm: *mut c_void, device: *mut shim::ib_device) {
+unsafe extern "C" fn cepm_rust_rename_device(cm: *mut c_void, device: *mut bindings::ib_device) {
     // SAFETY: As in `cepm_rust_add_device`.
     let cm = unsafe { <Arc<Cm> as ForeignOwnable>::borrow(cm) };
     let Some(ptr) = NonNull::new(device) else {
@@ -157,8 +160,8 @@ unsafe extern "C" fn cepm_rust_read(
 #[no_mangle]
 unsafe extern "C" fn cepm_rust_poll(
     ctx: *mut c_void,
-    file: *mut shim::file,
-    wait: *mut shim::poll_table_struct,
+    file: *mut bindings::file,
+    wait: *mut bindings::poll_table_struct,
 ) -> u32 {
     // SAFETY: By the function's safety requirements `ctx` is a live `Arc<CepmFile>`.
     let cepm_file = unsafe { Arc::<CepmFile>::borrow(ctx) };

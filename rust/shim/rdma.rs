@@ -22,7 +22,7 @@ use kernel::{
 };
 
 use super::{
-    shim,
+    bindings,
     MAD_SIZE, //
 };
 use crate::cep::Cep;
@@ -51,7 +51,7 @@ pub(crate) type DeviceName = [u8; 64];
 /// callback has not returned yet. Values are only created in `add`, and the registry drops them
 /// inside `remove`.
 pub(crate) struct IbDevice {
-    pub(super) ptr: NonNull<shim::ib_device>,
+    pub(super) ptr: NonNull<bindings::ib_device>,
 }
 
 // SAFETY: The shim functions called through `IbDevice` only read immutable device attributes
@@ -67,7 +67,7 @@ impl IbDevice {
     }
 
     /// The C pointer, to compare with [`IbDevice::is`].
-    pub(crate) fn as_ptr(&self) -> *mut shim::ib_device {
+    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_device {
         self.ptr.as_ptr()
     }
 
@@ -77,20 +77,22 @@ impl IbDevice {
     pub(crate) fn name(&self) -> DeviceName {
         let mut name = [0u8; 64];
         // SAFETY: The device is valid by the type invariant, and the buffer's length is passed.
-        unsafe { shim::cepm_shim_device_name(self.ptr.as_ptr(), name.as_mut_ptr(), name.len()) };
+        unsafe {
+            bindings::cepm_shim_device_name(self.ptr.as_ptr(), name.as_mut_ptr(), name.len())
+        };
         name
     }
 
     /// The device's node GUID: the CA GUID in CM messages.
     pub(crate) fn node_guid(&self) -> u64 {
         // SAFETY: The device is valid by the type invariant.
-        unsafe { shim::cepm_shim_device_node_guid(self.ptr.as_ptr()) }
+        unsafe { bindings::cepm_shim_device_node_guid(self.ptr.as_ptr()) }
     }
 
     /// The CA's local ACK delay exponent.
     pub(crate) fn ack_delay(&self) -> u8 {
         // SAFETY: The device is valid by the type invariant.
-        unsafe { shim::cepm_shim_device_ack_delay(self.ptr.as_ptr()) }
+        unsafe { bindings::cepm_shim_device_ack_delay(self.ptr.as_ptr()) }
     }
 
     /// The device's port numbers.
@@ -98,8 +100,8 @@ impl IbDevice {
         // SAFETY: The device is valid by the type invariant.
         let (start, end) = unsafe {
             (
-                shim::cepm_shim_start_port(self.ptr.as_ptr()),
-                shim::cepm_shim_end_port(self.ptr.as_ptr()),
+                bindings::cepm_shim_start_port(self.ptr.as_ptr()),
+                bindings::cepm_shim_end_port(self.ptr.as_ptr()),
             )
         };
         start..=end
@@ -108,13 +110,13 @@ impl IbDevice {
     /// Whether `port` speaks the IB CM protocol (InfiniBand or RoCE, not iWARP).
     pub(crate) fn port_has_ib_cm(&self, port: u32) -> bool {
         // SAFETY: The device is valid by the type invariant; the shim checks nothing else.
-        unsafe { shim::cepm_shim_port_has_ib_cm(self.ptr.as_ptr(), port) }
+        unsafe { bindings::cepm_shim_port_has_ib_cm(self.ptr.as_ptr(), port) }
     }
 
     /// Whether `port` runs RoCE.
     pub(crate) fn port_is_roce(&self, port: u32) -> bool {
         // SAFETY: The device is valid by the type invariant.
-        unsafe { shim::cepm_shim_port_is_roce(self.ptr.as_ptr(), port) }
+        unsafe { bindings::cepm_shim_port_is_roce(self.ptr.as_ptr(), port) }
     }
 }
 
@@ -126,7 +128,7 @@ impl IbDevice {
 /// The agent is registered for as long as the [`MadHandler`] holding this value has it
 /// attached: [`MadAgent`] attaches it after registration and detaches it (under the handler's
 /// lock) before unregistering.
-pub(crate) struct AttachedAgent(NonNull<shim::ib_mad_agent>);
+pub(crate) struct AttachedAgent(NonNull<bindings::ib_mad_agent>);
 
 // SAFETY: Posting sends on a registered agent is allowed from any thread.
 unsafe impl Send for AttachedAgent {}
@@ -147,13 +149,16 @@ impl AttachedAgent {
 ///
 /// The agent is registered for as long as `'a` lasts (the [`AttachedAgent`] it came from is
 /// attached to its port, and detaching it needs the lock the borrow holds).
-pub(crate) struct AgentRef<'a>(NonNull<shim::ib_mad_agent>, PhantomData<&'a AttachedAgent>);
+pub(crate) struct AgentRef<'a>(
+    NonNull<bindings::ib_mad_agent>,
+    PhantomData<&'a AttachedAgent>,
+);
 
 impl AgentRef<'_> {
     /// The high 32 bits of the TIDs of this agent's requests.
     pub(crate) fn hi_tid(&self) -> u32 {
         // SAFETY: The agent is registered by the type invariant.
-        unsafe { shim::cepm_shim_agent_hi_tid(self.0.as_ptr()) }
+        unsafe { bindings::cepm_shim_agent_hi_tid(self.0.as_ptr()) }
     }
 
     /// Sends `mad` once to the peer `to` describes, through an AH made for this send alone
@@ -194,7 +199,9 @@ impl AgentRef<'_> {
     pub(crate) fn gid(&self, index: u8) -> Result<[u8; 16]> {
         let mut gid = [0u8; 16];
         // SAFETY: The agent is registered by the type invariant; `gid` has room for 16 bytes.
-        to_result(unsafe { shim::cepm_shim_query_gid(self.0.as_ptr(), index, gid.as_mut_ptr()) })?;
+        to_result(unsafe {
+            bindings::cepm_shim_query_gid(self.0.as_ptr(), index, gid.as_mut_ptr())
+        })?;
         Ok(gid)
     }
 
@@ -205,7 +212,7 @@ impl AgentRef<'_> {
         let mut gid = [0u8; 16];
         // SAFETY: The agent is registered by the type invariant; `gid` has room for 16 bytes.
         to_result(unsafe {
-            shim::cepm_shim_query_source_gid(self.0.as_ptr(), index, gid.as_mut_ptr())
+            bindings::cepm_shim_query_source_gid(self.0.as_ptr(), index, gid.as_mut_ptr())
         })?;
         Ok(gid)
     }
@@ -213,14 +220,14 @@ impl AgentRef<'_> {
     /// Whether the agent's port has `gid` in its GID table (of any GID type).
     pub(crate) fn has_gid(&self, gid: &[u8; 16]) -> bool {
         // SAFETY: The agent is registered by the type invariant; `gid` is 16 readable bytes.
-        unsafe { shim::cepm_shim_agent_has_gid(self.0.as_ptr(), gid.as_ptr()) }
+        unsafe { bindings::cepm_shim_agent_has_gid(self.0.as_ptr(), gid.as_ptr()) }
     }
 
     /// An address handle on the agent's port for the peer `info` describes, for one send.
     /// Never sleeps.
     fn create_ah(&self, info: &AhInfo) -> Result<AddressHandle> {
         // SAFETY: The agent is registered by the type invariant; `info` is readable.
-        let ah = from_err_ptr(unsafe { shim::cepm_shim_create_ah(self.0.as_ptr(), info) })?;
+        let ah = from_err_ptr(unsafe { bindings::cepm_shim_create_ah(self.0.as_ptr(), info) })?;
         let ptr = NonNull::new(ah).ok_or(EINVAL)?;
         // INVARIANT: `rdma_create_ah` returned a new AH that only we reference.
         Ok(AddressHandle { ptr })
@@ -258,7 +265,7 @@ pub(crate) unsafe trait MadHandler: Send + Sync + Sized + 'static {
 /// attached to the handler behind `handler`, a reference obtained from
 /// [`Arc::into_foreign`], owned by this value and released after unregistration.
 pub(crate) struct MadAgent<H: MadHandler> {
-    agent: NonNull<shim::ib_mad_agent>,
+    agent: NonNull<bindings::ib_mad_agent>,
     handler: *mut c_void,
     role: AgentRole,
     _handler: PhantomData<Arc<H>>,
@@ -288,8 +295,8 @@ pub(crate) enum AgentRole {
 
 impl<H: MadHandler> MadAgent<H> {
     /// The callbacks C calls, checked against the header's typedefs.
-    const RECV: shim::cepm_recv_mad_fn = Some(Self::recv_callback);
-    const SEND_DONE: shim::cepm_send_done_fn = Some(Self::send_done_callback);
+    const RECV: bindings::cepm_recv_mad_fn = Some(Self::recv_callback);
+    const SEND_DONE: bindings::cepm_send_done_fn = Some(Self::send_done_callback);
 
     /// Registers the agent; for [`AgentRole::Cm`], its received MADs go to
     /// [`MadHandler::mad_received`] of `handler`.
@@ -305,7 +312,7 @@ impl<H: MadHandler> MadAgent<H> {
         // SAFETY: The device is valid by its type invariant; `ctx` stays valid until we call
         // `from_foreign` on it below or in `drop`, and the callbacks expect an `Arc<H>`'s.
         let agent = from_err_ptr(unsafe {
-            shim::cepm_shim_agent_register(
+            bindings::cepm_shim_agent_register(
                 device.ptr.as_ptr(),
                 port_num,
                 role == AgentRole::SendOnly,
@@ -345,8 +352,8 @@ impl<H: MadHandler> MadAgent<H> {
     /// bytes, both for the duration of the call.
     unsafe extern "C" fn recv_callback(
         ctx: *mut c_void,
-        agent: *mut shim::ib_mad_agent,
-        recv: *mut shim::ib_mad_recv_wc,
+        agent: *mut bindings::ib_mad_agent,
+        recv: *mut bindings::ib_mad_recv_wc,
         mad: *const u8,
         len: usize,
     ) {
@@ -396,7 +403,7 @@ impl<H: MadHandler> Drop for MadAgent<H> {
         handler.attach_agent(self.role, None);
         // SAFETY: The agent is registered by the type invariant; unregistering flushes its
         // sends and waits until no callback runs, so nothing uses the context afterwards.
-        unsafe { shim::cepm_shim_agent_unregister(self.agent.as_ptr()) };
+        unsafe { bindings::cepm_shim_agent_unregister(self.agent.as_ptr()) };
         // SAFETY: By the type invariant `handler` came from `Arc::into_foreign` and is ours.
         drop(unsafe { Arc::<H>::from_foreign(self.handler) });
     }
@@ -412,7 +419,7 @@ impl<H: MadHandler> Drop for MadAgent<H> {
 ///
 /// `ptr` is a live AH owned by this value.
 pub(super) struct AddressHandle {
-    ptr: NonNull<shim::ib_ah>,
+    ptr: NonNull<bindings::ib_ah>,
 }
 
 // SAFETY: Destroying an AH is allowed from any thread, in any context.
@@ -422,12 +429,12 @@ impl Drop for AddressHandle {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the AH is live and ours; the one send that used it
         // holds it (in its `InFlight`) until it completes, so none is pending.
-        unsafe { shim::cepm_shim_destroy_ah(self.ptr.as_ptr()) };
+        unsafe { bindings::cepm_shim_destroy_ah(self.ptr.as_ptr()) };
     }
 }
 
 /// Where an address handle points: the shim's `struct cepm_ah_info`.
-pub(crate) type AhInfo = shim::cepm_ah_info;
+pub(crate) type AhInfo = bindings::cepm_ah_info;
 
 /// The CEP waiting for a retried send's outcome, and which of its sends this is.
 pub(crate) struct SendOwner {
@@ -455,7 +462,7 @@ pub(super) struct InFlight {
 /// `buf` is a send buffer of the MAD layer, for the send numbered `seq` of its owner. Only
 /// [`AgentRef::send_retried`] creates values, and it hands them to the [`SendOwner`]'s CEP.
 pub(crate) struct OutstandingSend {
-    buf: NonNull<shim::ib_mad_send_buf>,
+    buf: NonNull<bindings::ib_mad_send_buf>,
     seq: u64,
 }
 
@@ -479,7 +486,7 @@ impl OutstandingSend {
     /// from it under this hold of the lock: the completion has not run, so the buffer is live.
     pub(crate) unsafe fn cancel(&self) {
         // SAFETY: The buffer is live (function safety requirement).
-        unsafe { shim::cepm_shim_cancel_mad(self.buf.as_ptr()) };
+        unsafe { bindings::cepm_shim_cancel_mad(self.buf.as_ptr()) };
     }
 
     /// Waits `timeout_ms` for the answer from now on (the peer sent an MRA).
@@ -489,7 +496,7 @@ impl OutstandingSend {
     /// As for [`OutstandingSend::cancel`].
     pub(crate) unsafe fn extend(&self, timeout_ms: u32) -> Result {
         // SAFETY: The buffer is live (function safety requirement).
-        to_result(unsafe { shim::cepm_shim_modify_mad(self.buf.as_ptr(), timeout_ms) })
+        to_result(unsafe { bindings::cepm_shim_modify_mad(self.buf.as_ptr(), timeout_ms) })
     }
 }
 
@@ -500,14 +507,14 @@ impl OutstandingSend {
 ///
 /// `agent` is a registered agent.
 unsafe fn post_mad(
-    agent: NonNull<shim::ib_mad_agent>,
+    agent: NonNull<bindings::ib_mad_agent>,
     ah: AddressHandle,
     mad: &[u8; MAD_SIZE],
     timeout_ms: u32,
     retries: u8,
     owner: Option<SendOwner>,
     may_sleep: bool,
-) -> Result<NonNull<shim::ib_mad_send_buf>> {
+) -> Result<NonNull<bindings::ib_mad_send_buf>> {
     let flags = send_alloc_flags(may_sleep);
     let ah_ptr = ah.ptr.as_ptr();
     let timeout = c_int::try_from(timeout_ms).map_err(|_| EINVAL)?;
@@ -515,7 +522,7 @@ unsafe fn post_mad(
     // SAFETY: `agent` is registered (function safety requirement), `ah_ptr` is kept alive by
     // `ctx`, which the MAD layer owns until the send completion callback, and `mad` is 256 bytes.
     let sent = from_err_ptr(unsafe {
-        shim::cepm_shim_send_mad(
+        bindings::cepm_shim_send_mad(
             agent.as_ptr(),
             ah_ptr,
             0,
@@ -544,8 +551,8 @@ unsafe fn post_mad(
 /// `agent` is the registered agent that received `recv`, and `recv` is the MAD layer's receive
 /// work completion, both valid for `'a`.
 pub(crate) struct ReceivedMad<'a> {
-    pub(super) agent: NonNull<shim::ib_mad_agent>,
-    pub(super) recv: NonNull<shim::ib_mad_recv_wc>,
+    pub(super) agent: NonNull<bindings::ib_mad_agent>,
+    pub(super) recv: NonNull<bindings::ib_mad_recv_wc>,
     pub(super) bytes: &'a [u8],
 }
 
@@ -559,7 +566,7 @@ impl ReceivedMad<'_> {
     pub(crate) fn reply(&self, mad: &[u8; MAD_SIZE]) -> Result {
         // SAFETY: Both pointers are valid during the callback by the type invariant.
         let ah = from_err_ptr(unsafe {
-            shim::cepm_shim_recv_reply_ah(self.agent.as_ptr(), self.recv.as_ptr())
+            bindings::cepm_shim_recv_reply_ah(self.agent.as_ptr(), self.recv.as_ptr())
         })?;
         let ptr = NonNull::new(ah).ok_or(EINVAL)?;
         // INVARIANT: `ib_create_ah_from_wc` returned a new AH that only we reference.
@@ -575,7 +582,7 @@ impl ReceivedMad<'_> {
         // SAFETY: Both pointers are valid during the callback by the type invariant; `info`
         // is writable.
         to_result(unsafe {
-            shim::cepm_shim_recv_reply_info(self.agent.as_ptr(), self.recv.as_ptr(), &mut info)
+            bindings::cepm_shim_recv_reply_info(self.agent.as_ptr(), self.recv.as_ptr(), &mut info)
         })?;
         Ok(info)
     }
