@@ -7,7 +7,8 @@
 //!
 //! Files, one concept each:
 //! - [`shim`]: the only FFI: safe wrappers over the C shim (`cepm_shim.h`), with its children
-//!   `shim/rdma.rs` (RDMA abstractions) and `shim/glue.rs` (the entry points C calls);
+//!   `shim/rdma.rs` (RDMA abstractions), `shim/glue.rs` (the entry points C calls) and
+//!   `shim/fault.rs` (fault points for tests);
 //! - [`context`]: the CM, which owns everything shared between connections;
 //! - [`devices`]: the managed devices, added and removed by the `ib_client` callbacks;
 //! - [`device`] and [`port`]: one managed device and its CM ports;

@@ -273,7 +273,7 @@ pub(crate) fn devices_param() -> &'static CStr {
     unsafe { CStr::from_char_ptr(bindings::cepm_shim_devices_param()) }
 }
 
-/// The numeric module parameters (`cepm_shim.c` declares them, so that they show in sysfs),
+/// The numeric module parameters (`cepm_params.c` declares them, so that they show in sysfs),
 /// as loaded.
 pub(crate) type Params = bindings::cepm_params;
 
