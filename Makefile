@@ -14,7 +14,7 @@
 #   make stress    connection storms of 10^6 iterations per topology (CEPM_STORM_ITERATIONS)
 #   make install   cepm.ko (for KDIR's kernel), cepmctl, the udev rule, cepm's librdmacm.so.1
 #                  and cepm-run; DESTDIR, PREFIX
-#   make demo      boot the VM and show the module live
+#   make demo      boot the VM and show cepm live: cepmctl, rdma-core's rping over cepm's librdmacm
 #   make bench     connect/disconnect timings, cepm against the stock CM (out/bench.md)
 #   make lint      cepm.ko under clippy (CLIPPY=1), cargo clippy on the host crates, fmt-check
 #   make fmt-check every Rust file formatted as rustfmt.toml (the kernel's settings) says
