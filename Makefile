@@ -3,7 +3,8 @@
 #
 #   make deps      install build/test dependencies (idempotent)
 #   make kernel    build the cached test kernel (~/.cache/cepm/linux-*)
-#   make           build cepm.ko against KDIR (default: the cached kernel)
+#   make           build cepm.ko against KDIR (default: the cached kernel), into
+#                  out/kbuild/<KDIR's name>/ (OBJDIR)
 #   make user      build the userspace crate, cepmctl and cepm's librdmacm.so.1
 #   make host-test host-side Rust tests
 #   make selftest  boot the test kernel and run every selftest in it (scripts/selftest.sh)
@@ -13,9 +14,9 @@
 #   make stress    connection storms of 10^6 iterations per topology (CEPM_STORM_ITERATIONS)
 #   make install   cepm.ko (for KDIR's kernel), cepmctl, the udev rule, cepm's librdmacm.so.1
 #                  and cepm-run; DESTDIR, PREFIX
-#   make demo      boot the VM and show the module live
+#   make demo      boot the VM and show cepm live: cepmctl, rdma-core's rping over cepm's librdmacm
 #   make bench     connect/disconnect timings, cepm against the stock CM (out/bench.md)
-#   make lint      cepm.ko under clippy (CLIPPY=1), cargo clippy on the host crates, fmt-check
+#   make lint      the docs check, cepm.ko under clippy (CLIPPY=1), cargo clippy, fmt-check
 #   make fmt-check every Rust file formatted as rustfmt.toml (the kernel's settings) says
 #   make fmt       format them
 
@@ -33,6 +34,15 @@ endif
 # Any CONFIG_RUST tree built with this machine's rustc works; the cached one is the default.
 KDIR ?= $(shell cat $(CEPM_CACHE)/current-kernel 2>/dev/null)
 
+# Each kernel tree gets an object directory of its own (kbuild's MO=, "Building External
+# Modules" in the kernel's Documentation/kbuild/modules.rst): a build for one kernel never reads
+# the objects, bindings and dependency files made for another, whose dependency lists name
+# files in that other kernel's tree for make to remake there.  Named after the tree's real path,
+# so that the /lib/modules/*/build links of two kernels get two directories (scripts/common.sh's
+# cepm_objdir says the same).
+OBJDIR ?= $(CURDIR)/out/kbuild/$(notdir $(realpath $(KDIR)))
+MODULE_MAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(OBJDIR)
+
 CARGO ?= cargo
 
 .PHONY: all module deps kernel user host-test selftest selftest-progs check check-kasan stress demo bench lint fmt fmt-check clean need-kdir install
@@ -44,16 +54,15 @@ need-kdir:
 		{ echo "No built kernel tree: run 'make kernel' or pass KDIR=<built CONFIG_RUST tree>"; exit 1; }
 
 module: need-kdir
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	$(MODULE_MAKE) modules
 
 lint: need-kdir fmt-check
 	scripts/check-docs.sh
-	$(MAKE) -C $(KDIR) M=$(CURDIR) CLIPPY=1 modules
+	$(MODULE_MAKE) CLIPPY=1 modules
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Every Rust source of ours (the module, proto/ with its fuzz targets, cepm/, cepmctl/, rdmacm/),
-# not the generated bindings.
-RUST_SOURCES = $(shell find rust proto cepm cepmctl rdmacm -name '*.rs' -not -path '*/target/*' -not -name '*_bindings.rs')
+# Every Rust source of ours: the module, proto/ with its fuzz targets, cepm/, cepmctl/, rdmacm/.
+RUST_SOURCES = $(shell find rust proto cepm cepmctl rdmacm -name '*.rs' -not -path '*/target/*')
 
 fmt-check:
 	@echo "rustfmt --check: $(words $(RUST_SOURCES)) files"
@@ -143,7 +152,7 @@ stress: module user selftest-progs
 # "Privileges and limits").
 PREFIX ?= /usr/local
 install: module user
-	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) modules_install
+	$(MODULE_MAKE) INSTALL_MOD_PATH=$(DESTDIR) modules_install
 	install -D -m 0755 target/release/cepmctl $(DESTDIR)$(PREFIX)/bin/cepmctl
 	install -D -m 0644 udev/90-cepm.rules $(DESTDIR)/etc/udev/rules.d/90-cepm.rules
 	install -D -m 0755 out/rdmacm/librdmacm.so.1 $(DESTDIR)$(PREFIX)/lib/cepm/librdmacm.so.1
@@ -155,7 +164,7 @@ demo:
 bench:
 	scripts/bench.sh
 
+# Every kernel's object directory; the checkout itself holds no build products.
 clean:
-	-[ -n "$(KDIR)" ] && $(MAKE) -C $(KDIR) M=$(CURDIR) clean
-	rm -f rust/shim_bindings.rs rust/uapi_bindings.rs
+	rm -rf out/kbuild
 	$(CARGO) clean

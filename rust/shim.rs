@@ -71,7 +71,7 @@ mod bindings {
     use kernel::ffi;
     use pin_init::MaybeZeroable;
 
-    include!("shim_bindings.rs");
+    include!(concat!(env!("CEPM_OBJTREE"), "/rust/shim_bindings.rs"));
 }
 
 /// Size of a MAD: CM messages are exactly one.

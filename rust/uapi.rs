@@ -22,7 +22,7 @@ mod raw {
     use kernel::ffi;
     use pin_init::MaybeZeroable;
 
-    include!("uapi_bindings.rs");
+    include!(concat!(env!("CEPM_OBJTREE"), "/rust/uapi_bindings.rs"));
 }
 
 pub(crate) use raw::*;

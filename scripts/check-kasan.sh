@@ -70,15 +70,11 @@ summary=()
 kasan_kdir=
 kasan_kernel() { kasan_kdir=$(scripts/kasan.sh kernel | tail -n 1) && [ -f "$kasan_kdir/.cepm-built" ]; }
 
-src=$CEPM_ROOT/out/kasan/src
 kasan_module() {
-	# The module's sources only, what Kbuild reads, into a fresh copy: not the objects and
-	# generated bindings of the default build, made for another kernel's flags.
-	rm -rf "$src"
-	mkdir -p "$src"
-	rsync -a --exclude target --exclude "*.o" --exclude ".*.cmd" --exclude "*_bindings.rs" \
-		Kbuild rust include scripts proto "$src/"
-	scripts/kasan.sh run make -C "$kasan_kdir" M="$src" LLVM=-19 modules
+	# In the KASAN tree's own object directory (the Makefile's OBJDIR), where scripts/vm
+	# finds it for that KDIR.
+	scripts/kasan.sh run make -C "$kasan_kdir" M="$CEPM_ROOT" MO="$(cepm_objdir "$kasan_kdir")" \
+		LLVM=-19 modules
 }
 
 step deps scripts/deps.sh
@@ -96,7 +92,7 @@ step progs make --no-print-directory selftest-progs
 # is stopped, and the step fails: a KASAN guest's boot can stall for the better part of an
 # hour with nothing in the log to say so, and the lane would otherwise wait for it.
 kasan_selftests() {
-	KDIR=$kasan_kdir CEPM_KO=$src/cepm.ko CEPM_VM_MEMORY=${CEPM_VM_MEMORY:-4G} \
+	KDIR=$kasan_kdir CEPM_VM_MEMORY=${CEPM_VM_MEMORY:-4G} \
 		CEPM_VM_APPEND="no5lvl kasan_multi_shot" CEPM_VM_CONSOLE=1 \
 		scripts/vm -- env CEPM_LIMIT_SCALE="${CEPM_LIMIT_SCALE:-25}" \
 		CEPM_MAD_FUZZ_COUNT="${CEPM_MAD_FUZZ_COUNT:-1000000}" \

@@ -79,3 +79,6 @@ cepm_kdir() {
 	[ -r "$f" ] || return 1
 	cat "$f"
 }
+
+# cepm_objdir KDIR: where `make module KDIR=KDIR` builds cepm.ko (the Makefile's OBJDIR).
+cepm_objdir() { echo "$CEPM_ROOT/out/kbuild/$(basename "$(realpath "$1")")"; }

@@ -17,7 +17,7 @@ setup() {
 		echo "vm-guest: ib_cm is loaded; cepm cannot own the CM class" >&2
 		return 1
 	fi
-	insmod "${CEPM_KO:-$CEPM_ROOT/cepm.ko}"
+	insmod "${CEPM_KO:?the cepm.ko to load (scripts/vm sets it)}"
 }
 
 # Under TCG a process start costs 0.1 to 0.3 s, and a good part of it is virtio-fs round trips:

@@ -101,7 +101,7 @@ baseline_tagged_pids() {
 }
 
 # cepm with default parameters: what vm-guest.sh loads.
-baseline_load_cepm() { insmod "${CEPM_KO:-$CEPM_ROOT/cepm.ko}"; }
+baseline_load_cepm() { insmod "$CEPM_KO"; }
 
 # Returns once rxe0 is in cepm's port list, where the next test expects it (10 s at most).
 baseline_await_rxe0() {

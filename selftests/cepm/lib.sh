@@ -23,7 +23,7 @@ __ktap_test() {
 }
 
 CEPMCTL=${CEPMCTL:-$CEPM_ROOT/target/release/cepmctl}
-CEPM_KO=${CEPM_KO:-$CEPM_ROOT/cepm.ko}
+# CEPM_KO, the cepm.ko to load, comes from scripts/vm (the one built for the running kernel).
 RXE_DEV=${RXE_DEV:-rxe0}
 RXE_NETDEV=${RXE_NETDEV:-veth0}
 
