@@ -5,8 +5,8 @@
 # (scripts/kasan.sh).  Not part of `make check`: a cold run builds that kernel first (about 40
 # minutes on 2 cores), and the tests run five to six times slower than on the GCC kernel.
 #
-# The module is built for that kernel in the chroot, in a copy of the sources under
-# out/kasan/, so the repository's own cepm.ko (for the default kernel) stays as it is.
+# The module is built for that kernel in the chroot, into that kernel's own object directory
+# (out/kbuild/<tree>/, as every module build), so the build for the default kernel is untouched.
 #
 # The whole lane takes about 85 minutes in one boot on a 2-core TCG host; it also runs in four
 # parts, which together run every selftest of `selftests/run.sh --list` once
