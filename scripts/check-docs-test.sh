@@ -69,8 +69,8 @@ docs/bad.md:3: missing scripts/gone.sh
 docs/bad.md:4: missing out/exp/probe.sh
 docs/bad.md:4: missing out/run3-check.log
 docs/bad.md:5: missing out/notes-3.md
-docs/bad.md:11: missing selftests/gone.sh
-docs/bad.md:12: missing out/stop43/cepm.ko
+docs/bad.md:12: missing selftests/gone.sh
+docs/bad.md:13: missing out/stop43/cepm.ko
 docs/bad.md:6: missing rust/cepm_bindings.rs
 docs/bad.md:7: missing Makefile
 docs/bad.md:7: missing cepm/src/gone.rs

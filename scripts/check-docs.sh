@@ -3,20 +3,22 @@
 #   scripts/check-docs.sh [ROOT]      ROOT: the tree to check (default: this repository)
 # Prints every failure as FILE:LINE: missing PATH and exits 1 if there is one.
 #
-# What is checked, outside fenced code blocks:
+# What is checked:
 # - Every relative markdown link, [text](target) or a reference definition [label]: target,
 #   resolved against the file's directory (a leading / against ROOT), without its #anchor or
 #   ?query, must name a file or directory of the tree.  Links with a scheme (http:, https:,
 #   mailto:...) and links to an anchor of the same page are not checked.
 # - Every path of ours cited in backticks must exist.  A backticked token is one of ours if
-#   its first component is one of the repository's top-level directories: rust, proto,
+#   its first component is one of the repository's top-level directories: rust, proto, cepm,
 #   cepmctl, rdmacm, scripts, selftests, docs, udev, .ci, or include/uapi and include/cepm_*
-#   (include/uapi/cepm*; include/rdma/ and include/uapi/rdma/ are Linux's).  Linux's own files
-#   under the names we share (FOREIGN below: `rust/kernel/`, `scripts/checkpatch.pl`...) are
-#   not ours; rdma-core's (`librdmacm/cma.c`) and Linux's other paths
-#   (`drivers/infiniband/core/cm.c`) fail the first-component test.  `path:function`,
-#   `path (function)` and a selftest entry `path@topology` check the path; other tokens with a
-#   space, and glob-ish ones (*, <, {, $, ...), are not paths and are skipped.
+#   (include/uapi/cepm*; include/rdma/ and include/uapi/rdma/ are Linux's), or it is one of
+#   the top-level files (Kbuild, Makefile, Cargo.toml...).  Linux's own files under the names
+#   we share (FOREIGN below: `rust/kernel/`, `scripts/checkpatch.pl`...) are not ours;
+#   rdma-core's (`librdmacm/cma.c`) and Linux's other paths (`drivers/infiniband/core/cm.c`)
+#   fail the first-component test.  `path:function`, `path (function)` and a selftest entry
+#   `path@topology` check the path; in a command (a token with spaces), each word with a / is
+#   checked the same way; glob-ish tokens (*, <, {, $, ...) are not paths and are skipped.
+# - Fenced code blocks hold commands: each word with a / in them is checked as above.
 # - A path in the tree counts only if git does not ignore it: a build product there (target/,
 #   a .ko) is not something a reader of the repository has.
 # - out/ holds what commands write, never a committed file.  A citation of a path under out/
@@ -37,7 +39,6 @@ OUT_PRODUCTS=(
 	out/check-selftest.log            # make check (scripts/check-vm-log.sh --selftest)
 	'out/selftest-*.log'              # make selftest, with guests side by side: one a guest
 	out/check-kasan.ktap              # make check-kasan: the guest's KTAP as it runs
-	out/kasan 'out/kasan/*'           # make check-kasan: the module built for the KASAN kernel
 	out/artefacts/interop-rping.pcap  # interop_rping.sh (make selftest): its capture
 )
 # Linux's files under the names of our top-level directories: cited, never ours.
@@ -60,6 +61,15 @@ fi
 # code (a backticked token) or out (a path under out/, wherever it stands in the line).
 citations() {
 	awk -v OFS='\t' '
+	# Every path under out/ in S, wherever it stands.
+	function outs(s,    t) {
+		while (match(s, /(^|[^A-Za-z0-9_.~\/-])out\/[^ \t)\]>,;:"'\'']*/)) {
+			t = substr(s, RSTART, RLENGTH)
+			s = substr(s, RSTART + RLENGTH)
+			sub(/^[^o]*/, "", t); sub(/[.]+$/, "", t)
+			print FILENAME, FNR, "out", t
+		}
+	}
 	FNR == 1 { fence = "" }
 	{
 		line = $0
@@ -68,7 +78,13 @@ citations() {
 			if (fence == "") fence = mark; else if (fence == mark) fence = ""
 			next
 		}
-		if (fence != "") next
+		if (fence != "") {
+			# A code block: its commands, word by word.
+			outs(line)
+			n = split(line, w, /[ \t]+/)
+			for (i = 1; i <= n; i++) if (w[i] ~ /\//) print FILENAME, FNR, "word", w[i]
+			next
+		}
 		if (match(line, /^ ? ? ?\[[^]]+\]:[ \t]*[^ \t]+/)) {
 			t = substr(line, RSTART, RLENGTH); sub(/^[^]]*\]:[ \t]*/, "", t)
 			print FILENAME, FNR, "link", t
@@ -85,13 +101,7 @@ citations() {
 				sub(/^[ \t]*</, "", t); sub(/[ \t].*$/, "", t); sub(/>$/, "", t)
 				print FILENAME, FNR, "link", t
 			}
-			s = seg[i]
-			while (match(s, /(^|[^A-Za-z0-9_.~\/-])out\/[^ \t)\]>,;:"'\'']*/)) {
-				t = substr(s, RSTART, RLENGTH)
-				s = substr(s, RSTART + RLENGTH)
-				sub(/^[^o]*/, "", t); sub(/[.]+$/, "", t)
-				print FILENAME, FNR, "out", t
-			}
+			outs(seg[i])
 		}
 	}' "$@"
 }
@@ -110,9 +120,10 @@ in_list() {
 # ours TOKEN: TOKEN names a path of this repository (by its first component).
 ours() {
 	case $1 in
-	rust | rust/* | proto | proto/* | cepmctl | cepmctl/* | rdmacm | rdmacm/* | scripts | scripts/* | \
-		selftests | selftests/* | docs | docs/* | udev | udev/* | .ci | .ci/* | \
-		include/uapi | include/uapi/ | include/uapi/cepm* | include/cepm_*) ;;
+	rust | rust/* | proto | proto/* | cepm/* | cepmctl | cepmctl/* | rdmacm | rdmacm/* | \
+		scripts | scripts/* | selftests | selftests/* | docs | docs/* | udev | udev/* | .ci | .ci/* | \
+		include/uapi | include/uapi/ | include/uapi/cepm* | include/cepm_* | \
+		Kbuild | Makefile | Cargo.toml | Cargo.lock | rustfmt.toml) ;;
 	*) return 1 ;;
 	esac
 	! in_list "$1" "${FOREIGN[@]}"
@@ -135,6 +146,20 @@ check() {
 	else
 		fail "$file" "$line" "$3"
 	fi
+}
+
+# check_token FILE LINE TOKEN: TOKEN, if it names a path of ours, exists.
+check_token() {
+	local tok=${3#./}
+	tok=${tok%%:*}  # `path:function`
+	tok=${tok%%@*}  # `test.sh@topology`
+	tok=${tok%%#*}
+	case $tok in
+	out | out/*) return ;;  # its out/ paths have records of their own
+	*[*\<\>{}\$\[]* | *…* | *...*) return ;;
+	esac
+	ours "$tok" || return 0
+	check "$1" "$2" "$tok"
 }
 
 cd "$root"
@@ -170,18 +195,20 @@ while IFS=$'\t' read -r file line kind text; do
 		if [[ $tok =~ ^([^[:space:]]+)\ \([^[:space:]\(\)]+(\(\))?\)$ ]]; then
 			tok=${BASH_REMATCH[1]}
 		fi
-		[[ $tok != *[[:space:]]* ]] || continue
-		tok=${tok%%:*}  # `path:function`
-		tok=${tok%%@*}  # `test.sh@topology`
-		tok=${tok%%#*}
-		case $tok in
-		out | out/*) continue ;;  # its out/ paths have records of their own
-		esac
-		case $tok in
-		*[*\<\>{}\$\[]* | *…* | *...*) continue ;;
-		esac
-		ours "$tok" || continue
-		check "$file" "$line" "$tok"
+		if [[ $tok == *[[:space:]]* ]]; then
+			# A command: the words that name a path.
+			read -ra words <<<"$tok"
+			for w in "${words[@]}"; do
+				[[ $w != */* ]] || check_token "$file" "$line" "$w"
+			done
+		else
+			check_token "$file" "$line" "$tok"
+		fi
+		;;
+	word)
+		w=${text#[(\"\']}
+		w=${w%%[),;\"\']*}
+		check_token "$file" "$line" "$w"
 		;;
 	esac
 done < <(citations "${docs[@]}")
