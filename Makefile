@@ -61,8 +61,9 @@ lint: need-kdir fmt-check
 	$(MODULE_MAKE) CLIPPY=1 modules
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Every Rust source of ours: the module, proto/ with its fuzz targets, cepm/, cepmctl/, rdmacm/.
-RUST_SOURCES = $(shell find rust proto cepm cepmctl rdmacm -name '*.rs' -not -path '*/target/*')
+# Every Rust source of ours (the module, proto/ with its fuzz targets, cepm/, cepmctl/, rdmacm/),
+# not bindings that a build in the source tree (plain `make -C KDIR M=...`) generates.
+RUST_SOURCES = $(shell find rust proto cepm cepmctl rdmacm -name '*.rs' -not -path '*/target/*' -not -name '*_bindings.rs')
 
 fmt-check:
 	@echo "rustfmt --check: $(words $(RUST_SOURCES)) files"
@@ -167,4 +168,6 @@ bench:
 # Every kernel's object directory; the checkout itself holds no build products.
 clean:
 	rm -rf out/kbuild
+	-[ -n "$(KDIR)" ] && $(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -f rust/shim_bindings.rs rust/uapi_bindings.rs
 	$(CARGO) clean
