@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Middleware that RDMA users deploy, unmodified, with cepm's librdmacm on both ends: libfabric's
+# fi_pingpong (libfabric-bin; the verbs provider's MSG endpoints, which connect through
+# librdmacm). Its server's fi_getinfo binds an ID to 127.0.0.1 to learn its domain, as the
+# verbs provider's vrb_get_rai_id does, which rdma_cm takes as a wildcard bind. The two ends
+# exchange 10 messages of 4 KiB each way. In the loopback topology both ends are on rxe0; in
+# two-hosts the server runs in the peer namespace on rxe1. Afterwards no CEP is left.
+. "$(dirname "$0")/lib.sh"
+need_root
+ktap_print_header
+command -v fi_pingpong >/dev/null || { ktap_skip_all "fi_pingpong missing (libfabric-bin)"; exit "$KSFT_SKIP"; }
+LIB=$CEPM_ROOT/out/rdmacm
+[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
+ktap_set_plan 4
+
+out=$CEPM_ROOT/out/middleware.$$
+trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
+ktap_check "topology $TOPOLOGY is up" topology_up
+case $TOPOLOGY in
+two-hosts) ADDR=10.77.0.2 ;;
+*) ADDR=10.77.0.1 ;;
+esac
+OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
+ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
+
+# fi_pingpong's server listens on its TCP control port (47592) before it opens any endpoint.
+FI_CTRL_PORT=47592
+ctrl_listens() { "${SERVER[@]}" ss -Hltn "sport = :$FI_CTRL_PORT" | grep -q .; }
+FI=(fi_pingpong -p verbs -e msg -I 10 -S 4096)
+tool_pair fabric ctrl_listens -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "${FI[@]}" -d "$SERVER_DEV" -- \
+	"${OVER_CEPM[@]}" timeout 120 "${FI[@]}" -d "$RXE_DEV" $ADDR
+ktap_check "fi_pingpong -> fi_pingpong: both exit 0 ($crc, $src)" sh -c "test $crc = 0 && test $src = 0"
+# Its table: size, sent, acknowledged ("=10"), ...
+acked() { awk '$1 == "4k" && $2 == 10 && $3 == "=10" { ok = 1 } END { exit !ok }' "$out.fabric-$1"; }
+both_acked() { acked c && acked s; }
+ktap_check "... 10 messages of 4 KiB each way, acknowledged on both ends" both_acked
+
+kill $(jobs -p) 2>/dev/null
+wait 2>/dev/null
+ktap_check "no CEP is left once both ends have exited" wait_until 60 ceps_are 0
+ktap_finished
