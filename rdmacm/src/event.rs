@@ -25,6 +25,7 @@ use crate::{
     device,
     id::{Id, Phase},
     qp::{self, Depths},
+    resolve::address,
     sys, ud,
 };
 
@@ -262,7 +263,7 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
     // A listener on a given address takes only the REQs for it; one on a wildcard of one
     // family takes the other family's too unless AFONLY says otherwise.
     if let Some(local) = listen_local {
-        let wildcard = local.ip().is_unspecified();
+        let wildcard = address::is_any_addr(local.ip());
         let family_ok = !af_only || local.is_ipv4() == dst.is_ipv4();
         if (!wildcard && local.ip() != dst) || !family_ok {
             return refuse(cepm_sys::CEPM_REJ_INVALID_SERVICE_ID as u16);

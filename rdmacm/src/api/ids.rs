@@ -181,7 +181,7 @@ pub unsafe extern "C" fn rdma_bind_addr(
     if this.state().phase != Phase::Idle || this.state().local.is_some() {
         return errno::fail(libc::EINVAL);
     }
-    if !addr.ip().is_unspecified() {
+    if !address::is_any_addr(addr.ip()) {
         if let Err(e) = attach_device(this, addr.ip()) {
             return errno::fail(e);
         }
@@ -234,7 +234,7 @@ pub unsafe extern "C" fn rdma_resolve_addr(
     this.set_address(false, dst);
     let idp = this.as_ptr();
     let timeout = Duration::from_millis(u64::try_from(timeout_ms.max(1)).unwrap_or(1));
-    let source = src.map(|s| s.ip()).filter(|ip| !ip.is_unspecified());
+    let source = src.map(|s| s.ip()).filter(|ip| !address::is_any_addr(*ip));
     let outcome = address::resolve(dst.ip(), source, timeout)
         .map_err(errno::of_io)
         .and_then(|r| {

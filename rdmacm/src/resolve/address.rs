@@ -29,6 +29,13 @@ pub(crate) struct Resolved {
     pub(crate) mtu: u8,
 }
 
+/// Whether a bound address names no device: the unspecified address, or a loopback one, which
+/// rdma_cm binds as a wildcard too (`cma_any_addr` in `drivers/infiniband/core/cma.c`).
+/// libfabric's verbs provider binds 127.0.0.1 this way to find its domain.
+pub(crate) fn is_any_addr(ip: IpAddr) -> bool {
+    ip.is_unspecified() || ip.is_loopback()
+}
+
 /// The largest IB MTU whose RoCE packets fit in a netdev MTU of `netdev_mtu` bytes, leaving
 /// room for the GRH (or IP header), UDP, BTH, the largest extended header and the ICRC, as the
 /// kernel's `iboe_get_mtu` does.
@@ -122,6 +129,16 @@ pub(crate) fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_and_unspecified_addresses_bind_no_device() {
+        for any in ["0.0.0.0", "::", "127.0.0.1", "127.1.2.3", "::1"] {
+            assert!(is_any_addr(any.parse().unwrap()), "{any}");
+        }
+        for specific in ["10.77.0.1", "fe80::1", "::ffff:127.0.0.1", "224.0.0.1"] {
+            assert!(!is_any_addr(specific.parse().unwrap()), "{specific}");
+        }
+    }
 
     #[test]
     fn netdev_mtus_map_as_the_kernel_maps_them() {
