@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Middleware that RDMA users deploy, unmodified, with cepm's librdmacm on both ends: libfabric's
-# fi_pingpong (libfabric-bin; the verbs provider's MSG endpoints, which connect through
-# librdmacm). Its server's fi_getinfo binds an ID to 127.0.0.1 to learn its domain, as the
-# verbs provider's vrb_get_rai_id does, which rdma_cm takes as a wildcard bind. The two ends
-# exchange 10 messages of 4 KiB each way. In the loopback topology both ends are on rxe0; in
-# two-hosts the server runs in the peer namespace on rxe1. Afterwards no CEP is left.
+# Middleware that RDMA users deploy, unmodified, with cepm's librdmacm on both ends, and the
+# endpoint calls it makes:
+# - libfabric's fi_pingpong (libfabric-bin; the verbs provider's MSG endpoints, which connect
+#   through librdmacm). Its server's fi_getinfo binds an ID to 127.0.0.1 to learn its domain,
+#   as the verbs provider's vrb_get_rai_id does, which rdma_cm takes as a wildcard bind. The
+#   two ends exchange 10 messages of 4 KiB each way.
+# - rdma-core's rdma_xserver and rdma_xclient, in RC mode (-c r: rdma_create_ep,
+#   rdma_get_request, one message); in XRC mode (-c x) the client's XRC send QP, which has no
+#   receive queue, is refused by rxe, which has no XRC: rdma_create_ep fails with EOPNOTSUPP,
+#   as on the stock stack.
+# In the loopback topology both ends are on rxe0; in two-hosts the server runs in the peer
+# namespace on rxe1. Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-command -v fi_pingpong >/dev/null || { ktap_skip_all "fi_pingpong missing (libfabric-bin)"; exit "$KSFT_SKIP"; }
+for tool in fi_pingpong rdma_xserver rdma_xclient; do
+	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
+done
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 4
+ktap_set_plan 6
 
 out=$CEPM_ROOT/out/middleware.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
@@ -37,7 +45,21 @@ acked() { awk '$1 == "4k" && $2 == 10 && $3 == "=10" { ok = 1 } END { exit !ok }
 both_acked() { acked c && acked s; }
 ktap_check "... 10 messages of 4 KiB each way, acknowledged on both ends" both_acked
 
+# rdma_xserver and rdma_xclient in RC mode: one message from client to server.
+tool_pair xrc-r "cepm_listens 7190" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rdma_xserver -c r -p 7190 -- \
+	"${OVER_CEPM[@]}" timeout 120 rdma_xclient -c r -s $ADDR -p 7190
+rc_mode_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && file_has '^rdma_xserver: end 0' "$out.xrc-r-s" && file_has '^rdma_xclient: end 0' "$out.xrc-r-c"; }
+ktap_check "rdma_xclient -c r -> rdma_xserver -c r: both end 0 ($crc, $src)" rc_mode_ok
+
+# XRC mode: refused before any connection, in rdma_create_ep, as the stock stack refuses it.
+"${OVER_CEPM[@]}" timeout 60 rdma_xclient -c x -s $ADDR -p 7191 >"$out.xrc-x" 2>&1
+xrc_rc=$?
+show_file "# rdma_xclient -c x: " "$out.xrc-x"
+xrc_refused() { [ "$xrc_rc" != 0 ] && file_has '^rdma_create_ep: Operation not supported' "$out.xrc-x"; }
+ktap_check "rdma_xclient -c x: rdma_create_ep fails with EOPNOTSUPP, as on the stock stack (exit $xrc_rc)" xrc_refused
+
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null
-ktap_check "no CEP is left once both ends have exited" wait_until 60 ceps_are 0
+ktap_check "no CEP is left once every tool has exited" wait_until 60 ceps_are 0
 ktap_finished
