@@ -13,7 +13,9 @@ use crate::{
 };
 
 /// One direction's completion queue: the caller's, the ID's, or a new one with its own
-/// completion channel (kept in the ID, destroyed with the QP).
+/// completion channel (kept in the ID, destroyed with the QP). A queue of no entries gets
+/// none, as librdmacm's `ucma_create_cqs` makes none: an XRC send QP has no receive queue, and
+/// the provider, not a CQ of 0 entries, then says whether it takes the QP.
 fn completion_queue(
     verbs: *mut sys::ibv_context,
     given: *mut sys::ibv_cq,
@@ -30,6 +32,9 @@ fn completion_queue(
     }
     if !ids.is_null() {
         return Ok(*ids);
+    }
+    if entries == 0 {
+        return Ok(ptr::null_mut());
     }
     // SAFETY: `verbs` is the ID's open context.
     let comp = unsafe { sys::ibv_create_comp_channel(verbs) };
