@@ -52,7 +52,11 @@ const KNOWN_IOCTLS: [KnownIoctl; 23] = [
     KnownIoctl::new(uapi::CEPM_IOCTL_CREATE),
     KnownIoctl::new(uapi::CEPM_IOCTL_DESTROY),
     KnownIoctl::new(uapi::CEPM_IOCTL_LISTEN),
-    KnownIoctl::new(uapi::CEPM_IOCTL_GET_REQUEST),
+    // ABI 6 added `local_psn`.
+    KnownIoctl::grown(
+        uapi::CEPM_IOCTL_GET_REQUEST,
+        core::mem::offset_of!(uapi::cepm_get_request, local_psn),
+    ),
     KnownIoctl::new(uapi::CEPM_IOCTL_REJECT),
     KnownIoctl::new(uapi::CEPM_IOCTL_QUERY_CEP),
     KnownIoctl::new(uapi::CEPM_IOCTL_GET_PRIVATE_DATA),
@@ -690,7 +694,7 @@ impl CepmFile {
     fn get_request(self: &Arc<Self>, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_get_request = arg.read()?;
         // Output parts are zero on input, reserved bytes included.
-        if req.handle != 0 || req.req.reserved != [0; 3] {
+        if [req.handle, req.local_psn, req.reserved] != [0; 3] || req.req.reserved != [0; 3] {
             return Err(EINVAL);
         }
         let listener = self.cep(req.listen_handle)?;
@@ -709,9 +713,10 @@ impl CepmFile {
             };
             self.fill_handle(reserved, child.clone())?;
             match child.claim(owner) {
-                Ok(info) => {
+                Ok(claimed) => {
                     req.handle = handle;
-                    req.req = info;
+                    req.req = claimed.req;
+                    req.local_psn = claimed.local_psn;
                     let written = arg.write(&req);
                     // The caller cannot learn the handle: the CEP must not outlive the call.
                     if written.is_err() {

@@ -36,10 +36,15 @@ pub struct ReqInfo {
     pub port: u8,
     /// The REQ's private data (always the full 92 bytes: the wire carries no length).
     pub private_data: Vec<u8>,
+    /// This side's receive PSN, chosen by the claim: RTR gives it before the REP is
+    /// prepared, and the REP must then announce it. ABI 6; 0 from an older module, which
+    /// takes the REP's PSN from its caller.
+    pub local_psn: u32,
 }
 
 impl ReqInfo {
-    fn from_sys(r: &sys::cepm_req_info) -> Self {
+    fn from_sys(g: &sys::cepm_get_request) -> Self {
+        let r = &g.req;
         Self {
             service_id: r.service_id,
             remote_ca_guid: r.remote_ca_guid,
@@ -55,6 +60,7 @@ impl ReqInfo {
             device: crate::device_name::decode(&r.dev_name),
             port: r.port_num,
             private_data: r.pdata[..usize::from(r.pdata_len).min(r.pdata.len())].to_vec(),
+            local_psn: g.local_psn,
         }
     }
 }
@@ -172,7 +178,7 @@ impl Cepm {
             ..Default::default()
         };
         self.ioctl(sys::CEPM_IOCTL_GET_REQUEST, &mut g)?;
-        Ok((g.handle, ReqInfo::from_sys(&g.req)))
+        Ok((g.handle, ReqInfo::from_sys(&g)))
     }
 
     /// Rejects the connection with `reason`, additional information and private data.
@@ -386,7 +392,7 @@ mod tests {
     fn abi_structs_have_the_sizes_the_kernel_asserts() {
         use std::mem::size_of;
         assert_eq!(size_of::<sys::cepm_req_info>(), 200);
-        assert_eq!(size_of::<sys::cepm_get_request>(), 216);
+        assert_eq!(size_of::<sys::cepm_get_request>(), 224);
         assert_eq!(size_of::<sys::cepm_reject>(), 228);
     }
 }

@@ -16,11 +16,12 @@
 #include <linux/ioctl.h>
 
 /*
- * Bumped on any incompatible change to this file, and when calls are added,
- * so that userspace can tell what the module offers: 5 added
- * CEPM_IOC_MIGRATE and CEPM_IOC_POST_EVENT.
+ * Bumped on any incompatible change to this file, and when calls are added
+ * or grow, so that userspace can tell what the module offers: 5 added
+ * CEPM_IOC_MIGRATE and CEPM_IOC_POST_EVENT; 6 grew struct cepm_get_request
+ * by local_psn (QP attributes for RTR before PREPARE_REP).
  */
-#define CEPM_ABI_VERSION 5
+#define CEPM_ABI_VERSION 6
 
 #define CEPM_IOC_MAGIC 0xCE
 
@@ -156,12 +157,20 @@ struct cepm_req_info {
 	__u8 reserved[3];
 };
 
-/* CEPM_IOC_GET_REQUEST: claim the oldest REQ pending on a listener (EAGAIN: none). */
+/*
+ * CEPM_IOC_GET_REQUEST: claim the oldest REQ pending on a listener (EAGAIN:
+ * none).  The claim chooses this side's receive PSN, local_psn (ABI 6; the
+ * struct's first version ends before it): CEPM_IOC_INIT_QP_ATTR's RTR gives
+ * it before PREPARE_REP, and once RTR has given it, PREPARE_REP takes no
+ * other starting_psn (EINVAL).  0 for a SIDR_REQ.
+ */
 struct cepm_get_request {
 	__u32 listen_handle;  /* in */
 	__u32 handle;         /* out: the new CEP, owned by this file */
 	__u64 user_context;   /* in: for the new CEP's events */
 	struct cepm_req_info req; /* out */
+	__u32 local_psn;      /* out (ABI 6): the PSN the REP is to announce */
+	__u32 reserved;
 };
 
 /* REJ reasons (IBTA vol. 1, table 112), the ones cepm sends or tests use. */

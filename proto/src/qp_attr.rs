@@ -106,10 +106,16 @@ impl QpState {
 pub enum QpAttrError {
     /// The CEP's state does not allow this QP state (Linux `-EINVAL`).
     WrongState(State),
-    /// The PSN or peer QPN this QP state needs is not known yet (passive RTR before the
-    /// REP is prepared; Linux would hand out `rq_psn` 0 here).
+    /// The PSN or peer QPN this QP state needs is not known yet (active RTR before the REP
+    /// arrives, passive RTR before the request is claimed).
     NotNegotiated,
+    /// A REP that would announce another receive PSN than the one RTR was given with: the
+    /// peer's first packets would be out of sequence.
+    PsnGivenOut,
 }
+
+/// PSNs are 24 bits wide.
+pub const PSN_MASK: u32 = 0xff_ffff;
 
 /// What the CM has negotiated for one connection, from this side's point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -147,6 +153,9 @@ pub struct Negotiated {
     pub has_alternate_path: bool,
     /// Whether the device supports FLUSH (adds the FLUSH access flags).
     pub device_supports_flush: bool,
+    /// Whether RTR attributes, and with them `rq_psn`, were given out: the REP must then
+    /// announce that PSN.
+    pub rq_psn_given_out: bool,
 }
 
 impl Negotiated {
@@ -174,6 +183,7 @@ impl Negotiated {
             port_num,
             has_alternate_path: false,
             device_supports_flush: false,
+            rq_psn_given_out: false,
         }
     }
 
@@ -216,6 +226,45 @@ impl Negotiated {
             port_num,
             has_alternate_path: false,
             device_supports_flush: false,
+            rq_psn_given_out: false,
+        }
+    }
+
+    /// The passive side once its request is claimed: our RQ PSN is `psn` (its low 24 bits)
+    /// from then on, so that RTR and RTS can be derived before the REP is prepared, as
+    /// `cm.c` allows in REQ_RCVD. rdma_cm draws that PSN when it makes the ID (`seq_num` in
+    /// `__rdma_create_id`, `cma.c`), puts it in RTR (`rdma_init_qp_attr`) and announces it
+    /// in the REP (`cma_accept_ib`).
+    pub fn choose_rq_psn(&mut self, psn: u32) {
+        self.rq_psn = Some(psn & PSN_MASK);
+    }
+
+    /// Derives the attributes for `target` as [`derive`] does, and records that RTR's
+    /// receive PSN was given out.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`derive`].
+    pub fn give_out(&mut self, state: State, target: QpState) -> Result<QpAttr, QpAttrError> {
+        let a = derive(state, target, self)?;
+        if target == QpState::Rtr {
+            self.rq_psn_given_out = true;
+        }
+        Ok(a)
+    }
+
+    /// Whether a REP may announce `starting_psn`: any PSN (it becomes our RQ PSN,
+    /// [`Self::apply_sent_rep`]) until RTR's is given out, and only that one after.
+    ///
+    /// # Errors
+    ///
+    /// [`QpAttrError::PsnGivenOut`] for another PSN than the one RTR was given with.
+    pub fn check_rep_psn(&self, starting_psn: u32) -> Result<(), QpAttrError> {
+        match self.rq_psn {
+            Some(psn) if self.rq_psn_given_out && psn != starting_psn => {
+                Err(QpAttrError::PsnGivenOut)
+            }
+            _ => Ok(()),
         }
     }
 

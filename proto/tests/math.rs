@@ -263,7 +263,7 @@ fn access_flags_and_state_rules() {
             assert_eq!(ok, want, "{state:?} {target:?}");
         }
     }
-    // Active RTR before the REP, passive RTR before the REP is prepared: not negotiated.
+    // Active RTR before the REP, passive RTR before the request is claimed: not negotiated.
     let mut r = Rng::new(9);
     let req = gen::req(&mut r);
     let active = Negotiated::active(&req, 16, 0, 1);
@@ -271,7 +271,7 @@ fn access_flags_and_state_rules() {
         derive(State::Established, QpState::Rtr, &active),
         Err(QpAttrError::NotNegotiated)
     );
-    let passive = Negotiated::passive(&req, 0, 1);
+    let mut passive = Negotiated::passive(&req, 0, 1);
     assert_eq!(
         derive(State::ReqRcvd, QpState::Rtr, &passive),
         Err(QpAttrError::NotNegotiated)
@@ -279,5 +279,83 @@ fn access_flags_and_state_rules() {
     assert_eq!(
         derive(State::Idle, QpState::Init, &passive),
         Err(QpAttrError::WrongState(State::Idle))
+    );
+    // Claimed: INIT, RTR and RTS before the REP is prepared, as cm.c allows in REQ_RCVD.
+    passive.choose_rq_psn(0x0123_4567);
+    for target in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        assert!(
+            derive(State::ReqRcvd, target, &passive).is_ok(),
+            "{target:?}"
+        );
+    }
+    let rtr = derive(State::ReqRcvd, QpState::Rtr, &passive).unwrap();
+    assert_eq!((rtr.rq_psn, rtr.dest_qp_num), (0x23_4567, req.local_qpn));
+    assert_eq!(
+        derive(State::ReqRcvd, QpState::Rts, &passive)
+            .unwrap()
+            .sq_psn,
+        req.starting_psn
+    );
+}
+
+/// The PSN a REP may announce, by whether RTR was given out and which PSN the REP carries:
+/// any until RTR's receive PSN is given out, that one only after.
+#[test]
+fn rep_psn_after_rtr_given_out() {
+    let mut r = Rng::new(10);
+    let req = gen::req(&mut r);
+    let chosen = 0x00ab_cdef;
+    // (targets given out before PREPARE_REP, the REP's PSN, allowed)
+    let table: &[(&[QpState], u32, bool)] = &[
+        (&[], chosen, true),
+        (&[], chosen + 1, true),
+        (&[QpState::Init], chosen + 1, true),
+        (&[QpState::Init, QpState::Rts], 0, true),
+        (&[QpState::Rtr], chosen, true),
+        (&[QpState::Rtr], chosen + 1, false),
+        (&[QpState::Rtr], 0, false),
+        (&[QpState::Init, QpState::Rtr, QpState::Rts], chosen, true),
+        (
+            &[QpState::Init, QpState::Rtr, QpState::Rts],
+            chosen ^ 1,
+            false,
+        ),
+    ];
+    for &(given, psn, allowed) in table {
+        let mut n = Negotiated::passive(&req, 0, 1);
+        n.choose_rq_psn(chosen);
+        for &target in given {
+            assert!(n.give_out(State::ReqRcvd, target).is_ok(), "{target:?}");
+        }
+        let want = if allowed {
+            Ok(())
+        } else {
+            Err(QpAttrError::PsnGivenOut)
+        };
+        assert_eq!(
+            n.check_rep_psn(psn),
+            want,
+            "{given:?} then a REP with {psn:#x}"
+        );
+    }
+    // A failed derivation gives nothing out; the REP's PSN, once sent, is the RQ PSN.
+    let mut n = Negotiated::passive(&req, 0, 1);
+    assert_eq!(
+        n.give_out(State::ReqRcvd, QpState::Rtr),
+        Err(QpAttrError::NotNegotiated)
+    );
+    assert!(!n.rq_psn_given_out);
+    n.choose_rq_psn(chosen);
+    assert_eq!(
+        n.give_out(State::Idle, QpState::Rtr),
+        Err(QpAttrError::WrongState(State::Idle))
+    );
+    assert_eq!(n.check_rep_psn(chosen + 1), Ok(()));
+    let mut rep = gen::rep(&mut r);
+    rep.starting_psn = chosen + 1;
+    n.apply_sent_rep(&rep);
+    assert_eq!(
+        n.give_out(State::RepSent, QpState::Rtr).unwrap().rq_psn,
+        chosen + 1
     );
 }

@@ -12,9 +12,10 @@ use std::{
     cell::Cell,
     net::{IpAddr, SocketAddr},
     os::fd::AsRawFd,
+    sync::OnceLock,
 };
 
-use cepm::{event::Event as CepmEvent, sys as cepm_sys};
+use cepm::{event::Event as CepmEvent, sys as cepm_sys, Cepm};
 use cepm_proto::{
     cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE},
     service_id::parse_ip_service_id,
@@ -220,6 +221,13 @@ fn translate(channel: &Channel, id: &Id, raw: CepmEvent) -> Option<Box<Event>> {
     }
 }
 
+/// Whether the module chooses the passive side's receive PSN when a request is claimed, so
+/// that `rdma_init_qp_attr` gives RTR before `rdma_accept` (ABI 6): asked once a process.
+fn module_chooses_psn(cepm: &Cepm) -> bool {
+    static CHOOSES: OnceLock<bool> = OnceLock::new();
+    *CHOOSES.get_or_init(|| cepm.query().is_ok_and(|q| q.abi_version >= 6))
+}
+
 /// A REQ arrived on listener `listener`: claims it, makes the new ID and its CONNECT_REQUEST.
 /// A REQ that is not rdma_cm's for this listener is rejected and dropped.
 fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
@@ -301,6 +309,7 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         // The peer's initiator depth is what we must be able to respond to, and the
         // other way round.
         state.requested = (info.initiator_depth, info.responder_resources);
+        state.local_psn = module_chooses_psn(&channel.cepm).then_some(info.local_psn);
     }
     if channel.add(handle, new).is_err() {
         // The channel was destroyed meanwhile, its listener with it.

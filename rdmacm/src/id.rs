@@ -84,6 +84,10 @@ pub(crate) struct IdState {
     /// The depths a CONNECT_REQUEST asked for (responder resources, initiator depth), from the
     /// passive side's point of view.
     pub(crate) requested: (u8, u8),
+    /// The receive PSN the module chose when it gave this ID its request (ABI 6): RTR gives
+    /// it before `rdma_accept`, whose REP must announce it. `None` from an older module, or
+    /// for an active ID: `rdma_accept` draws one then.
+    pub(crate) local_psn: Option<u32>,
     /// Options set on it.
     pub(crate) options: Options,
     /// Processing a REP failed; the REJECTED or DISCONNECTED that follows is not reported.
@@ -139,6 +143,7 @@ impl Id {
                 remote: None,
                 resolved: None,
                 requested: (0, 0),
+                local_psn: None,
                 options: Options::default(),
                 connect_error: false,
                 peer_disconnected: false,

@@ -22,7 +22,6 @@ use crate::{
         path::CmPath,
         pdata::PrivateData,
         qp_attr::{
-            self,
             Negotiated,
             QpState, //
         },
@@ -340,8 +339,12 @@ impl Cep {
         };
         Self::check_encodable(CmMsg::Rep(rep))?;
         let checked = inner.check(Event::PrepareRep)?;
-        *rep_msg = rep;
         let c = inner.kind.connection_mut().ok_or(EINVAL)?;
+        // A QP already taken to RTR expects the PSN it was given there.
+        if let Some(n) = c.negotiated.as_ref() {
+            n.check_rep_psn(rep.starting_psn).map_err(|_| EINVAL)?;
+        }
+        *rep_msg = rep;
         c.rep_msg = Some(rep_msg);
         c.local_qpn = args.local_qpn;
         if let Some(n) = c.negotiated.as_mut() {
@@ -525,10 +528,12 @@ impl Cep {
             uapi::CEPM_QPS_RTS => QpState::Rts,
             _ => return Err(EINVAL),
         };
-        let inner = self.inner.lock();
-        let negotiated = inner.kind.negotiated().ok_or(EINVAL)?;
-        let a = qp_attr::derive(inner.sm.state, target, negotiated).map_err(|_| EINVAL)?;
+        let mut inner = self.inner.lock();
         let info = inner.peer.as_ref().ok_or(EINVAL)?.ah_info;
+        let state = inner.sm.state;
+        let negotiated = inner.kind.negotiated_mut().ok_or(EINVAL)?;
+        // RTR's receive PSN, once given, is the one the REP must announce (`prepare_rep`).
+        let a = negotiated.give_out(state, target).map_err(|_| EINVAL)?;
         let (path_mtu, packet_life_time, pkey) = (
             negotiated.path_mtu,
             negotiated.packet_life_time,

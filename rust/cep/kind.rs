@@ -181,6 +181,10 @@ impl Kind {
     pub(super) fn negotiated(&self) -> Option<&Negotiated> {
         self.connection()?.negotiated.as_ref()
     }
+
+    pub(super) fn negotiated_mut(&mut self) -> Option<&mut Negotiated> {
+        self.connection_mut()?.negotiated.as_mut()
+    }
 }
 
 /// The private data the user gave for one outgoing message.

@@ -149,9 +149,10 @@ impl Cep {
         Ok(child)
     }
 
-    /// Gives an unclaimed CEP to `owner`; returns the REQ it was born from. Events raised
-    /// while it was parked are delivered now, in order.
-    pub(crate) fn claim(self: &Arc<Self>, owner: Owner) -> Result<uapi::cepm_req_info> {
+    /// Gives an unclaimed CEP to `owner`; returns the REQ it was born from, and for a
+    /// connection the receive PSN chosen now. Events raised while it was parked are
+    /// delivered now, in order.
+    pub(crate) fn claim(self: &Arc<Self>, owner: Owner) -> Result<Claimed> {
         let mut inner = self.inner.lock();
         let checked = inner.check(Event::Claim)?;
         let info = inner.kind.request_info().ok_or(EINVAL)?;
@@ -161,6 +162,12 @@ impl Cep {
         // SYN (docs/abi.md, "Privileges and limits").
         shim::charge_to_current(info);
         shim::charge_to_current(&**self);
+        // Chosen here, so that the owner can take its QP to RTR before it prepares the REP,
+        // as UCX's and SPDK's servers do before rdma_accept.
+        let local_psn = inner.kind.negotiated_mut().map_or(0, |n| {
+            n.choose_rq_psn(shim::random_u32());
+            n.rq_psn.unwrap_or(0)
+        });
         self.commit(&mut inner, checked, None);
         while let Some(mut ev) = inner.parked.events.pop() {
             ev.handle = owner.handle;
@@ -176,6 +183,14 @@ impl Cep {
         inner.owner = Some(owner);
         drop(inner);
         drop(parked);
-        Ok(req)
+        Ok(Claimed { req, local_psn })
     }
+}
+
+/// A request just claimed: what [`Cep::claim`] hands to `CEPM_IOC_GET_REQUEST`.
+pub(crate) struct Claimed {
+    /// The request, as the user sees it.
+    pub(crate) req: uapi::cepm_req_info,
+    /// The receive PSN chosen for a connection (RTR's, and the REP's); 0 for a SIDR_REQ.
+    pub(crate) local_psn: u32,
 }

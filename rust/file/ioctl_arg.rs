@@ -9,8 +9,7 @@
 //!   `E2BIG` (the rule of `copy_struct_from_user`); only the kernel's bytes are written back;
 //! - shorter than the kernel's but no shorter than the first ABI version's: the fields it
 //!   lacks read as zero, and only its bytes are written back;
-//! - shorter still: no ioctl of ours (`ENOTTY`). (Today every struct is at its first
-//!   version.)
+//! - shorter still: no ioctl of ours (`ENOTTY`).
 
 use core::mem::size_of;
 use kernel::{
@@ -35,10 +34,12 @@ pub(super) struct KnownIoctl {
 impl KnownIoctl {
     /// An ioctl whose struct has not grown since the first ABI version.
     pub(super) const fn new(cmd: u32) -> Self {
-        Self {
-            cmd,
-            first_size: kernel::ioctl::_IOC_SIZE(cmd),
-        }
+        Self::grown(cmd, kernel::ioctl::_IOC_SIZE(cmd))
+    }
+
+    /// An ioctl whose struct was `first_size` bytes in its first ABI version.
+    pub(super) const fn grown(cmd: u32, first_size: usize) -> Self {
+        Self { cmd, first_size }
     }
 }
 

@@ -411,6 +411,14 @@ TEST_F(cepm, get_request_without_request)
 	g.req.reserved[2] = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
 	EXPECT_EQ(EINVAL, errno);
+	g.req.reserved[2] = 0;
+	g.local_psn = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
+	EXPECT_EQ(EINVAL, errno);
+	g.local_psn = 0;
+	g.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
+	EXPECT_EQ(EINVAL, errno);
 }
 
 TEST_F(cepm, reject_private_data_limits)
@@ -767,6 +775,102 @@ TEST_F_TIMEOUT(cepm, claimed_requests_leave_no_stale_events, 120)
 		EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev))) TH_LOG("left: event %u", ev.event);
 		EXPECT_EQ(EAGAIN, errno);
 	}
+}
+
+/*
+ * A claimed request has QP attributes for INIT, RTR and RTS before its REP is prepared, as
+ * cm.c gives them in REQ_RCVD (cm_init_qp_init_attr, cm_init_qp_rtr_attr and
+ * cm_init_qp_rts_attr): what UCX's and SPDK's servers ask before rdma_accept. RTR's receive
+ * PSN is the one the REP must announce, so PREPARE_REP refuses another (EINVAL) and takes it.
+ */
+TEST_F_TIMEOUT(cepm, qp_attributes_before_the_rep, 60)
+{
+	const __u32 mask_rq_psn = 1 << 12, mask_sq_psn = 1 << 16; /* IB_QP_RQ_PSN, IB_QP_SQ_PSN */
+	struct cepm_listen l = { .service_id = 0x1064e80 };
+	struct cepm_get_request g = { 0 };
+	struct cepm_accept a = { .local_qpn = 0x4321, .rnr_retry_count = 7 };
+	struct cepm_destroy d = { 0 };
+	struct cepm_qp_attr q;
+	__u32 rq_psn = 0;
+
+	ASSERT_NE(NULL, getenv("CEPM_ROOT"));
+	l.handle = create_cep(self->fd, 0);
+	ASSERT_GT(l.handle, 0);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	send_req("0x0000000001064e80", 0xc1a300b0);
+	ASSERT_EQ(1, wait_pending(self->fd, l.handle, 1));
+	g.listen_handle = l.handle;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g)) TH_LOG("%s", strerror(errno));
+	for (__u32 state = CEPM_QPS_INIT; state <= CEPM_QPS_RTS; state++) {
+		memset(&q, 0, sizeof(q));
+		q.handle = g.handle;
+		q.qp_state = state;
+		ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_INIT_QP_ATTR, &q))
+			TH_LOG("INIT_QP_ATTR %u on a claimed REQ: %s", state, strerror(errno));
+		if (state == CEPM_QPS_RTR) {
+			EXPECT_TRUE(q.attr_mask & mask_rq_psn);
+			EXPECT_EQ(g.req.remote_qpn, q.dest_qp_num);
+			EXPECT_EQ(0, q.rq_psn >> 24);
+			EXPECT_EQ(g.local_psn, q.rq_psn) TH_LOG("RTR's PSN is not the claim's");
+			rq_psn = q.rq_psn;
+		} else if (state == CEPM_QPS_RTS) {
+			EXPECT_TRUE(q.attr_mask & mask_sq_psn);
+			EXPECT_EQ(g.req.starting_psn, q.sq_psn);
+		}
+	}
+	a.handle = g.handle;
+	a.starting_psn = (rq_psn + 1) & 0xffffff;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_PREPARE_REP, &a))
+		TH_LOG("PREPARE_REP took PSN %u after RTR gave %u", a.starting_psn, rq_psn);
+	EXPECT_EQ(EINVAL, errno);
+	a.starting_psn = rq_psn;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_PREPARE_REP, &a)) TH_LOG("%s", strerror(errno));
+	memset(&q, 0, sizeof(q));
+	q.handle = g.handle;
+	q.qp_state = CEPM_QPS_RTR;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_INIT_QP_ATTR, &q));
+	EXPECT_EQ(rq_psn, q.rq_psn);
+	d.handle = g.handle;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	d.handle = l.handle;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+}
+
+/*
+ * GET_REQUEST's struct grew by local_psn in ABI 6: its first version, which ends before it,
+ * is still served (EAGAIN with nothing pending, not ENOTTY), and the module writes nothing
+ * past it; one byte shorter is no command of ours.
+ */
+TEST_F(cepm, get_request_first_version_is_served)
+{
+	const size_t first = offsetof(struct cepm_get_request, local_psn);
+	struct cepm_listen l = { .service_id = 0x1064e81 };
+	struct cepm_get_request g;
+
+	ASSERT_EQ(216, first);
+	ASSERT_EQ(224, sizeof(g));
+	l.handle = create_cep(self->fd, 0);
+	ASSERT_GT(l.handle, 0);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	memset(&g, 0, sizeof(g));
+	g.listen_handle = l.handle;
+	EXPECT_EQ(-1, ioctl(self->fd, _IOC(_IOC_READ | _IOC_WRITE, CEPM_IOC_MAGIC,
+					   _IOC_NR(CEPM_IOC_GET_REQUEST), first), &g));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, _IOC(_IOC_READ | _IOC_WRITE, CEPM_IOC_MAGIC,
+					   _IOC_NR(CEPM_IOC_GET_REQUEST), first - 1), &g));
+	EXPECT_EQ(ENOTTY, errno);
+
+	send_req("0x0000000001064e81", 0xc1a300c0);
+	ASSERT_EQ(1, wait_pending(self->fd, l.handle, 1));
+	g.local_psn = 0xa5a5a5a5;
+	g.reserved = 0x5a5a5a5a;
+	ASSERT_EQ(0, ioctl(self->fd, _IOC(_IOC_READ | _IOC_WRITE, CEPM_IOC_MAGIC,
+					  _IOC_NR(CEPM_IOC_GET_REQUEST), first), &g))
+		TH_LOG("%s", strerror(errno));
+	EXPECT_GT(g.handle, 0);
+	EXPECT_EQ(0xa5a5a5a5, g.local_psn);
+	EXPECT_EQ(0x5a5a5a5a, g.reserved);
 }
 
 /* POST_EVENT on fd for handle: 0, or the errno. */

@@ -250,6 +250,7 @@ struct cep {
 	uint64_t ctx;		/* user_context its events must carry */
 	uint64_t sid, mask;	/* a listener's service ID and mask (all ones for exact) */
 	uint32_t events;	/* events read for it, for DESTROY's events_reported */
+	uint32_t local_psn;	/* a claimed REQ's: the PSN its REP is to announce */
 };
 
 /*
@@ -894,6 +895,12 @@ static size_t grown_size(size_t len)
 	return _IOC_SIZEMASK;
 }
 
+/* The size of a call's struct in its first ABI version: GET_REQUEST's grew by local_psn (6). */
+static size_t first_len(const struct icall *c)
+{
+	return c->id == C_GET_REQUEST ? offsetof(struct cepm_get_request, local_psn) : c->len;
+}
+
 /* Mutations of the command and the argument pointer, common to every ioctl. */
 static void mutate_frame(struct icall *c)
 {
@@ -909,7 +916,7 @@ static void mutate_frame(struct icall *c)
 		c->u.b[c->len + rnd(c->size - c->len)] = nonzero8();
 		definite(c, PROV_E2BIG, "non-zero bytes past the struct");
 	} else if (r < 65) {
-		c->size = rnd(c->len);
+		c->size = rnd(first_len(c));
 		definite(c, PROV_ENOTTY, "a struct shorter than its first version");
 	} else if (r < 75) {
 		dir = (dir + 1 + rnd(3)) % 4;
@@ -1535,6 +1542,9 @@ static void check_request(struct icall *c, const struct cepm_get_request *g,
 		fail_call(c, "returned req.sidr = %u", r->sidr);
 	if (!memchr(r->dev_name, 0, sizeof(r->dev_name)))
 		fail_call(c, "returned a device name without NUL");
+	if (g->local_psn >> 24 || (r->sidr && g->local_psn))
+		fail_call(c, "returned local_psn %#x for a %s", g->local_psn,
+			  r->sidr ? "SIDR_REQ (0 expected)" : "REQ (24 bits expected)");
 	if (!r->sidr && r->pdata_len != CEPM_REQ_PDATA_MAX)
 		fail_call(c, "returned pdata_len %u; a REQ's is always %u", r->pdata_len,
 			  CEPM_REQ_PDATA_MAX);
@@ -1549,6 +1559,8 @@ static const struct mutation get_request_mutation[] = {
 	MAY_FAIL(0, "garbage in output fields handle or req",
 		 SET(struct cepm_get_request, handle, NONZERO32)),
 	MAY_FAIL(0, "garbage in output fields handle or req", FILL(struct cepm_get_request, req)),
+	MUST_FAIL(0, "local_psn != 0", SET(struct cepm_get_request, local_psn, NONZERO32)),
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_get_request, reserved, NONZERO32)),
 };
 static const struct mutations get_request_mutations = TABLE(get_request_mutation);
 
@@ -1578,8 +1590,10 @@ static void op_get_request(struct file *f, struct cep *t)
 	if (listener && chance(50))
 		listener->want = C_GET_REQUEST;	/* there may be more */
 	claimed = add_cep(f, out.handle, g->user_context, sidr ? R_SIDR_PASSIVE : R_PASSIVE);
-	if (claimed)
+	if (claimed) {
 		claimed->want = next_for_request(sidr);
+		claimed->local_psn = out.local_psn;
+	}
 }
 
 /* The header says only "<= CEPM_REJ_ARI_MAX" for ari_len: EINVAL or E2BIG. */
@@ -1795,8 +1809,10 @@ static void op_prepare_rep(struct file *f, struct cep *t)
 	struct cep *mine;
 
 	a->handle = choose_handle(f, t, R_PASSIVE);
+	mine = find_cep(f, a->handle);
 	a->local_qpn = qpn24();
-	a->starting_psn = rnd(1u << 24);
+	/* Mostly the PSN the claim chose: another one is refused once RTR has given it. */
+	a->starting_psn = mine && chance(70) ? mine->local_psn : rnd(1u << 24);
 	a->responder_resources = rnd(17);
 	a->initiator_depth = rnd(17);
 	a->rnr_retry_count = rnd(8);

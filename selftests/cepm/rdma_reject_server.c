@@ -31,20 +31,8 @@ int main(int argc, char **argv)
 	ret = open_tcp_id(argc, argv, &addr, &channel, &listen_id);
 	if (ret)
 		return ret;
-	if (rdma_bind_addr(listen_id, addr->ai_addr))
-		return fail("rdma_bind_addr");
-	freeaddrinfo(addr);
-	if (rdma_listen(listen_id, 1))
-		return fail("rdma_listen");
-	printf("listening\n");
-	fflush(stdout);
-
-	if (rdma_get_cm_event(channel, &event))
-		return fail("rdma_get_cm_event");
-	if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-		fprintf(stderr, "unexpected event %s\n", rdma_event_str(event->event));
+	if (listen_for_request(channel, listen_id, addr, &event))
 		return 1;
-	}
 	conn_id = event->id;
 	printf("CONNECT_REQUEST: retry_count %u, rnr_retry_count %u\n",
 	       event->param.conn.retry_count, event->param.conn.rnr_retry_count);

@@ -44,6 +44,31 @@ static inline int open_tcp_id(int argc, char **argv, struct addrinfo **addr,
 }
 
 /*
+ * Binds @id to @addr (freed here), listens with a backlog of 1, says "listening" on stdout,
+ * and waits on @channel for the first event, which must be a CONNECT_REQUEST, into *event:
+ * 0, or 1 after saying why not.
+ */
+static inline int listen_for_request(struct rdma_event_channel *channel, struct rdma_cm_id *id,
+				     struct addrinfo *addr, struct rdma_cm_event **event)
+{
+	if (rdma_bind_addr(id, addr->ai_addr))
+		return fail("rdma_bind_addr");
+	freeaddrinfo(addr);
+	if (rdma_listen(id, 1))
+		return fail("rdma_listen");
+	printf("listening\n");
+	fflush(stdout);
+	if (rdma_get_cm_event(channel, event))
+		return fail("rdma_get_cm_event");
+	if ((*event)->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		fprintf(stderr, "unexpected event %s (status %d)\n", rdma_event_str((*event)->event),
+			(*event)->status);
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * The REQ's retry counts of the command line (0 to 7 each), into *retry and
  * *rnr: 1 if given, 0 if not (the two are left alone then).
  */

@@ -4,15 +4,15 @@
 # (rdma-core's librdmacm, the kernel's rdma_cm and ib_cm) on the other, in both directions:
 # ucmatose, rdma_server/rdma_client, udaddy, cmtime, perftest's ib_send_bw and ib_write_bw,
 # rping and ucmatose over IPv6, a consumer reject with private data (rdma_reject_server and
-# rdma_reject_client, ours), an SRQ (rdma_srq_server, ours) and an event channel's fd
-# (rdma_channel_events, ours). cepm manages rxe0 alone
+# rdma_reject_client, ours), an SRQ (rdma_srq_server, ours), a QP readied before rdma_accept
+# (rdma_qp_before_accept, ours) and an event channel's fd (rdma_channel_events, ours). cepm manages rxe0 alone
 # (10.77.0.1, this namespace); the stock CM owns rxe1 (10.77.0.2, namespace cepm_peer), as in
 # interop_stock.sh (rping, with a capture, is interop_rping.sh). Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 interop_begin ucmatose cmtime rdma_server rdma_client udaddy rping ib_send_bw ib_write_bw
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 25
+ktap_set_plan 27
 
 out=$CEPM_ROOT/out/rdmacm_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -98,17 +98,32 @@ rc=$?
 show_file '# cepm: ' "$out.chan-cepm"
 ktap_check "cepm's librdmacm: the same ($rc)" channel_ok $rc chan-cepm
 
-# An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
-srq_ok() { both_ok && file_has '^rdma_client: end 0' "$out.$1-c" && file_has '^rdma_srq_server: end 0' "$out.$1-s"; }
-# It tears its QP down as rdma_server does, so rxe can lose an ACK here too.
-rxe_lost_ack_mark rxe0 rxe1
-linger=20 pair srq-to 7511 to-stock "$progs/rdma_srq_server" $STOCK 7511 -- rdma_client -s $STOCK -p 7511
-check_unless_lost_ack "rdma_client over cepm -> stock rdma_srq_server: one exchange, through the SRQ ($crc, $src)" \
-	srq-to '^rdma_client: end 0' '^rdma_srq_server: end 0' srq_ok srq-to
-rxe_lost_ack_mark rxe1 rxe0
-linger=20 pair srq-from 7512 from-stock "$progs/rdma_srq_server" $OURS 7512 -- rdma_client -s $OURS -p 7512
-check_unless_lost_ack "stock rdma_client -> rdma_srq_server over cepm: one exchange, through the SRQ ($crc, $src)" \
-	srq-from '^rdma_client: end 0' '^rdma_srq_server: end 0' srq_ok srq-from
+# Our own servers, each against rdma_client as is, one exchange each way: client_pair NAME
+# PROG PORT DIRECTION DESC, DIRECTION as pair's. They tear their QP down as rdma_server does,
+# so rxe can lose an ACK here too.
+client_ends() { both_ok && file_has '^rdma_client: end 0' "$out.$1-c" && file_has "^$2: end 0" "$out.$1-s"; }
+client_pair() {
+	local name=$1 prog=$2 port=$3 direction=$4 desc=$5 addr=$OURS client=rxe1 server=rxe0
+	if [ "$direction" = to-stock ]; then
+		addr=$STOCK client=rxe0 server=rxe1
+	fi
+	rxe_lost_ack_mark $client $server
+	linger=20 pair "$name" "$port" "$direction" "$progs/$prog" $addr "$port" -- rdma_client -s $addr -p "$port"
+	check_unless_lost_ack "$desc ($crc, $src)" \
+		"$name" '^rdma_client: end 0' "^$prog: end 0" client_ends "$name" "$prog"
+}
+# An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID.
+client_pair srq-to rdma_srq_server 7511 to-stock \
+	"rdma_client over cepm -> stock rdma_srq_server: one exchange, through the SRQ"
+client_pair srq-from rdma_srq_server 7512 from-stock \
+	"stock rdma_client -> rdma_srq_server over cepm: one exchange, through the SRQ"
+# Before accept, as UCX's and SPDK's servers do: rdma_qp_before_accept moves a QP of its own
+# through INIT, RTR and RTS with the request ID's attributes, then accepts with its number.
+# Over the stock stack first, as the oracle.
+client_pair before-to rdma_qp_before_accept 7517 to-stock \
+	"rdma_client over cepm -> stock rdma_qp_before_accept: the QP to RTS before rdma_accept, one exchange"
+client_pair before-from rdma_qp_before_accept 7518 from-stock \
+	"stock rdma_client -> rdma_qp_before_accept over cepm: the QP to RTS before rdma_accept, one exchange"
 
 # perftest over rdma_cm (-R): 200 sends, then 200 RDMA writes, of 4 KiB, each way. Each names
 # its device: the stock end rxe1, ours rxe0. Both ends finish together; an end whose attempt is

@@ -10,8 +10,9 @@
 # connection to a port nobody listens on is REJECTED with status 8 (invalid service ID), and so
 # is ib_send_bw's client when its server's data listener comes late (cm_clock.so), after
 # which perftest's retry passes the library freed pointers: it must exit cleanly.
-# rping and ucmatose run again over IPv6 (ULA addresses on the veth pair). Afterwards no CEP
-# is left.
+# rping and ucmatose run again over IPv6 (ULA addresses on the veth pair). Our own servers
+# receive on an SRQ (rdma_srq_server) and ready their QP before rdma_accept
+# (rdma_qp_before_accept). Afterwards no CEP is left.
 # In the loopback topology both ends are on rxe0; in two-hosts the server runs in the peer
 # namespace on rxe1.
 . "$(dirname "$0")/lib.sh"
@@ -22,7 +23,7 @@ for tool in rping ucmatose cmtime rdma_server rdma_client udaddy ib_send_bw ib_w
 done
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 19
+ktap_set_plan 20
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; ipv6_down; topology_down; rm -f "$out".*' EXIT
@@ -163,15 +164,24 @@ show_lines=4 tool_pair ucma6 "cepm_listens 7185" -- \
 ktap_check "IPv6: ucmatose -c 1 -C 10: client and server complete with status 0 ($crc, $src)" \
 	sh -c "test $crc = 0 && test $src = 0 && grep -q 'return status 0' '$out.ucma6-c' && grep -q 'return status 0' '$out.ucma6-s'"
 
-# An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID; rdma_client as is.
-# It tears its QP down as rdma_server does, so rxe can lose an ACK here too.
-rxe_lost_ack_mark "$RXE_DEV" "$SERVER_DEV"
-linger=20 tool_pair srq "cepm_listens 7186" -- \
-	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$CEPM_ROOT/out/selftests/rdma_srq_server" $ADDR 7186 -- \
-	"${OVER_CEPM[@]}" timeout 120 rdma_client -s $ADDR -p 7186
-srq_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && file_has '^rdma_srq_server: end 0' "$out.srq-s" && file_has '^rdma_client: end 0' "$out.srq-c"; }
-check_unless_lost_ack "rdma_client -> rdma_srq_server: one exchange, through the server's SRQ ($crc, $src)" \
-	srq '^rdma_client: end 0' '^rdma_srq_server: end 0' srq_ok
+# Our own servers, each against rdma_client as is, one exchange each way: client_pair NAME
+# PROG PORT DESC. They tear their QP down as rdma_server does, so rxe can lose an ACK here too.
+client_ends() { [ "$crc" = 0 ] && [ "$src" = 0 ] && file_has "^$2: end 0" "$out.$1-s" && file_has '^rdma_client: end 0' "$out.$1-c"; }
+client_pair() {
+	local name=$1 prog=$2 port=$3 desc=$4
+	rxe_lost_ack_mark "$RXE_DEV" "$SERVER_DEV"
+	linger=20 tool_pair "$name" "cepm_listens $port" -- \
+		"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$CEPM_ROOT/out/selftests/$prog" $ADDR "$port" -- \
+		"${OVER_CEPM[@]}" timeout 120 rdma_client -s $ADDR -p "$port"
+	check_unless_lost_ack "rdma_client -> $prog: $desc ($crc, $src)" \
+		"$name" '^rdma_client: end 0' "^$prog: end 0" client_ends "$name" "$prog"
+}
+# An SRQ: rdma_srq_server receives on the SRQ rdma_create_srq gave its ID.
+client_pair srq rdma_srq_server 7186 "one exchange, through the server's SRQ"
+# Before accept, as UCX's and SPDK's servers do: rdma_qp_before_accept reads the request ID's
+# RTR attributes, moves a QP of its own through INIT, RTR and RTS with rdma_init_qp_attr, then
+# accepts with its number. A REP whose PSN is not the one RTR gave fails the exchange.
+client_pair before rdma_qp_before_accept 7188 "the QP to RTS before rdma_accept, one exchange"
 
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null

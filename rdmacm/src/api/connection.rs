@@ -211,6 +211,7 @@ fn accept(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> 
     }
     let (requested_resources, requested_depth) = state.requested;
     let ack_timeout = state.options.ack_timeout;
+    let local_psn = state.local_psn;
     drop(state);
     // The device the REQ came in on.
     // SAFETY: `verbs` is a context of an opened device.
@@ -237,7 +238,11 @@ fn accept(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> 
     let mut args = cepm_sys::cepm_accept {
         handle: this.handle(),
         local_qpn: qpn,
-        starting_psn: cepm::psn::random_psn().map_err(errno::of_io)?,
+        // The PSN RTR gave, when the module chose it: the QP may be there already.
+        starting_psn: match local_psn {
+            Some(psn) => psn,
+            None => cepm::psn::random_psn().map_err(errno::of_io)?,
+        },
         responder_resources,
         initiator_depth,
         rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),
