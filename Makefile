@@ -104,7 +104,7 @@ host-test:
 # The guest's C test programs, built on the host against the UAPI header (ioctl_abi also against
 # the kernel's kselftest harness), each rebuilt only when its source or a header changed.
 SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
-	rdma_reject_client rdma_srq_server rdma_qp_before_accept rdma_channel_events \
+	rdma_reject_client rdma_srq_server ucp_client_server rdma_qp_before_accept rdma_channel_events \
 	rdma_stale_pointers rdma_listener_race cm_clock.so busy_clock)
 SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
 selftest-progs: $(SELFTEST_PROGS)
@@ -124,6 +124,11 @@ out/selftests/rdma_srq_server out/selftests/rdma_qp_before_accept: PROG_LIBS = -
 # Its own ioctl stands in front of glibc's for the library too: exported (-rdynamic).
 out/selftests/rdma_listener_race: PROG_CFLAGS = -Iinclude/uapi -rdynamic
 out/selftests/rdma_listener_race: PROG_LIBS = -lrdmacm
+# UCX's own example, built as it is from the source libucx-dev ships (middleware.sh).
+UCX_EXAMPLES = /usr/share/doc/libucx-dev/examples
+out/selftests/ucp_client_server: $(UCX_EXAMPLES)/ucp_client_server.c
+	@mkdir -p out/selftests
+	$(CC) -O2 -w -I$(UCX_EXAMPLES) -o $@ $< -lucp -lucs
 # A fixture (selftests/runner/), used by hand.
 out/selftests/busy_clock: selftests/runner/busy_clock.c
 	@mkdir -p out/selftests

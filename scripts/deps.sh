@@ -14,7 +14,7 @@ PKGS=(
 	xz-utils cpio kmod rsync python3-venv
 	qemu-system-x86 busybox-static udev
 	iproute2 rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils perftest
-	libfabric-bin
+	libfabric-bin libucx-dev
 	tshark
 	libseccomp-dev libcap-ng-dev
 )

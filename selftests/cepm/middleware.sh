@@ -2,6 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Middleware that RDMA users deploy, unmodified, with cepm's librdmacm on both ends, and the
 # endpoint calls it makes:
+# - UCX's ucp_client_server (the example libucx-dev ships, built as it is), its connection
+#   made by UCX's rdmacm CM over rc_verbs, in each of its modes (tag, stream, active
+#   messages). Its server reads the request's QP attributes (rdma_init_qp_attr, RTR) before
+#   it accepts, as UCX's uct rdmacm server does.
 # - libfabric's fi_pingpong (libfabric-bin; the verbs provider's MSG endpoints, which connect
 #   through librdmacm). Its server's fi_getinfo binds an ID to 127.0.0.1 to learn its domain,
 #   as the verbs provider's vrb_get_rai_id does, which rdma_cm takes as a wildcard bind. The
@@ -18,9 +22,11 @@ ktap_print_header
 for tool in fi_pingpong rdma_xserver rdma_xclient; do
 	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
 done
+UCP=$CEPM_ROOT/out/selftests/ucp_client_server
+[ -x "$UCP" ] || ktap_exit_fail_msg "$UCP is missing: make selftest-progs"
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 6
+ktap_set_plan 9
 
 out=$CEPM_ROOT/out/middleware.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; topology_down; rm -f "$out".*' EXIT
@@ -31,6 +37,18 @@ two-hosts) ADDR=10.77.0.2 ;;
 esac
 OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
+
+# UCX: one message each mode; its server serves until stopped. Its output is line-buffered so
+# that what it printed survives the stop.
+export UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_TLS=rc_verbs
+for mode in tag stream am; do
+	stop_server=1 tool_pair ucx-$mode "cepm_listens 13337" -- \
+		"${ON_SERVER_OVER_CEPM[@]}" UCX_NET_DEVICES="$SERVER_DEV:1" timeout 120 \
+		stdbuf -oL "$UCP" -l $ADDR -p 13337 -c $mode -- \
+		"${OVER_CEPM[@]}" UCX_NET_DEVICES="$RXE_DEV:1" timeout 120 "$UCP" -a $ADDR -p 13337 -c $mode
+	ucx_ok() { [ "$crc" = 0 ] && file_has '^UCX data message was received' "$out.ucx-$mode-s" && file_has 'UCP TEST SUCCESS' "$out.ucx-$mode-s"; }
+	ktap_check "UCX ucp_client_server -c $mode over UCX's rdmacm CM: the client exits 0, the server received its message ($crc)" ucx_ok
+done
 
 # fi_pingpong's server listens on its TCP control port (47592) before it opens any endpoint.
 FI_CTRL_PORT=47592
