@@ -65,6 +65,17 @@ impl Ticket {
     pub(crate) fn cancel(&self) {
         *self.open() = false;
     }
+
+    /// Keeps the completion from running until the result is dropped (it waits for one under
+    /// way), so that it sees what it changes before or after a change, never in the middle.
+    pub(crate) fn hold(&self) -> Held<'_> {
+        Held { _open: self.open() }
+    }
+}
+
+/// A [`Ticket`] held: see [`Ticket::hold`].
+pub(crate) struct Held<'a> {
+    _open: MutexGuard<'a, bool>,
 }
 
 /// What a finished resolution is handed to.
@@ -235,6 +246,24 @@ mod tests {
         finish.send(()).unwrap();
         completer.join().unwrap();
         canceller.join().unwrap();
+    }
+
+    #[test]
+    fn a_held_ticket_keeps_its_completion_waiting() {
+        let ticket = Ticket::new();
+        let held = ticket.hold();
+        let completer = {
+            let ticket = Arc::clone(&ticket);
+            thread::spawn(move || {
+                let mut ran = false;
+                ticket.redeem(|| ran = true);
+                ran
+            })
+        };
+        thread::sleep(Duration::from_millis(20));
+        assert!(!completer.is_finished(), "completed while held");
+        drop(held);
+        assert!(completer.join().unwrap());
     }
 
     /// A resolution toward this host's loopback address, which has no RoCE GID: it finishes
