@@ -134,12 +134,17 @@ pub(crate) fn submit(
             }
         }
     };
-    queue.incoming().push(Request {
+    let mut incoming = queue.incoming();
+    incoming.push(Request {
         resolution,
         ticket,
         complete,
     });
-    queue.wake.wake();
+    // The thread clears its wake-up before it takes the requests, so the first request after
+    // a take wakes it, and those behind it in a burst need not (a system call each).
+    if incoming.len() == 1 {
+        queue.wake.wake();
+    }
     Ok(())
 }
 
