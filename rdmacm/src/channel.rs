@@ -16,7 +16,7 @@ use core::ffi::c_int;
 use std::{
     collections::{BTreeMap, VecDeque},
     io,
-    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    os::fd::{AsFd, AsRawFd},
     sync::Mutex,
 };
 
@@ -27,6 +27,7 @@ use crate::{
     id::Id,
     live::{self, Call},
     sys,
+    wakeup::Wakeup,
 };
 
 mod handout;
@@ -63,21 +64,15 @@ pub(crate) struct Channel {
     ids: Mutex<Ids>,
     /// The events waiting to be handed out.
     waiting: Handout<Box<Event>>,
-    /// An eventfd that wakes the thread reading the file when an event is queued.
-    wake: OwnedFd,
+    /// Wakes the thread reading the file when an event is queued.
+    wake: Wakeup,
 }
 
 impl Channel {
     /// Opens `/dev/cepm` for a new channel (`private`: for synchronous IDs).
     pub(crate) fn open(private: bool) -> io::Result<Box<Self>> {
         let cepm = Cepm::open()?;
-        // SAFETY: eventfd takes no pointers.
-        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if wake < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: A new descriptor, ours alone.
-        let wake = unsafe { OwnedFd::from_raw_fd(wake) };
+        let wake = Wakeup::new()?;
         let channel = Box::new(Self {
             public: sys::rdma_event_channel {
                 fd: cepm.as_raw_fd(),
@@ -221,10 +216,7 @@ impl Channel {
     /// the file too).
     pub(crate) fn post(&self, event: Box<Event>) {
         self.waiting.post(event);
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: Writes 8 bytes from `one` to our eventfd; a full counter (EAGAIN) already
-        // wakes the reader.
-        unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+        self.wake.wake();
     }
 
     /// The next event that `wanted` accepts (see [`Handout::next`]); `read` waits for the
@@ -261,7 +253,7 @@ impl Channel {
                 revents: 0,
             },
             libc::pollfd {
-                fd: self.wake.as_raw_fd(),
+                fd: self.wake.as_fd().as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             },
@@ -271,15 +263,7 @@ impl Channel {
             return Err(crate::errno::last_or(libc::EINTR));
         }
         if fds[1].revents != 0 {
-            let mut count = [0u8; 8];
-            // SAFETY: Reads the counter into `count`, resetting it.
-            unsafe {
-                libc::read(
-                    self.wake.as_raw_fd(),
-                    count.as_mut_ptr().cast(),
-                    count.len(),
-                )
-            };
+            self.wake.reset();
             return Ok(false);
         }
         Ok(true)

@@ -15,9 +15,10 @@
 //! get an `&Id`, the library's own state is behind a lock, and `public` is in an `UnsafeCell`,
 //! copied out by [`Id::public`] and changed by [`Id::update`]. librdmacm's contract gives the
 //! rest: the application does not make two calls on one ID at once, nor read a field that a
-//! call on the ID is changing. The library changes `public` only in calls on the ID, or, in
-//! the thread reading events, on an ID the application does not have yet (a
-//! CONNECT_REQUEST's).
+//! call on the ID is changing. The library changes `public` only in calls on the ID, in the
+//! thread reading events on an ID the application does not have yet (a CONNECT_REQUEST's),
+//! or, for an address resolution, in the thread that finishes it, before the event that
+//! reports it: as librdmacm fills in what the resolution found only when it reports it.
 
 use core::ffi::c_int;
 use std::{
@@ -26,11 +27,16 @@ use std::{
     ptr,
     sync::{
         atomic::{AtomicBool, AtomicU32, Ordering},
-        Condvar, Mutex, MutexGuard,
+        Arc, Condvar, Mutex, MutexGuard,
     },
 };
 
-use crate::{channel::Channel, live, resolve::address::Resolved, sys};
+use crate::{
+    channel::Channel,
+    live,
+    resolve::{address::Resolved, pending::Ticket},
+    sys,
+};
 
 /// Where an ID is in its life, as far as the library's own checks go (the CEP's state in the
 /// kernel has the last word).
@@ -38,6 +44,8 @@ use crate::{channel::Channel, live, resolve::address::Resolved, sys};
 pub(crate) enum Phase {
     /// Created, or bound.
     Idle,
+    /// `rdma_resolve_addr` returned; its result is not in yet.
+    AddrQuery,
     /// `rdma_resolve_addr` succeeded.
     AddrResolved,
     /// `rdma_resolve_route` succeeded: ready to connect.
@@ -81,6 +89,8 @@ pub(crate) struct IdState {
     pub(crate) remote: Option<SocketAddr>,
     /// Address resolution's result: device, port, GIDs, next hop.
     pub(crate) resolved: Option<Resolved>,
+    /// The ticket of the address resolution in flight, which the ID's destroy cancels.
+    pub(crate) resolving: Option<Arc<Ticket>>,
     /// The depths a CONNECT_REQUEST asked for (responder resources, initiator depth), from the
     /// passive side's point of view.
     pub(crate) requested: (u8, u8),
@@ -142,6 +152,7 @@ impl Id {
                 local: None,
                 remote: None,
                 resolved: None,
+                resolving: None,
                 requested: (0, 0),
                 local_psn: None,
                 options: Options::default(),

@@ -23,3 +23,4 @@ pub(crate) mod route;
 pub(crate) mod sync;
 pub mod sys;
 pub(crate) mod ud;
+mod wakeup;

@@ -5,14 +5,15 @@
 # ucmatose, rdma_server/rdma_client, udaddy, cmtime, perftest's ib_send_bw and ib_write_bw,
 # rping and ucmatose over IPv6, a consumer reject with private data (rdma_reject_server and
 # rdma_reject_client, ours), an SRQ (rdma_srq_server, ours), a QP readied before rdma_accept
-# (rdma_qp_before_accept, ours) and an event channel's fd (rdma_channel_events, ours). cepm manages rxe0 alone
+# (rdma_qp_before_accept, ours), an event channel's fd (rdma_channel_events, ours) and
+# asynchronous address resolution (rdma_async_resolve, ours). cepm manages rxe0 alone
 # (10.77.0.1, this namespace); the stock CM owns rxe1 (10.77.0.2, namespace cepm_peer), as in
 # interop_stock.sh (rping, with a capture, is interop_rping.sh). Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 interop_begin ucmatose cmtime rdma_server rdma_client udaddy rping ib_send_bw ib_write_bw
 LIB=$CEPM_ROOT/out/rdmacm
 [ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-ktap_set_plan 27
+ktap_set_plan 28
 
 out=$CEPM_ROOT/out/rdmacm_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -97,6 +98,17 @@ ktap_check "stock librdmacm: ADDR/ROUTE_RESOLVED make the fd readable, and follo
 rc=$?
 show_file '# cepm: ' "$out.chan-cepm"
 ktap_check "cepm's librdmacm: the same ($rc)" channel_ok $rc chan-cepm
+
+# Asynchronous address resolution (rdma_async_resolve; rdmacm_async.sh runs it over cepm):
+# the stock stack's answers are the oracle for which calls return at once, which fail
+# themselves (a route the table refuses), and which wait (a synchronous ID).
+async_ok() { [ "$rc" = 0 ] && file_has '^rdma_async_resolve: end 0' "$out.async-stock"; }
+"${PEER[@]}" ip route add unreachable 198.51.100.1/32
+"${PEER[@]}" timeout 120 "$progs/rdma_async_resolve" $OURS 10.77.0.99 198.51.100.1 1000 >"$out.async-stock" 2>&1
+rc=$?
+"${PEER[@]}" ip route del unreachable 198.51.100.1/32
+show_file '# stock: ' "$out.async-stock"
+ktap_check "stock librdmacm: rdma_resolve_addr returns at once and completes by event; a refused route fails the call ($rc)" async_ok
 
 # Our own servers, each against rdma_client as is, one exchange each way: client_pair NAME
 # PROG PORT DIRECTION DESC, DIRECTION as pair's. They tear their QP down as rdma_server does,

@@ -5,18 +5,23 @@
 use core::ffi::{c_int, c_void};
 use std::{
     net::{IpAddr, SocketAddr},
+    sync::Arc,
     time::Duration,
 };
 
 use cepm_proto::service_id::{ip_service_id, PortSpace};
 
 use crate::{
-    channel::Channel,
+    channel::{Channel, IdPtr},
     device, errno,
     event::{self, Event},
     id::{socket_addr, Id, Phase},
     live,
-    resolve::{address, gid_table},
+    resolve::{
+        address::{self, Resolved},
+        gid_table,
+        pending::{self, Completion, Ticket},
+    },
     sync, sys,
 };
 
@@ -128,6 +133,12 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut sys::rdma_cm_id) -> c_int {
     let Ok(channel) = Channel::of_app(channel_ptr) else {
         return errno::fail(libc::EINVAL);
     };
+    // First, so that no resolution touches the ID or posts an event for its handle (which a
+    // new CEP may get) from here on.
+    let resolving = this.state().resolving.take();
+    if let Some(ticket) = resolving {
+        ticket.cancel();
+    }
     if let Err(e) = channel.cepm.destroy(this.handle()) {
         return errno::fail(errno::of_io(e));
     }
@@ -199,9 +210,15 @@ fn ephemeral_port() -> u16 {
 }
 
 /// `int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr
-/// *dst_addr, int timeout_ms)`: resolves at once, in the caller (routing table, neighbour
-/// cache, GID tables), and queues `ADDR_RESOLVED` or `ADDR_ERROR` (with the negative errno)
-/// on the ID's channel.
+/// *dst_addr, int timeout_ms)`: returns at once, and `ADDR_RESOLVED` or `ADDR_ERROR` (with the
+/// negative errno) comes on the ID's channel, as over the kernel's `rdma_cm`. The call itself
+/// fails where the kernel's does, before any request is queued (`rdma_resolve_addr` and its
+/// `resolve_prepare_src` in drivers/infiniband/core/cma.c, `rdma_resolve_ip` in addr.c):
+/// `EINVAL` for a bad address or state (a resolution in flight included) or a source of
+/// another family, a source with no RDMA device as `rdma_bind_addr` refuses it
+/// (`EADDRNOTAVAIL`), and the routing table's answer when it has no route (`ENETUNREACH`,
+/// `EHOSTUNREACH`, ...). The rest (the GID tables, the next hop's address, its timeout) is
+/// the event's. A synchronous ID's call waits for that event, as librdmacm's does.
 ///
 /// # Safety
 ///
@@ -219,8 +236,8 @@ pub unsafe extern "C" fn rdma_resolve_addr(
         (Ok(this), Ok(dst)) => (this, dst),
         _ => return errno::fail(libc::EINVAL),
     };
-    let src = if src_addr.is_null() {
-        this.state().local
+    let given = if src_addr.is_null() {
+        None
     } else {
         // SAFETY: As above.
         match unsafe { socket_addr(src_addr) } {
@@ -228,19 +245,72 @@ pub unsafe extern "C" fn rdma_resolve_addr(
             Err(e) => return errno::fail(e),
         }
     };
-    if !matches!(this.state().phase, Phase::Idle | Phase::AddrResolved) {
-        return errno::fail(libc::EINVAL);
-    }
-    this.set_address(false, dst);
-    let idp = this.as_ptr();
     let timeout = Duration::from_millis(u64::try_from(timeout_ms.max(1)).unwrap_or(1));
+    errno::status(resolve_addr(this, given, dst, timeout).and_then(|()| sync::complete(this)))
+}
+
+/// [`rdma_resolve_addr`]'s checks and route lookup, in the call; the rest is handed to the
+/// process's resolving thread.
+fn resolve_addr(
+    this: &Id,
+    given: Option<SocketAddr>,
+    dst: SocketAddr,
+    timeout: Duration,
+) -> Result<(), c_int> {
+    let (before, bound) = {
+        let state = this.state();
+        (state.phase, state.local)
+    };
+    if !matches!(before, Phase::Idle | Phase::AddrResolved) {
+        return Err(libc::EINVAL);
+    }
+    if let Some(src) = given {
+        if src.is_ipv4() != dst.is_ipv4() {
+            return Err(libc::EINVAL);
+        }
+        if bound.is_none() && !address::is_any_addr(src.ip()) {
+            attach_device(this, src.ip())?;
+        }
+    }
+    let src = given.or(bound);
     let source = src.map(|s| s.ip()).filter(|ip| !address::is_any_addr(*ip));
-    let outcome = address::resolve(dst.ip(), source, timeout)
-        .map_err(errno::of_io)
-        .and_then(|r| {
-            let dev = device::by_name(&r.device)?;
-            Ok((r, dev))
-        });
+    let resolution = address::start(dst.ip(), source, timeout).map_err(errno::of_io)?;
+    this.set_address(false, dst);
+    let ticket = Ticket::new();
+    {
+        let mut state = this.state();
+        state.phase = Phase::AddrQuery;
+        state.resolving = Some(Arc::clone(&ticket));
+    }
+    let port = src.map(|s| s.port()).filter(|p| *p != 0);
+    let idp = IdPtr(this.as_ptr());
+    let complete: Completion = Box::new(move |outcome| {
+        let idp = idp;
+        // SAFETY: The ticket was open when this began: the ID's destroy, which cancels it
+        // before anything else, has not begun, and waits for this to return.
+        addr_resolved(unsafe { &*idp.0 }, before, dst, port, outcome);
+    });
+    pending::submit(resolution, ticket, complete).map_err(|e| {
+        let mut state = this.state();
+        state.phase = before;
+        state.resolving = None;
+        errno::of_io(e)
+    })
+}
+
+/// An address resolution of `this` (in phase `before` when it began) finished: records what
+/// it found, and queues `ADDR_RESOLVED`, or `ADDR_ERROR` with the ID back in `before`.
+fn addr_resolved(
+    this: &Id,
+    before: Phase,
+    dst: SocketAddr,
+    port: Option<u16>,
+    outcome: std::io::Result<Resolved>,
+) {
+    let outcome = outcome.map_err(errno::of_io).and_then(|r| {
+        let dev = device::by_name(&r.device)?;
+        Ok((r, dev))
+    });
     let (kind, status) = match outcome {
         Ok((resolved, dev)) => {
             this.update(|p| {
@@ -248,23 +318,25 @@ pub unsafe extern "C" fn rdma_resolve_addr(
                 p.pd = dev.pd;
                 p.port_num = resolved.port;
             });
-            let port = src
-                .map(|s| s.port())
-                .filter(|p| *p != 0)
-                .unwrap_or_else(ephemeral_port);
-            let local = SocketAddr::new(resolved.source, port);
+            let local = SocketAddr::new(resolved.source, port.unwrap_or_else(ephemeral_port));
             this.set_address(true, local);
             let mut state = this.state();
             state.local = Some(local);
             state.remote = Some(dst);
             state.resolved = Some(resolved);
             state.phase = Phase::AddrResolved;
+            state.resolving = None;
             (sys::RDMA_CM_EVENT_ADDR_RESOLVED, 0)
         }
-        Err(e) => (sys::RDMA_CM_EVENT_ADDR_ERROR, -e),
+        Err(e) => {
+            let mut state = this.state();
+            state.phase = before;
+            state.resolving = None;
+            (sys::RDMA_CM_EVENT_ADDR_ERROR, -e)
+        }
     };
-    this.channel().post_made(idp, this.handle(), kind, status);
-    errno::status(sync::complete(this))
+    this.channel()
+        .post_made(this.as_ptr(), this.handle(), kind, status);
 }
 
 /// rdma_cm's packet lifetime on RoCE (`CMA_IBOE_PACKET_LIFETIME`), an IBTA exponent.

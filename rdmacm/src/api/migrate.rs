@@ -4,7 +4,9 @@
 
 use core::ffi::c_int;
 
-use crate::{api::ids::id_of, channel::Channel, errno, id::Id, sync, sys};
+use crate::{
+    api::ids::id_of, channel::Channel, errno, id::Id, resolve::pending::Ticket, sync, sys,
+};
 
 /// `int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)`: the ID's
 /// events, the unread ones included, come through `channel` from now on. A NULL `channel`
@@ -62,6 +64,10 @@ pub(crate) unsafe fn migrate(
     // SAFETY: The caller's channel (held above), or the one just made.
     let new = unsafe { Channel::from_public(new_ptr) };
     let idp = this.as_ptr();
+    // An address resolution in flight completes before the move or after it, through the
+    // channel and handle the ID has then, never in the middle.
+    let resolving = this.state().resolving.clone();
+    let held = resolving.as_deref().map(Ticket::hold);
     let handle = match new.adopt(&old, idp, this.handle()) {
         Ok(handle) => handle,
         Err(e) => {
@@ -79,6 +85,7 @@ pub(crate) unsafe fn migrate(
     // INVARIANT: the new channel's file holds the CEP under `handle`, and its map has the ID.
     this.moved(handle, to_private);
     this.update(|p| p.channel = new_ptr);
+    drop(held);
     // A reader of the old channel that found the ID before it left (Channel::find_pinned)
     // is done once the acknowledgements are in; what it left waiting there follows the ID.
     this.wait_for_acks();

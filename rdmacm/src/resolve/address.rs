@@ -65,65 +65,125 @@ fn parse_mac(text: &str) -> Option<[u8; 6]> {
     parts.next().is_none().then_some(mac)
 }
 
-/// Resolves `destination`, from `source` if given, within `timeout`. The errnos are those
-/// `RDMA_CM_EVENT_ADDR_ERROR` reports: `ENETUNREACH` without a route, `EADDRNOTAVAIL` when no
-/// RDMA port has a RoCE v2 GID for the source address on the route's netdev,
-/// `EHOSTUNREACH`/`ETIMEDOUT` when the next hop does not answer, `ENODEV` if the route's
-/// netdev goes away during the resolution.
-pub(crate) fn resolve(
+/// An address resolution under way: its route is known; [`Resolution::step`] does the rest.
+pub(crate) struct Resolution {
+    destination: IpAddr,
+    source: Option<IpAddr>,
+    route: route::Route,
+    /// Our GID entry and the next hop's address being resolved, once the first step found
+    /// them.
+    next_hop: Option<(gid_table::GidEntry, neighbour::Probe)>,
+    deadline: Instant,
+    started: Instant,
+}
+
+/// Starts resolving `destination`, from `source` if given, within `timeout`: the route
+/// lookup, whose failure (`ENETUNREACH`, `EHOSTUNREACH`, ... as the routing table answers)
+/// is the caller's own, as `rdma_resolve_ip` (drivers/infiniband/core/addr.c) returns
+/// `addr_resolve`'s route errors from the call.
+pub(crate) fn start(
     destination: IpAddr,
     source: Option<IpAddr>,
     timeout: Duration,
-) -> io::Result<Resolved> {
+) -> io::Result<Resolution> {
     let started = Instant::now();
     netlink::follow_namespace();
     let route = route::lookup(destination, source)?;
-    let routed = started.elapsed();
-    let (entry, dmac) = if route.local {
-        // This host: the packets loop back through the port whose GID is the destination's,
-        // to the MAC of its own netdev.
-        let peer = gid_table::find(|e| {
-            e.kind == gid_table::GidType::RoceV2 && e.gid == gid_table::gid_of(destination)
-        })
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
-        let ours = gid_table::find(|e| {
-            gid_table::is_roce_v2_for(e, source.unwrap_or(destination), peer.ifindex)
-        })
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
-        let mac = parse_mac(&netdev_file(&peer.netdev, "address")?)
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-        (ours, mac)
-    } else {
-        let from = route
-            .source
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
-        let ours = gid_table::find(|e| gid_table::is_roce_v2_for(e, from, route.ifindex))
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
-        let mac = neighbour::resolve(
-            route.ifindex,
-            route.next_hop(destination),
-            Some(from),
-            timeout,
-        )?;
-        (ours, mac)
-    };
-    let scanned = started.elapsed();
-    let netdev_mtu = netlink::netdev_mtu(&entry.netdev)?;
-    // Where the time goes (cmtime's "resolve addr" step is this).
-    crate::debug!(
-        "resolved {destination}: route {routed:?}, GID entries and neighbour {:?}, MTU {:?}",
-        scanned - routed,
-        started.elapsed() - scanned
-    );
-    Ok(Resolved {
-        device: entry.device.clone(),
-        port: entry.port,
-        sgid_index: entry.index,
-        source: source.or(route.source).unwrap_or(destination),
-        dgid: gid_table::gid_of(destination),
-        dmac,
-        mtu: ib_mtu_for(netdev_mtu).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?,
+    crate::debug!("route to {destination}: {:?}", started.elapsed());
+    Ok(Resolution {
+        destination,
+        source,
+        route,
+        next_hop: None,
+        deadline: started + timeout,
+        started,
     })
+}
+
+impl Resolution {
+    /// When it times out.
+    pub(crate) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Goes as far as it can without waiting: `None` while the next hop's address is being
+    /// resolved, else the result. The errnos are those `RDMA_CM_EVENT_ADDR_ERROR` reports:
+    /// `EADDRNOTAVAIL` when no RDMA port has a RoCE v2 GID for the source address on the
+    /// route's netdev, `EHOSTUNREACH`/`ETIMEDOUT` when the next hop does not answer, `ENODEV`
+    /// if the route's netdev goes away.
+    pub(crate) fn step(&mut self) -> Option<io::Result<Resolved>> {
+        let not_available = || io::Error::from_raw_os_error(libc::EADDRNOTAVAIL);
+        let destination = self.destination;
+        let (entry, dmac) = if self.route.local {
+            // This host: the packets loop back through the port whose GID is the
+            // destination's, to the MAC of its own netdev.
+            let found = || {
+                let peer = gid_table::find(|e| {
+                    e.kind == gid_table::GidType::RoceV2 && e.gid == gid_table::gid_of(destination)
+                })
+                .ok_or_else(not_available)?;
+                let ours = gid_table::find(|e| {
+                    gid_table::is_roce_v2_for(e, self.source.unwrap_or(destination), peer.ifindex)
+                })
+                .ok_or_else(not_available)?;
+                let mac = parse_mac(&netdev_file(&peer.netdev, "address")?)
+                    .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+                Ok((ours, mac))
+            };
+            match found() {
+                Ok(found) => found,
+                Err(e) => return Some(Err(e)),
+            }
+        } else {
+            if self.next_hop.is_none() {
+                let route = &self.route;
+                let found = route.source.ok_or_else(not_available).and_then(|from| {
+                    let ours =
+                        gid_table::find(|e| gid_table::is_roce_v2_for(e, from, route.ifindex))
+                            .ok_or_else(not_available)?;
+                    let hop = route.next_hop(destination);
+                    Ok((ours, neighbour::Probe::new(route.ifindex, hop, Some(from))))
+                });
+                match found {
+                    Ok(found) => self.next_hop = Some(found),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            let (entry, probe) = self.next_hop.as_mut()?;
+            match probe.look() {
+                Ok(Some(mac)) => (entry.clone(), mac),
+                Ok(None) if Instant::now() >= self.deadline => {
+                    return Some(Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)))
+                }
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        };
+        Some(self.finish(entry, dmac))
+    }
+
+    fn finish(&self, entry: gid_table::GidEntry, dmac: [u8; 6]) -> io::Result<Resolved> {
+        let netdev_mtu = netlink::netdev_mtu(&entry.netdev)?;
+        // Where the time goes (cmtime's "resolve addr" step is this).
+        crate::debug!(
+            "resolved {}: {:?} after the route lookup began",
+            self.destination,
+            self.started.elapsed()
+        );
+        Ok(Resolved {
+            device: entry.device,
+            port: entry.port,
+            sgid_index: entry.index,
+            source: self
+                .source
+                .or(self.route.source)
+                .unwrap_or(self.destination),
+            dgid: gid_table::gid_of(self.destination),
+            dmac,
+            mtu: ib_mtu_for(netdev_mtu)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?,
+        })
+    }
 }
 
 #[cfg(test)]

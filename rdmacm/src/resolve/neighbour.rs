@@ -1,12 +1,12 @@
 //! The link-layer address of a next hop, from the neighbour cache (`RTM_GETNEIGH`); when the
 //! cache has none yet, a datagram to the next hop makes the kernel resolve it (ARP or ND), as
-//! the kernel's `rdma_cm` does with `neigh_event_send`. The cache is looked at again whenever
-//! it changes (an `RTNLGRP_NEIGH` notification), as `rdma_cm` waits for its netevent.
+//! the kernel's `rdma_cm` does with `neigh_event_send`. Whoever follows a [`Probe`] looks again
+//! whenever the cache changes (an `RTNLGRP_NEIGH` notification), as `rdma_cm` waits for its
+//! netevent: see [`super::pending`].
 
 use std::{
     io,
     net::{IpAddr, SocketAddr, UdpSocket},
-    time::{Duration, Instant},
 };
 
 use netlink_packet_route::{
@@ -18,9 +18,6 @@ use super::netlink;
 
 /// The discard port: what the probe datagram is sent to, if it is ever delivered.
 const DISCARD_PORT: u16 = 9;
-
-/// The longest wait between two looks at the cache, in case a change went unannounced.
-const RECHECK: Duration = Duration::from_millis(100);
 
 /// A cache entry's state, as far as resolution goes.
 #[derive(Debug, PartialEq, Eq)]
@@ -99,40 +96,42 @@ fn provoke(ip: IpAddr, source: Option<IpAddr>) -> io::Result<()> {
     Ok(())
 }
 
-/// The MAC address of `ip`, a next hop on interface `ifindex`, within `timeout`:
-/// `EHOSTUNREACH` if it does not answer, `ETIMEDOUT` if the time runs out first.
-pub(crate) fn resolve(
+/// A next hop's link-layer address being resolved: each [`Probe::look`] asks the cache once,
+/// without waiting, so that one thread can follow many resolutions (the kernel's `addr.c`
+/// keeps a list of requests and looks at each again on every neighbour change).
+pub(crate) struct Probe {
     ifindex: u32,
     ip: IpAddr,
     source: Option<IpAddr>,
-    timeout: Duration,
-) -> io::Result<[u8; 6]> {
-    let deadline = Instant::now() + timeout;
-    // Usually the next hop is known already: one look, and no subscription.
-    if let Entry::Known(mac) = lookup(ifindex, ip)? {
-        return Ok(mac);
+    /// A datagram has made the kernel resolve `ip`: a `FAILED` entry after that is an answer.
+    provoked: bool,
+}
+
+impl Probe {
+    /// Resolves `ip`, a next hop on interface `ifindex`, from `source` if given.
+    pub(crate) fn new(ifindex: u32, ip: IpAddr, source: Option<IpAddr>) -> Self {
+        Self {
+            ifindex,
+            ip,
+            source,
+            provoked: false,
+        }
     }
-    // Joined before the looks that follow, so that no change after them goes unheard.
-    let changes = netlink::Notifications::subscribe(libc::RTNLGRP_NEIGH)?;
-    let mut provoked = false;
-    loop {
-        match lookup(ifindex, ip)? {
-            Entry::Known(mac) => return Ok(mac),
-            Entry::Failed if provoked => {
-                return Err(io::Error::from_raw_os_error(libc::EHOSTUNREACH))
+
+    /// The MAC address if the cache has it, `None` while it is being resolved (the first look
+    /// that finds no entry, or a failed one, makes the kernel resolve it, as `rdma_cm`'s
+    /// `neigh_event_send` does), `EHOSTUNREACH` once a resolution this probe started failed.
+    pub(crate) fn look(&mut self) -> io::Result<Option<[u8; 6]>> {
+        match lookup(self.ifindex, self.ip)? {
+            Entry::Known(mac) => Ok(Some(mac)),
+            Entry::Failed if self.provoked => Err(io::Error::from_raw_os_error(libc::EHOSTUNREACH)),
+            Entry::Missing | Entry::Failed if !self.provoked => {
+                provoke(self.ip, self.source)?;
+                self.provoked = true;
+                Ok(None)
             }
-            Entry::Missing | Entry::Failed if !provoked => {
-                provoke(ip, source)?;
-                provoked = true;
-            }
-            _ => {}
+            _ => Ok(None),
         }
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(io::Error::from_raw_os_error(libc::ETIMEDOUT));
-        }
-        // Any entry's change wakes this up; the next look tells whether it was ours.
-        changes.wait((deadline - now).min(RECHECK))?;
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::{
     io,
-    os::fd::AsRawFd,
+    os::fd::{AsRawFd, BorrowedFd},
     sync::{Mutex, PoisonError},
     time::Duration,
 };
@@ -209,18 +209,25 @@ impl Notifications {
         Ok(Self { socket })
     }
 
-    /// Waits until a notification arrives, or `timeout` passes (`false`). What arrived is
-    /// discarded: the caller looks again at what it is waiting for. An overrun (`ENOBUFS`),
-    /// which loses notifications, counts as one.
-    pub(crate) fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        let mut pollfd = libc::pollfd {
-            fd: self.socket.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
+    /// Waits until a notification arrives (`true`), `also` becomes readable, or `timeout`
+    /// passes. What arrived is discarded: the caller looks again at what it is waiting for. An
+    /// overrun (`ENOBUFS`), which loses notifications, counts as one. `also` is left as it is.
+    pub(crate) fn wait(&self, also: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
+        let mut fds = [
+            libc::pollfd {
+                fd: self.socket.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: also.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
         let ms = c_int_millis(timeout);
-        // SAFETY: One valid pollfd, for the duration of the call.
-        match unsafe { libc::poll(&mut pollfd, 1, ms) } {
+        // SAFETY: Two valid pollfds, for the duration of the call.
+        match unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) } {
             0 => return Ok(false),
             n if n < 0 => {
                 let e = io::Error::last_os_error();
@@ -230,6 +237,7 @@ impl Notifications {
                     Err(e)
                 };
             }
+            _ if fds[0].revents == 0 => return Ok(false),
             _ => {}
         }
         let mut buf = [0u8; 8192];
