@@ -8,9 +8,7 @@
 # the capture is kept as out/artefacts/interop-rping.pcap.
 . "$(dirname "$0")/lib.sh"
 interop_begin rping tshark dumpcap
-LIB=$CEPM_ROOT/out/rdmacm
-[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
+need_library
 ktap_set_plan 7
 
 out=$CEPM_ROOT/out/interop_rping.$$

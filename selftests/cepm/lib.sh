@@ -518,6 +518,23 @@ stock_down() {
 }
 
 need_root() { [ "$EUID" = 0 ] || { ktap_skip_all "needs root"; exit "$KSFT_SKIP"; }; }
+# need_library: LIB, cepm's librdmacm.so.1 as `make user` builds it, and OVER_CEPM, the prefix
+# that runs a command over it (an array: "${OVER_CEPM[@]}" CMD & leaves $! on CMD's chain).
+# Without the library the test fails.
+need_library() {
+	LIB=$CEPM_ROOT/out/rdmacm
+	[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
+	OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
+}
+# need_progs NAME...: the test programs that `make selftest-progs` builds into $progs; without
+# one the test fails.
+progs=$CEPM_ROOT/out/selftests
+need_progs() {
+	local prog
+	for prog; do
+		[ -x "$progs/$prog" ] || ktap_exit_fail_msg "$progs/$prog is missing: make selftest-progs"
+	done
+}
 
 # Where the two ends of a test run (selftests/run.sh sets CEPM_TOPOLOGY from "test@topology"):
 #  loopback   both on rxe0, the MADs looped back inside rxe (the default);

@@ -22,10 +22,9 @@ ktap_print_header
 for tool in fi_pingpong rdma_xserver rdma_xclient; do
 	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
 done
-UCP=$CEPM_ROOT/out/selftests/ucp_client_server
-[ -x "$UCP" ] || ktap_exit_fail_msg "$UCP is missing: make selftest-progs"
-LIB=$CEPM_ROOT/out/rdmacm
-[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
+need_progs ucp_client_server
+UCP=$progs/ucp_client_server
+need_library
 ktap_set_plan 9
 
 out=$CEPM_ROOT/out/middleware.$$
@@ -35,7 +34,6 @@ case $TOPOLOGY in
 two-hosts) ADDR=10.77.0.2 ;;
 *) ADDR=10.77.0.1 ;;
 esac
-OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
 
 # UCX: one message each mode; its server serves until stopped. Its output is line-buffered so

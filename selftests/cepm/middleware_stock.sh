@@ -8,15 +8,13 @@
 # Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 interop_begin fi_pingpong
-LIB=$CEPM_ROOT/out/rdmacm
-[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-UCP=$CEPM_ROOT/out/selftests/ucp_client_server
-[ -x "$UCP" ] || ktap_exit_fail_msg "$UCP is missing: make selftest-progs"
+need_library
+need_progs ucp_client_server
+UCP=$progs/ucp_client_server
 ktap_set_plan 6
 
 out=$CEPM_ROOT/out/middleware_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
-OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
 
 # UCX, one message; its server serves until stopped, its output line-buffered to survive that.

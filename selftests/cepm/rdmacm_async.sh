@@ -11,10 +11,8 @@
 need_root
 ktap_print_header
 [ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology"; exit "$KSFT_SKIP"; }
-LIB=$CEPM_ROOT/out/rdmacm
-progs=$CEPM_ROOT/out/selftests
-[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-[ -x "$progs/rdma_async_resolve" ] || ktap_exit_fail_msg "$progs/rdma_async_resolve is missing: make selftest-progs"
+need_library
+need_progs rdma_async_resolve
 ktap_set_plan 2
 
 out=$CEPM_ROOT/out/rdmacm_async.$$

@@ -15,17 +15,14 @@ ktap_print_header
 for tool in ucmatose rping; do
 	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
 done
-LIB=$CEPM_ROOT/out/rdmacm
-progs=$CEPM_ROOT/out/selftests
-[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
-[ -x "$progs/rdma_reject_client" ] || ktap_exit_fail_msg "$progs/rdma_reject_client is missing: make selftest-progs"
+need_library
+need_progs rdma_reject_client
 ktap_set_plan 6
 
 out=$CEPM_ROOT/out/rdmacm_failures.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; drop_rx 0 0; topology_down; rm -f "$out".*' EXIT
 ktap_check "topology $TOPOLOGY is up" topology_up
 ADDR=10.77.0.2 TCP=0x0106
-OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
 show() { show_file "# $1: " "$2" "${3:-3}"; }
 

@@ -11,13 +11,11 @@
 # interop_stock.sh (rping, with a capture, is interop_rping.sh). Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 interop_begin ucmatose cmtime rdma_server rdma_client udaddy rping ib_send_bw ib_write_bw
-LIB=$CEPM_ROOT/out/rdmacm
-[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
+need_library
 ktap_set_plan 28
 
 out=$CEPM_ROOT/out/rdmacm_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
-OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
 
 # pair NAME PORT DIRECTION SERVER... -- CLIENT...: tool_pair with the server over cepm here,
@@ -77,7 +75,6 @@ ktap_check "stock cmtime -c 20 -> cmtime over cepm: the client exits 0 and times
 
 # A consumer reject: REJ reason 28, and the server's private data reaches the client.
 rejected_ok() { both_ok && file_has 'status 28, 148 bytes of private data: not today' "$out.$1-c"; }
-progs=$CEPM_ROOT/out/selftests
 pair reject-to 7509 to-stock "$progs/rdma_reject_server" $STOCK 7509 "not today" 5 6 -- \
 	"$progs/rdma_reject_client" $STOCK 7509 "not today" 5 6
 ktap_check "a client over cepm rejected by a stock server: reason 28 and its private data; retry counts 5, 6 in the REQ ($crc, $src)" rejected_ok reject-to

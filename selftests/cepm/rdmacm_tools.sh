@@ -21,8 +21,7 @@ ktap_print_header
 for tool in rping ucmatose cmtime rdma_server rdma_client udaddy ib_send_bw ib_write_bw; do
 	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
 done
-LIB=$CEPM_ROOT/out/rdmacm
-[ -f "$LIB/librdmacm.so.1" ] || ktap_exit_fail_msg "$LIB/librdmacm.so.1 is missing: make user"
+need_library
 ktap_set_plan 20
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
@@ -36,7 +35,6 @@ TCP=0x0106 UDP=0x0111
 # Command prefixes: with cepm's librdmacm, here and on the server's host. Arrays, not
 # functions, so that "${ON_SERVER_OVER_CEPM[@]}" CMD & leaves $! on CMD's own process chain
 # (env and ip netns exec exec it), which the test can signal.
-OVER_CEPM=(env LD_LIBRARY_PATH="$LIB")
 ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
 show() { show_file "# $1: " "$2"; }
 
