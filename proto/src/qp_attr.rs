@@ -239,12 +239,12 @@ impl Negotiated {
         self.rq_psn = Some(psn & PSN_MASK);
     }
 
-    /// Derives the attributes for `target` as [`derive`] does, and records that RTR's
+    /// Derives the attributes for `target` as [`derive()`] does, and records that RTR's
     /// receive PSN was given out.
     ///
     /// # Errors
     ///
-    /// Those of [`derive`].
+    /// Those of [`derive()`].
     pub fn give_out(&mut self, state: State, target: QpState) -> Result<QpAttr, QpAttrError> {
         let a = derive(state, target, self)?;
         if target == QpState::Rtr {
