@@ -56,7 +56,7 @@ In the new crate: `cepm/src/gone.rs`; top level: `Makefile`; a command: `scripts
 
 ```sh
 scripts/vm -- selftests/gone.sh          # in a fenced block
-insmod out/stop43/cepm.ko
+insmod out/run43/cepm.ko
 ```
 EOF
 want='docs/bad.md:1: missing docs/missing.md
@@ -70,7 +70,7 @@ docs/bad.md:4: missing out/exp/probe.sh
 docs/bad.md:4: missing out/run3-check.log
 docs/bad.md:5: missing out/notes-3.md
 docs/bad.md:12: missing selftests/gone.sh
-docs/bad.md:13: missing out/stop43/cepm.ko
+docs/bad.md:13: missing out/run43/cepm.ko
 docs/bad.md:6: missing rust/cepm_bindings.rs
 docs/bad.md:7: missing Makefile
 docs/bad.md:7: missing cepm/src/gone.rs
