@@ -105,7 +105,7 @@ host-test:
 # the kernel's kselftest harness), each rebuilt only when its source or a header changed.
 SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
 	rdma_reject_client rdma_srq_server ucp_client_server rdma_qp_before_accept rdma_channel_events \
-	rdma_stale_pointers rdma_listener_race rdma_async_resolve cm_clock.so busy_clock)
+	rdma_stale_pointers rdma_listener_race rdma_async_resolve cm_clock.so ah_linger.so busy_clock)
 SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
 selftest-progs: $(SELFTEST_PROGS)
 
@@ -133,8 +133,8 @@ out/selftests/ucp_client_server: $(UCX_EXAMPLES)/ucp_client_server.c
 out/selftests/busy_clock: selftests/runner/busy_clock.c
 	@mkdir -p out/selftests
 	$(CC) -Wall -Werror -O2 -o $@ $<
-# An LD_PRELOAD library, not a program: it finds the real rdma_cm calls with dlsym.
-out/selftests/cm_clock.so: selftests/cepm/cm_clock.c
+# LD_PRELOAD libraries, not programs: they find the real calls with dlsym.
+out/selftests/cm_clock.so out/selftests/ah_linger.so: out/selftests/%.so: selftests/cepm/%.c
 	@mkdir -p out/selftests
 	$(CC) -Wall -Werror -O2 -D_GNU_SOURCE -shared -fPIC -o $@ $< -ldl
 
