@@ -14,6 +14,7 @@ pub mod connection;
 pub mod endpoints;
 pub mod ids;
 pub mod migrate;
+pub mod multicast;
 pub mod qp;
 pub mod query;
 pub mod srq;

@@ -276,6 +276,11 @@ impl Channel {
             .take(|e| e.owner == id || e.public.id == id.cast())
     }
 
+    /// Takes the waiting events that `which` picks (a multicast join's, at its leave).
+    pub(crate) fn take_events(&self, which: impl Fn(&Box<Event>) -> bool) -> VecDeque<Box<Event>> {
+        self.waiting.take(which)
+    }
+
     /// Takes `id`, whose CEP is destroyed, out of the channel before it is freed: its waiting
     /// events go to `each`, it leaves the map, and once every event handed out for it is
     /// acknowledged, and the one a reader found it for before it left (a pin,

@@ -12,7 +12,7 @@ use std::{
     cell::Cell,
     net::{IpAddr, SocketAddr},
     os::fd::AsRawFd,
-    sync::OnceLock,
+    sync::{Arc, OnceLock},
 };
 
 use cepm::{event::Event as CepmEvent, sys as cepm_sys, Cepm};
@@ -25,6 +25,7 @@ use crate::{
     channel::{Channel, IdPtr},
     device,
     id::{Id, Phase},
+    multicast::{self, Group},
     qp::{self, Depths},
     resolve::address,
     sys, ud,
@@ -47,6 +48,8 @@ pub(crate) struct Event {
     pub(crate) owner: *mut Id,
     /// Its private data.
     pdata: [u8; 256],
+    /// The multicast join it reports, whose leave waits for its acknowledgement.
+    pub(crate) group: Option<Arc<Group>>,
 }
 
 impl Event {
@@ -61,6 +64,7 @@ impl Event {
             },
             owner: id,
             pdata: [0; 256],
+            group: None,
         })
     }
 
@@ -131,6 +135,9 @@ pub(crate) fn next(channel: &Channel, for_id: Option<*mut Id>) -> Result<Box<Eve
     );
     // Counted for its owner by now (Channel::next_event), the pin can go.
     unpin();
+    if let Ok(Some(group)) = event.as_ref().map(|e| &e.group) {
+        group.reported();
+    }
     event
 }
 
@@ -203,11 +210,13 @@ fn translate(channel: &Channel, id: &Id, raw: CepmEvent) -> Option<Box<Event>> {
             Some(Event::new(idp, sys::RDMA_CM_EVENT_DISCONNECTED, status))
         }
         // Made by the library (`Channel::post_made`): the code is rdma_cm's event.
-        cepm_sys::CEPM_EVENT_USER_FIRST..=cepm_sys::CEPM_EVENT_USER_LAST => Some(Event::new(
-            idp,
-            kind - cepm_sys::CEPM_EVENT_USER_FIRST,
-            status,
-        )),
+        cepm_sys::CEPM_EVENT_USER_FIRST..=cepm_sys::CEPM_EVENT_USER_LAST => {
+            let kind = kind - cepm_sys::CEPM_EVENT_USER_FIRST;
+            if multicast::is_multicast(kind) {
+                return multicast::posted_event(id);
+            }
+            Some(Event::new(idp, kind, status))
+        }
         cepm_sys::CEPM_EVENT_TIMEWAIT_EXIT => {
             Some(Event::new(idp, sys::RDMA_CM_EVENT_TIMEWAIT_EXIT, 0))
         }

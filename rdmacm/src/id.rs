@@ -33,7 +33,7 @@ use std::{
 
 use crate::{
     channel::Channel,
-    live,
+    live, multicast,
     resolve::{address::Resolved, pending::Ticket},
     sys,
 };
@@ -109,6 +109,8 @@ pub(crate) struct IdState {
     /// A passive endpoint's QP attributes (`rdma_create_ep`): `rdma_get_request` gives each
     /// new ID a QP made with them.
     pub(crate) endpoint_qp: Option<sys::ibv_qp_init_attr>,
+    /// Its multicast joins.
+    pub(crate) groups: multicast::Groups,
 }
 
 /// An ID.
@@ -160,6 +162,7 @@ impl Id {
                 peer_disconnected: false,
                 path: None,
                 endpoint_qp: None,
+                groups: multicast::Groups::default(),
             }),
             acked: Condvar::new(),
         });

@@ -17,6 +17,7 @@ pub(crate) mod event;
 pub mod event_str;
 pub(crate) mod id;
 pub(crate) mod live;
+pub(crate) mod multicast;
 pub(crate) mod qp;
 mod resolve;
 pub(crate) mod route;

@@ -506,6 +506,9 @@ pub unsafe extern "C" fn rdma_ack_cm_event(event: *mut sys::rdma_cm_event) -> c_
     }
     // SAFETY: The caller gives up an event of ours, from Box::into_raw.
     let event = unsafe { Box::from_raw(event.cast::<Event>()) };
+    if let Some(group) = &event.group {
+        group.acked();
+    }
     // SAFETY: The owner is alive: its destroy waits for this acknowledgement.
     unsafe { &*event.owner }.event_acked();
     0

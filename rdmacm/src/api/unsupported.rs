@@ -1,7 +1,5 @@
 //! What cepm's librdmacm does not offer, each with a clear errno (docs/rdmacm.md lists them):
 //!
-//! - multicast (`rdma_join_multicast*`, `rdma_leave_multicast`): `ENOSYS`. cepm is a
-//!   connection manager; multicast groups need the SA or, on RoCE, IGMP/MLD joins;
 //! - rsockets (`rsocket`, `rbind`, ..., `riowrite`): `ENOSYS`, except `rpoll`, which is
 //!   `poll(2)` since no file can be an rsocket here;
 //! - ECE (`rdma_set_local_ece`, `rdma_get_remote_ece`, `rdma_reject_ece`): `EOPNOTSUPP`.
@@ -28,12 +26,6 @@ macro_rules! failing {
 }
 
 failing! { libc::ENOSYS =>
-    /// `rdma_join_multicast`: multicast is not supported.
-    fn rdma_join_multicast(id: *mut sys::rdma_cm_id, addr: *mut sys::sockaddr, context: *mut c_void) -> c_int;
-    /// `rdma_join_multicast_ex`: multicast is not supported.
-    fn rdma_join_multicast_ex(id: *mut sys::rdma_cm_id, attr: *mut sys::rdma_cm_join_mc_attr_ex, context: *mut c_void) -> c_int;
-    /// `rdma_leave_multicast`: multicast is not supported.
-    fn rdma_leave_multicast(id: *mut sys::rdma_cm_id, addr: *mut sys::sockaddr) -> c_int;
     /// `rsocket`: rsockets are not supported.
     fn rsocket(domain: c_int, kind: c_int, protocol: c_int) -> c_int;
     /// `rbind`: rsockets are not supported.
