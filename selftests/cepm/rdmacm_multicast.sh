@@ -6,7 +6,9 @@
 # with mckey -o), creates its address handle from the MULTICAST_JOIN event (the MGID
 # ::ffff:GROUP, as rdma_cm derives it for RoCE v2) and leaves (rdma_leave_multicast). While
 # the receiver is joined its netdev is a member of the group (ip maddr), and once it has left
-# it is not.
+# it is not. rdma_multicast (ours) checks the rest of what librdmacm promises of a join (its
+# argument checks, MULTICAST_JOIN's fields, a leave that waits for the event's
+# acknowledgement), over the library here and, as the oracle, over the stock stack.
 # In the loopback topology both ends are on rxe0; in two-hosts the receiver runs in the peer
 # namespace on rxe1, and then against the stock stack (rdma-core's librdmacm, the kernel's
 # rdma_cm) in both directions, after the stock stack alone across the namespaces, as the
@@ -16,8 +18,8 @@ need_root
 ktap_print_header
 command -v mckey >/dev/null || { ktap_skip_all "mckey missing"; exit "$KSFT_SKIP"; }
 need_library
-need_progs ah_linger.so
-[ "$TOPOLOGY" = two-hosts ] && ktap_set_plan 11 || ktap_set_plan 5
+need_progs ah_linger.so rdma_multicast
+[ "$TOPOLOGY" = two-hosts ] && ktap_set_plan 13 || ktap_set_plan 6
 
 out=$CEPM_ROOT/out/rdmacm_multicast.$$
 stock=0
@@ -62,6 +64,17 @@ mcast() {
 	show_side "$name receiver" "$out.$name-r" $rrc
 	show_side "$name sender" "$out.$name-s" $src
 }
+# ours NAME PREFIX... -- ARGS...: rdma_multicast ARGS under PREFIX, its output in $out.NAME.
+ours() {
+	local name=$1 prefix=()
+	shift
+	while [ "$1" != -- ]; do prefix+=("$1"); shift; done
+	shift
+	"${prefix[@]}" timeout 60 "$progs/rdma_multicast" "$@" >"$out.$name" 2>&1
+	ours_rc=$?
+	show_file "# $name: " "$out.$name"
+}
+ours_ok() { [ "$ours_rc" = 0 ] && file_has '^rdma_multicast: end 0' "$out.$1"; }
 # received NAME GROUP: both exited 0, each joined the group's MGID, the receiver got its 10.
 received() {
 	[ "$rrc" = 0 ] && [ "$src" = 0 ] &&
@@ -84,10 +97,16 @@ TX_FLAGS=-o mcast sendonly 239.77.0.2
 ktap_check "mckey -s -o (a send-only join) -> mckey, both over cepm: 10 datagrams received ($src, $rrc)" \
 	received sendonly 239.77.0.2
 
+ours ours "${OVER_CEPM[@]}" -- $HERE 239.77.0.6
+ktap_check "rdma_multicast over cepm: argument checks, MULTICAST_JOIN's fields, membership, a leave that waits for the acknowledgement ($ours_rc)" \
+	ours_ok ours
+
 if [ "$TOPOLOGY" = two-hosts ]; then
 	topology_down
 	stock=1
 	ktap_check "cepm manages rxe0 only, rdma_cm serves rxe1 in namespace $PEER_NS" stock_up
+	ours ours-stock "${PEER[@]}" -- 10.77.0.2 239.77.0.7
+	ktap_check "rdma_multicast over the stock stack: the same ($ours_rc)" ours_ok ours-stock
 	# The oracle: rdma-core's librdmacm on both ends, the sender here on rxe0 (rdma_cm needs no
 	# CM MAD for multicast), the receiver on rxe1.
 	RX=("${PEER[@]}") RX_NS=("${PEER[@]}") RX_ADDR=10.77.0.2 RX_DEV=veth1
