@@ -33,7 +33,7 @@ fn main() {
              ibv_close_device|ibv_query_device|ibv_alloc_pd|ibv_dealloc_pd|ibv_create_qp|\
              ibv_modify_qp|ibv_destroy_qp|ibv_create_cq|ibv_destroy_cq|\
              ibv_create_comp_channel|ibv_destroy_comp_channel|ibv_create_srq|ibv_destroy_srq|\
-             _ibv_query_gid_table|_ibv_query_gid_ex",
+             _ibv_query_gid_table|_ibv_query_gid_ex|ibv_query_ece|ibv_set_ece",
         )
         .default_enum_style(bindgen::EnumVariation::Consts)
         .prepend_enum_name(false)

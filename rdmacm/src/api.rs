@@ -11,6 +11,7 @@
 pub mod addrinfo;
 pub mod channel;
 pub mod connection;
+pub mod ece;
 pub mod endpoints;
 pub mod ids;
 pub mod migrate;

@@ -22,6 +22,7 @@ use cepm_proto::{
 };
 
 use crate::{
+    api::ece,
     channel::{Channel, IdPtr},
     device,
     id::{Id, Phase},
@@ -310,6 +311,7 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         // other way round.
         state.requested = (info.initiator_depth, info.responder_resources);
         state.local_psn = module_chooses_psn(&channel.cepm).then_some(info.local_psn);
+        state.remote_ece = ece::remote_of(&channel.cepm, handle);
     }
     if channel.add(handle, new).is_err() {
         // The channel was destroyed meanwhile, its listener with it.
@@ -360,8 +362,10 @@ fn connect_response(channel: &Channel, id: &Id) -> Box<Event> {
         .cepm
         .query_cep(id.handle())
         .map_or(0, |i| i.remote_qpn);
+    let remote_ece = ece::remote_of(&channel.cepm, id.handle());
     let qp: *mut sys::ibv_qp = id.public().qp;
     if qp.is_null() {
+        id.state().remote_ece = remote_ece;
         let mut event = Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
         event.set_conn_pdata(&pdata, REP_PDATA);
         event.conn().qp_num = remote_qpn;
@@ -373,12 +377,14 @@ fn connect_response(channel: &Channel, id: &Id) -> Box<Event> {
         ack_timeout,
         ..Depths::default()
     };
-    let moved = qp::to_rts(&channel.cepm, id.handle(), qp, port, depths).and_then(|()| {
-        channel
-            .cepm
-            .send_rtu(id.handle(), &[])
-            .map_err(crate::errno::of_io)
-    });
+    let moved = ece::take_rep(id, qp, remote_ece)
+        .and_then(|()| qp::to_rts(&channel.cepm, id.handle(), qp, port, depths))
+        .and_then(|()| {
+            channel
+                .cepm
+                .send_rtu(id.handle(), &[])
+                .map_err(crate::errno::of_io)
+        });
     if moved.is_err() {
         let _ = qp::to_error(qp);
         let mut state = id.state();

@@ -100,6 +100,10 @@ pub(crate) struct IdState {
     pub(crate) local_psn: Option<u32>,
     /// Options set on it.
     pub(crate) options: Options,
+    /// The ECE its REQ or REP is to carry (`rdma_set_local_ece`, or its QP's).
+    pub(crate) local_ece: sys::ibv_ece,
+    /// The ECE of the peer's REQ or REP (`rdma_get_remote_ece`).
+    pub(crate) remote_ece: sys::ibv_ece,
     /// Processing a REP failed; the REJECTED or DISCONNECTED that follows is not reported.
     pub(crate) connect_error: bool,
     /// The peer's DREQ arrived: `rdma_disconnect` answers it with a DREP.
@@ -156,6 +160,8 @@ impl Id {
                 requested: (0, 0),
                 local_psn: None,
                 options: Options::default(),
+                local_ece: sys::ibv_ece::default(),
+                remote_ece: sys::ibv_ece::default(),
                 connect_error: false,
                 peer_disconnected: false,
                 path: None,

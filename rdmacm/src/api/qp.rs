@@ -4,7 +4,7 @@
 
 use core::{ffi::c_int, ptr};
 
-use super::ids::id_of;
+use super::{ece, ids::id_of};
 use crate::{
     errno,
     id::{Id, Phase},
@@ -137,6 +137,14 @@ pub(crate) fn create_qp(
         }
         return Err(e);
     }
+    if let Err(e) = ece::init_qp(this, qp) {
+        // SAFETY: Made above, used by nothing else.
+        unsafe { sys::ibv_destroy_qp(qp) };
+        if made_here {
+            this.update(destroy_cqs);
+        }
+        return Err(e);
+    }
     let port = public.port_num;
     let passive = this.state().phase == Phase::Requested;
     let ready = if this.public().qp_type == sys::IBV_QPT_UD {
@@ -153,7 +161,8 @@ pub(crate) fn create_qp(
         )
     } else {
         qp::init_connected(qp, port)
-    };
+    }
+    .and_then(|()| ece::settle_qp(this, qp));
     if let Err(e) = ready {
         crate::debug!("rdma_create_qp: to INIT (or RTS for UD): errno {e}");
         // SAFETY: Made above, used by nothing else.
