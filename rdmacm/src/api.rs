@@ -19,3 +19,4 @@ pub mod qp;
 pub mod query;
 pub mod srq;
 pub mod unsupported;
+pub mod user_event;

@@ -39,6 +39,16 @@ pub(crate) const REP_PDATA: usize = 196;
 /// See [`REQ_USER_PDATA`].
 pub(crate) const REJ_PDATA: usize = 148;
 
+/// The event types librdmacm's RDMACM_1.4 adds after `TIMEWAIT_EXIT` (rdma-core's later
+/// `<rdma/rdma_cma.h>`): `rdma_resolve_addrinfo`'s outcome, and `rdma_write_cm_event`'s.
+pub(crate) const RDMA_CM_EVENT_ADDRINFO_RESOLVED: sys::rdma_cm_event_type =
+    sys::RDMA_CM_EVENT_TIMEWAIT_EXIT + 1;
+/// See [`RDMA_CM_EVENT_ADDRINFO_RESOLVED`].
+pub(crate) const RDMA_CM_EVENT_ADDRINFO_ERROR: sys::rdma_cm_event_type =
+    sys::RDMA_CM_EVENT_TIMEWAIT_EXIT + 2;
+/// See [`RDMA_CM_EVENT_ADDRINFO_RESOLVED`].
+pub(crate) const RDMA_CM_EVENT_USER: sys::rdma_cm_event_type = sys::RDMA_CM_EVENT_TIMEWAIT_EXIT + 3;
+
 /// An event handed to the application.
 #[repr(C)]
 pub(crate) struct Event {
@@ -204,11 +214,22 @@ fn translate(channel: &Channel, id: &Id, raw: CepmEvent) -> Option<Box<Event>> {
             Some(Event::new(idp, sys::RDMA_CM_EVENT_DISCONNECTED, status))
         }
         // Made by the library (`Channel::post_made`): the code is rdma_cm's event.
-        cepm_sys::CEPM_EVENT_USER_FIRST..=cepm_sys::CEPM_EVENT_USER_LAST => Some(Event::new(
-            idp,
-            kind - cepm_sys::CEPM_EVENT_USER_FIRST,
-            status,
-        )),
+        cepm_sys::CEPM_EVENT_USER_FIRST..=cepm_sys::CEPM_EVENT_USER_LAST => {
+            let kind = kind - cepm_sys::CEPM_EVENT_USER_FIRST;
+            let mut event = Event::new(idp, kind, status);
+            if kind == RDMA_CM_EVENT_USER {
+                // `param.arg` (a later header's third member of the union) is its first 8
+                // bytes.
+                let arg = id.state().user_args.pop_front().unwrap_or(0);
+                // SAFETY: The union is at least 8 bytes long and aligned for a pointer.
+                unsafe {
+                    core::ptr::from_mut(&mut event.public.param)
+                        .cast::<u64>()
+                        .write(arg)
+                };
+            }
+            Some(event)
+        }
         cepm_sys::CEPM_EVENT_TIMEWAIT_EXIT => {
             Some(Event::new(idp, sys::RDMA_CM_EVENT_TIMEWAIT_EXIT, 0))
         }
