@@ -26,7 +26,7 @@ fn main() {
     bindgen::Builder::default()
         .header("src/sys.h")
         .clang_arg(format!("-isystem{}", compiler_include_dir()))
-        .allowlist_type("rdma_.*|ibv_.*|sockaddr_ib")
+        .allowlist_type("rdma_.*|ibv_.*|verbs_context|sockaddr_ib")
         .allowlist_var("RDMA_.*|RAI_.*|IBV_.*|AF_IB")
         .allowlist_function(
             "ibv_get_device_list|ibv_free_device_list|ibv_get_device_name|ibv_open_device|\
