@@ -26,14 +26,15 @@ fn main() {
     bindgen::Builder::default()
         .header("src/sys.h")
         .clang_arg(format!("-isystem{}", compiler_include_dir()))
-        .allowlist_type("rdma_.*|ibv_.*|sockaddr_ib")
+        .allowlist_type("rdma_.*|ibv_.*|verbs_context|sockaddr_ib")
         .allowlist_var("RDMA_.*|RAI_.*|IBV_.*|AF_IB")
         .allowlist_function(
             "ibv_get_device_list|ibv_free_device_list|ibv_get_device_name|ibv_open_device|\
              ibv_close_device|ibv_query_device|ibv_alloc_pd|ibv_dealloc_pd|ibv_create_qp|\
              ibv_modify_qp|ibv_destroy_qp|ibv_create_cq|ibv_destroy_cq|\
              ibv_create_comp_channel|ibv_destroy_comp_channel|ibv_create_srq|ibv_destroy_srq|\
-             _ibv_query_gid_table|_ibv_query_gid_ex|ibv_attach_mcast|ibv_detach_mcast",
+             _ibv_query_gid_table|_ibv_query_gid_ex|ibv_attach_mcast|ibv_detach_mcast|\
+             ibv_query_ece|ibv_set_ece",
         )
         .default_enum_style(bindgen::EnumVariation::Consts)
         .prepend_enum_name(false)

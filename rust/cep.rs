@@ -477,8 +477,17 @@ impl Cep {
         if msg.attr().is_request() {
             inner.tid = peer.port.tid(self.local_id);
         }
+        // A REQ or REP carries its ECE options in the attribute modifier (Linux's
+        // `cm_format_mad_ece_hdr`); every other message has 0 there.
+        let attr_mod = match msg {
+            CmMsg::Req(_) | CmMsg::Rep(_) => inner.kind.connection().map_or(0, |c| c.ece_attr_mod),
+            _ => 0,
+        };
         let mut mad = [0u8; MAD_SIZE];
-        if CmMad::new(inner.tid, 0, msg).encode(&mut mad).is_err() {
+        if CmMad::new(inner.tid, attr_mod, msg)
+            .encode(&mut mad)
+            .is_err()
+        {
             peer.port.count_tx_error();
             return None;
         }

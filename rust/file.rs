@@ -59,9 +59,19 @@ const KNOWN_IOCTLS: [KnownIoctl; 23] = [
     ),
     KnownIoctl::new(uapi::CEPM_IOCTL_REJECT),
     KnownIoctl::new(uapi::CEPM_IOCTL_QUERY_CEP),
-    KnownIoctl::new(uapi::CEPM_IOCTL_GET_PRIVATE_DATA),
-    KnownIoctl::new(uapi::CEPM_IOCTL_CONNECT),
-    KnownIoctl::new(uapi::CEPM_IOCTL_PREPARE_REP),
+    // ABI 7 added the ECE fields of these three.
+    KnownIoctl::grown(
+        uapi::CEPM_IOCTL_GET_PRIVATE_DATA,
+        core::mem::offset_of!(uapi::cepm_private_data, ece_vendor_id),
+    ),
+    KnownIoctl::grown(
+        uapi::CEPM_IOCTL_CONNECT,
+        core::mem::offset_of!(uapi::cepm_connect, ece_vendor_id),
+    ),
+    KnownIoctl::grown(
+        uapi::CEPM_IOCTL_PREPARE_REP,
+        core::mem::offset_of!(uapi::cepm_accept, ece_vendor_id),
+    ),
     KnownIoctl::new(uapi::CEPM_IOCTL_SEND_REP),
     KnownIoctl::new(uapi::CEPM_IOCTL_SEND_RTU),
     KnownIoctl::new(uapi::CEPM_IOCTL_INIT_QP_ATTR),
@@ -939,7 +949,7 @@ impl CepmFile {
 
     fn get_private_data(&self, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_private_data = arg.read()?;
-        if req.reserved != 0 {
+        if req.reserved != 0 || [req.ece_vendor_id, req.ece_attr_mod] != [0; 2] {
             return Err(EINVAL);
         }
         self.cep(req.handle)?.private_data(&mut req);

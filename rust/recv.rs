@@ -80,7 +80,7 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     let tid = received.header.tid;
     let tables = &port.cm().tables;
     let unmatched = match &received.msg {
-        CmMsg::Req(req) => req_received(port, mad, req, tid),
+        CmMsg::Req(req) => req_received(port, mad, req, tid, received.header.attr_mod),
         CmMsg::SidrReq(sreq) => sidr_req_received(port, mad, sreq, tid),
         CmMsg::Dreq(dreq) => routed(
             tables
@@ -89,7 +89,9 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
             Unmatched::Dreq,
         ),
         CmMsg::Rej(rej) => routed(rej_received(tables, rej), Unmatched::Other),
-        CmMsg::Rep(rep) => to_local_cep(tables, rep.remote_comm_id, |c| c.rep_received(rep)),
+        CmMsg::Rep(rep) => to_local_cep(tables, rep.remote_comm_id, |c| {
+            c.rep_received(rep, received.header.attr_mod)
+        }),
         CmMsg::Rtu(rtu) => to_local_cep(tables, rtu.remote_comm_id, |c| c.rtu_received(rtu)),
         CmMsg::SidrRep(rep) => to_local_cep(tables, rep.request_id, |c| c.sidr_rep_received(rep)),
         CmMsg::Mra(mra) => to_local_cep(tables, mra.remote_comm_id, |c| c.mra_received(mra)),
@@ -150,13 +152,14 @@ fn rej_received(tables: &Tables, rej: &Rej) -> bool {
     cep.is_some_and(|cep| cep.rej_received(rej, target))
 }
 
-/// Routes a REQ (with TID `tid`) to its listener; otherwise says why it gets a stateless
-/// answer.
+/// Routes a REQ (with TID `tid` and attribute modifier `attr_mod`) to its listener; otherwise
+/// says why it gets a stateless answer.
 fn req_received(
     port: &Arc<CmPort>,
     mad: &ReceivedMad<'_>,
     req: &Req,
     tid: u64,
+    attr_mod: u32,
 ) -> Option<Unmatched> {
     // XRC is not served here (no XRC target QPs): REJ 9 before anything else.
     if req.transport == Transport::Xrc {
@@ -185,7 +188,7 @@ fn req_received(
     let Ok(info) = mad.reply_info() else {
         return None;
     };
-    let cep = match Cep::spawn_from_req(port, info, req, tid) {
+    let cep = match Cep::spawn_from_req(port, info, req, tid, attr_mod) {
         Ok(Spawned::New(cep)) => cep,
         // Answered inside (a duplicate), or nothing to do until the peer retries.
         Ok(Spawned::Duplicate(existing)) => {

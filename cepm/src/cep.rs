@@ -248,6 +248,17 @@ impl Cepm {
         ))
     }
 
+    /// The peer's ECE from its REQ or REP: `(vendor_id, attr_mod)`, 0 and 0 before either
+    /// (ABI 7; a module without ECE reports 0 and 0 too).
+    pub fn remote_ece(&self, handle: u32) -> io::Result<(u32, u32)> {
+        let mut p = sys::cepm_private_data {
+            handle,
+            ..Default::default()
+        };
+        self.ioctl(sys::CEPM_IOCTL_GET_PRIVATE_DATA, &mut p)?;
+        Ok((p.ece_vendor_id, p.ece_attr_mod))
+    }
+
     /// Sends a REQ (`args.handle` names the CEP).
     pub fn connect(&self, args: &sys::cepm_connect) -> io::Result<()> {
         let mut a = *args;

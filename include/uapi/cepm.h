@@ -19,9 +19,12 @@
  * Bumped on any incompatible change to this file, and when calls are added
  * or grow, so that userspace can tell what the module offers: 5 added
  * CEPM_IOC_MIGRATE and CEPM_IOC_POST_EVENT; 6 grew struct cepm_get_request
- * by local_psn (QP attributes for RTR before PREPARE_REP).
+ * by local_psn (QP attributes for RTR before PREPARE_REP); 7 grew struct
+ * cepm_connect, struct cepm_accept and struct cepm_private_data by the ECE
+ * fields (Enhanced Connection Establishment: REQ and REP VendorID and the
+ * MAD's attribute modifier).
  */
-#define CEPM_ABI_VERSION 6
+#define CEPM_ABI_VERSION 7
 
 #define CEPM_IOC_MAGIC 0xCE
 
@@ -178,6 +181,7 @@ struct cepm_get_request {
 #define CEPM_REJ_INVALID_SERVICE_ID 8
 #define CEPM_REJ_STALE_CONN 10
 #define CEPM_REJ_CONSUMER_DEFINED 28
+#define CEPM_REJ_VENDOR_OPTION_NOT_SUPPORTED 35 /* librdmacm's rdma_reject_ece */
 
 /* CEPM_IOC_REJECT: reject the connection (a claimed REQ, or a received REP). */
 struct cepm_reject {
@@ -242,13 +246,20 @@ struct cepm_list {
 	__aligned_u64 ceps; /* struct cepm_cep_info * */
 };
 
-/* CEPM_IOC_GET_PRIVATE_DATA: the private data of the last message received. */
+/*
+ * CEPM_IOC_GET_PRIVATE_DATA: the private data of the last message received,
+ * and (ABI 7; the struct's first version ends before them) the peer's ECE:
+ * the VendorID and MAD attribute modifier of the REQ or REP it sent, 0 until
+ * one arrives.  Both must be 0 on input.
+ */
 struct cepm_private_data {
 	__u32 handle;    /* in */
 	__u16 attr_id;   /* out: the message it came in (0: none yet) */
 	__u8 len;        /* out: that message's private data size */
 	__u8 reserved;
 	__u8 data[CEPM_PDATA_MAX];
+	__u32 ece_vendor_id; /* out (ABI 7): 24 bits */
+	__u32 ece_attr_mod;  /* out (ABI 7) */
 };
 
 /*
@@ -272,7 +283,12 @@ struct cepm_path_rec {
 	__u8 reserved[2];
 };
 
-/* CEPM_IOC_CONNECT: send a REQ (retried until answered or out of retries). */
+/*
+ * CEPM_IOC_CONNECT: send a REQ (retried until answered or out of retries).
+ * ECE (ABI 7; the struct's first version ends before it): the REQ's VendorID
+ * (24 bits, else EINVAL) and its MAD's attribute modifier, as Linux's
+ * cm_format_req sends them; 0 and 0 for none.
+ */
 struct cepm_connect {
 	__u64 service_id;
 	__u32 handle;
@@ -294,6 +310,8 @@ struct cepm_connect {
 	__u8 reserved[2];
 	__u8 pdata[CEPM_REQ_PDATA_MAX];
 	__u8 reserved2[4];
+	__u32 ece_vendor_id; /* ABI 7 */
+	__u32 ece_attr_mod;  /* ABI 7 */
 };
 
 #define CEPM_REP_PDATA_MAX 196
@@ -342,7 +360,9 @@ struct cepm_sidr_rep {
  * REQ without sending it, so the QP can go to RTR (CEPM_IOC_INIT_QP_ATTR)
  * before the REP leaves; CEPM_IOC_SEND_REP then sends it.  The REP's
  * TargetAckDelay is the device's local CA ACK delay, as in Linux (cm_format_rep
- * ignores the caller's); the field that once carried it is reserved.
+ * ignores the caller's); the field that once carried it is reserved.  ECE
+ * (ABI 7; the struct's first version ends before it): the REP's VendorID (24
+ * bits, else EINVAL) and its MAD's attribute modifier, as for CONNECT.
  */
 struct cepm_accept {
 	__u32 handle;
@@ -356,6 +376,8 @@ struct cepm_accept {
 	__u8 pdata_len; /* <= CEPM_REP_PDATA_MAX, else E2BIG */
 	__u8 reserved[2];
 	__u8 pdata[CEPM_REP_PDATA_MAX];
+	__u32 ece_vendor_id; /* ABI 7 */
+	__u32 ece_attr_mod;  /* ABI 7 */
 };
 
 /* CEPM_IOC_SEND_REP. */

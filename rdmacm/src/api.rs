@@ -11,6 +11,7 @@
 pub mod addrinfo;
 pub mod channel;
 pub mod connection;
+pub mod ece;
 pub mod endpoints;
 pub mod ids;
 pub mod migrate;
@@ -19,3 +20,4 @@ pub mod qp;
 pub mod query;
 pub mod srq;
 pub mod unsupported;
+pub mod user_event;

@@ -22,6 +22,7 @@ use cepm_proto::{
 };
 
 use crate::{
+    api::ece,
     channel::{Channel, IdPtr},
     device,
     id::{Id, Phase},
@@ -38,6 +39,16 @@ pub(crate) const REQ_USER_PDATA: usize = 92 - CMA_HDR_SIZE;
 pub(crate) const REP_PDATA: usize = 196;
 /// See [`REQ_USER_PDATA`].
 pub(crate) const REJ_PDATA: usize = 148;
+
+/// The event types librdmacm's RDMACM_1.4 adds after `TIMEWAIT_EXIT` (rdma-core's later
+/// `<rdma/rdma_cma.h>`): `rdma_resolve_addrinfo`'s outcome, and `rdma_write_cm_event`'s.
+pub(crate) const RDMA_CM_EVENT_ADDRINFO_RESOLVED: sys::rdma_cm_event_type =
+    sys::RDMA_CM_EVENT_TIMEWAIT_EXIT + 1;
+/// See [`RDMA_CM_EVENT_ADDRINFO_RESOLVED`].
+pub(crate) const RDMA_CM_EVENT_ADDRINFO_ERROR: sys::rdma_cm_event_type =
+    sys::RDMA_CM_EVENT_TIMEWAIT_EXIT + 2;
+/// See [`RDMA_CM_EVENT_ADDRINFO_RESOLVED`].
+pub(crate) const RDMA_CM_EVENT_USER: sys::rdma_cm_event_type = sys::RDMA_CM_EVENT_TIMEWAIT_EXIT + 3;
 
 /// An event handed to the application.
 #[repr(C)]
@@ -215,7 +226,19 @@ fn translate(channel: &Channel, id: &Id, raw: CepmEvent) -> Option<Box<Event>> {
             if multicast::is_multicast(kind) {
                 return multicast::posted_event(id);
             }
-            Some(Event::new(idp, kind, status))
+            let mut event = Event::new(idp, kind, status);
+            if kind == RDMA_CM_EVENT_USER {
+                // `param.arg` (a later header's third member of the union) is its first 8
+                // bytes.
+                let arg = id.state().user_args.pop_front().unwrap_or(0);
+                // SAFETY: The union is at least 8 bytes long and aligned for a pointer.
+                unsafe {
+                    core::ptr::from_mut(&mut event.public.param)
+                        .cast::<u64>()
+                        .write(arg)
+                };
+            }
+            Some(event)
         }
         cepm_sys::CEPM_EVENT_TIMEWAIT_EXIT => {
             Some(Event::new(idp, sys::RDMA_CM_EVENT_TIMEWAIT_EXIT, 0))
@@ -319,6 +342,7 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         // other way round.
         state.requested = (info.initiator_depth, info.responder_resources);
         state.local_psn = module_chooses_psn(&channel.cepm).then_some(info.local_psn);
+        state.remote_ece = ece::remote_of(&channel.cepm, handle);
     }
     if channel.add(handle, new).is_err() {
         // The channel was destroyed meanwhile, its listener with it.
@@ -369,8 +393,10 @@ fn connect_response(channel: &Channel, id: &Id) -> Box<Event> {
         .cepm
         .query_cep(id.handle())
         .map_or(0, |i| i.remote_qpn);
+    let remote_ece = ece::remote_of(&channel.cepm, id.handle());
     let qp: *mut sys::ibv_qp = id.public().qp;
     if qp.is_null() {
+        id.state().remote_ece = remote_ece;
         let mut event = Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
         event.set_conn_pdata(&pdata, REP_PDATA);
         event.conn().qp_num = remote_qpn;
@@ -382,12 +408,14 @@ fn connect_response(channel: &Channel, id: &Id) -> Box<Event> {
         ack_timeout,
         ..Depths::default()
     };
-    let moved = qp::to_rts(&channel.cepm, id.handle(), qp, port, depths).and_then(|()| {
-        channel
-            .cepm
-            .send_rtu(id.handle(), &[])
-            .map_err(crate::errno::of_io)
-    });
+    let moved = ece::take_rep(id, qp, remote_ece)
+        .and_then(|()| qp::to_rts(&channel.cepm, id.handle(), qp, port, depths))
+        .and_then(|()| {
+            channel
+                .cepm
+                .send_rtu(id.handle(), &[])
+                .map_err(crate::errno::of_io)
+        });
     if moved.is_err() {
         let _ = qp::to_error(qp);
         let mut state = id.state();

@@ -35,11 +35,16 @@ const UNKNOWN: &CStr = c"UNKNOWN EVENT";
 
 /// The name of `event`.
 pub(crate) fn name(event: sys::rdma_cm_event_type) -> &'static CStr {
-    NAMES
-        .iter()
-        .find(|(e, _)| *e == event)
-        .and_then(|(_, name)| CStr::from_bytes_with_nul(name.as_bytes()).ok())
-        .unwrap_or(UNKNOWN)
+    match event {
+        crate::event::RDMA_CM_EVENT_ADDRINFO_RESOLVED => c"RDMA_CM_EVENT_ADDRINFO_RESOLVED",
+        crate::event::RDMA_CM_EVENT_ADDRINFO_ERROR => c"RDMA_CM_EVENT_ADDRINFO_ERROR",
+        crate::event::RDMA_CM_EVENT_USER => c"RDMA_CM_EVENT_USER",
+        _ => NAMES
+            .iter()
+            .find(|(e, _)| *e == event)
+            .and_then(|(_, name)| CStr::from_bytes_with_nul(name.as_bytes()).ok())
+            .unwrap_or(UNKNOWN),
+    }
 }
 
 /// `const char *rdma_event_str(enum rdma_cm_event_type event)`: a static string, never NULL.
@@ -71,8 +76,16 @@ mod tests {
     }
 
     #[test]
+    fn rdmacm_1_4_types_have_their_names() {
+        assert_eq!(name(16), c"RDMA_CM_EVENT_ADDRINFO_RESOLVED");
+        assert_eq!(name(17), c"RDMA_CM_EVENT_ADDRINFO_ERROR");
+        assert_eq!(name(18), c"RDMA_CM_EVENT_USER");
+    }
+
+    #[test]
     fn an_unknown_type_is_unknown_event() {
-        assert_eq!(name(16), UNKNOWN);
+        // 19 is librdmacm's RDMA_CM_EVENT_INTERNAL, which its rdma_event_str does not name.
+        assert_eq!(name(19), UNKNOWN);
         assert_eq!(name(u32::MAX as sys::rdma_cm_event_type), UNKNOWN);
     }
 }

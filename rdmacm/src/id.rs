@@ -100,6 +100,16 @@ pub(crate) struct IdState {
     pub(crate) local_psn: Option<u32>,
     /// Options set on it.
     pub(crate) options: Options,
+    /// The ECE its REQ or REP is to carry (`rdma_set_local_ece`, or its QP's).
+    pub(crate) local_ece: sys::ibv_ece,
+    /// The ECE of the peer's REQ or REP (`rdma_get_remote_ece`).
+    pub(crate) remote_ece: sys::ibv_ece,
+    /// `rdma_resolve_addrinfo` was called, and `rdma_query_addrinfo` has not taken its result.
+    pub(crate) resolving_ai: bool,
+    /// That result (NULL until there is one); freed with the ID if never taken.
+    pub(crate) resolved_ai: *mut sys::rdma_addrinfo,
+    /// The arguments of the `USER` events `rdma_write_cm_event` queued, oldest first.
+    pub(crate) user_args: std::collections::VecDeque<u64>,
     /// Processing a REP failed; the REJECTED or DISCONNECTED that follows is not reported.
     pub(crate) connect_error: bool,
     /// The peer's DREQ arrived: `rdma_disconnect` answers it with a DREP.
@@ -158,6 +168,11 @@ impl Id {
                 requested: (0, 0),
                 local_psn: None,
                 options: Options::default(),
+                local_ece: sys::ibv_ece::default(),
+                remote_ece: sys::ibv_ece::default(),
+                resolving_ai: false,
+                resolved_ai: core::ptr::null_mut(),
+                user_args: std::collections::VecDeque::new(),
                 connect_error: false,
                 peer_disconnected: false,
                 path: None,
@@ -350,6 +365,9 @@ fn c_int_of(family: sys::sa_family_t) -> i32 {
 impl Drop for Id {
     fn drop(&mut self) {
         live::IDS.remove(self);
+        let ai = core::mem::replace(&mut self.state().resolved_ai, core::ptr::null_mut());
+        // SAFETY: A result of rdma_getaddrinfo that no one took: the ID's alone.
+        unsafe { crate::api::addrinfo::rdma_freeaddrinfo(ai) };
     }
 }
 

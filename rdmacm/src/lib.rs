@@ -24,4 +24,5 @@ pub(crate) mod route;
 pub(crate) mod sync;
 pub mod sys;
 pub(crate) mod ud;
+pub(crate) mod verbs_ex;
 mod wakeup;

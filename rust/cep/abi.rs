@@ -122,12 +122,16 @@ impl Cep {
         }
     }
 
-    /// The private data of the last message received.
+    /// The private data of the last message received, and the peer's ECE.
     pub(crate) fn private_data(&self, out: &mut uapi::cepm_private_data) {
         let inner = self.inner.lock();
         out.attr_id = inner.pdata.attr;
         out.len = inner.pdata.len;
         out.data = inner.pdata.data;
+        if let Some(c) = inner.kind.connection() {
+            out.ece_vendor_id = c.remote_ece.vendor_id;
+            out.ece_attr_mod = c.remote_ece.attr_mod;
+        }
     }
 }
 

@@ -54,6 +54,7 @@ use crate::{
 };
 
 use super::{
+    kind::Ece,
     request::{
         request_info,
         FirstRequest,
@@ -69,13 +70,14 @@ use super::{
 };
 
 impl Cep {
-    /// The CEP a listener spawns for a new REQ: unclaimed, in REQ_RCVD, findable by its
-    /// peer's IDs ([`Cep::spawn`]).
+    /// The CEP a listener spawns for a new REQ, whose MAD had the attribute modifier
+    /// `attr_mod`: unclaimed, in REQ_RCVD, findable by its peer's IDs ([`Cep::spawn`]).
     pub(crate) fn spawn_from_req(
         port: &Arc<CmPort>,
         ah_info: AhInfo,
         req: &Req,
         tid: u64,
+        attr_mod: u32,
     ) -> Result<Spawned> {
         let pdata = req.private_data.as_bytes();
         let mut info = request_info(port, req.service_id, req.local_comm_id, pdata)?;
@@ -108,6 +110,10 @@ impl Cep {
                 0,
                 u8::try_from(port.num()).unwrap_or(0),
             )),
+            remote_ece: Ece {
+                vendor_id: req.vendor_id,
+                attr_mod,
+            },
             ..Connection::new()
         };
         let spawn = Spawn {
@@ -213,6 +219,7 @@ impl Cep {
                     args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?,
                 )
                 .map_err(|_| E2BIG)?,
+                vendor_id: args.ece_vendor_id,
                 ..Default::default()
             },
             GFP_KERNEL_ACCOUNT,
@@ -231,14 +238,15 @@ impl Cep {
                 local_qpn: args.local_qpn,
                 negotiated: Some(negotiated),
                 req_msg: Some(req),
+                ece_attr_mod: args.ece_attr_mod,
                 ..Connection::new()
             }),
         };
         self.send_first_request(port, route.ah_info, request)
     }
 
-    /// A REP for this CEP's REQ arrived.
-    pub(crate) fn rep_received(self: &Arc<Self>, rep: &Rep) {
+    /// A REP for this CEP's REQ arrived, in a MAD with the attribute modifier `attr_mod`.
+    pub(crate) fn rep_received(self: &Arc<Self>, rep: &Rep, attr_mod: u32) {
         let (Ok(reservation), Ok(qpn_reservation)) = (
             RBTreeNodeReservation::new(GFP_KERNEL),
             RBTreeNodeReservation::new(GFP_KERNEL),
@@ -295,6 +303,10 @@ impl Cep {
         }
         if let Some(c) = inner.kind.connection_mut() {
             c.remote_qpn_key = Some(qpn_key);
+            c.remote_ece = Ece {
+                vendor_id: rep.vendor_id,
+                attr_mod,
+            };
             if let Some(n) = c.negotiated.as_mut() {
                 n.apply_received_rep(rep);
             }
@@ -335,6 +347,7 @@ impl Cep {
             srq: args.srq != 0,
             local_ca_guid: peer.port.ca_guid(),
             private_data,
+            vendor_id: args.ece_vendor_id,
             ..Default::default()
         };
         Self::check_encodable(CmMsg::Rep(rep))?;
@@ -347,6 +360,7 @@ impl Cep {
         *rep_msg = rep;
         c.rep_msg = Some(rep_msg);
         c.local_qpn = args.local_qpn;
+        c.ece_attr_mod = args.ece_attr_mod;
         if let Some(n) = c.negotiated.as_mut() {
             n.apply_sent_rep(&rep);
         }

@@ -81,6 +81,20 @@ pub(super) struct Connection {
     /// Service timeout of the MRAs we send: Linux's `CM_MRA_SETTING` (24, about 69 s)
     /// unless the owner chose another (`CEPM_IOC_PREPARE_MRA`).
     pub(super) mra_timeout_out: u8,
+    /// The MAD attribute modifier of our REQ or REP: its ECE options (the VendorID is in the
+    /// message itself).
+    pub(super) ece_attr_mod: u32,
+    /// The peer's ECE, from its REQ or REP.
+    pub(super) remote_ece: Ece,
+}
+
+/// ECE (Enhanced Connection Establishment) as a REQ or REP carries it: the VendorID field
+/// and the MAD header's attribute modifier (`cm_format_req_event` and `cm_format_rep_event`
+/// in drivers/infiniband/core/cm.c read them so).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Ece {
+    pub(super) vendor_id: u32,
+    pub(super) attr_mod: u32,
 }
 
 /// The fields of service ID resolution, on either side.
@@ -121,6 +135,8 @@ impl Connection {
             last_rej_reason: 0,
             mra_service_timeout: 0,
             mra_timeout_out: 24,
+            ece_attr_mod: 0,
+            remote_ece: Ece::default(),
         }
     }
 }

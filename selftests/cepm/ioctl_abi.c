@@ -873,6 +873,66 @@ TEST_F(cepm, get_request_first_version_is_served)
 	EXPECT_EQ(0x5a5a5a5a, g.reserved);
 }
 
+/*
+ * CONNECT, PREPARE_REP and GET_PRIVATE_DATA grew by their ECE fields in ABI 7: their first
+ * versions, which end before them, are still served; a vendor ID over 24 bits is EINVAL, and
+ * so are ECE output fields that are not 0 on input.
+ */
+TEST_F(cepm, ece_fields_grew_in_abi_7)
+{
+	const size_t connect_first = offsetof(struct cepm_connect, ece_vendor_id);
+	const size_t accept_first = offsetof(struct cepm_accept, ece_vendor_id);
+	const size_t pdata_first = offsetof(struct cepm_private_data, ece_vendor_id);
+	struct cepm_connect c = {
+		.service_id = 0x1064e7b,
+		.port_num = 1,
+		.path = good_path(),
+		.local_qpn = 0x1234,
+		.remote_cm_response_timeout = 20,
+		.local_cm_response_timeout = 20,
+		.max_cm_retries = 15,
+		.ece_vendor_id = 0x1000000,
+	};
+	struct cepm_accept a = { .local_qpn = 0x1234 };
+	struct cepm_private_data p = { 0 };
+	struct cepm_destroy d = { 0 };
+
+	ASSERT_EQ(232, connect_first);
+	ASSERT_EQ(240, sizeof(c));
+	ASSERT_EQ(216, accept_first);
+	ASSERT_EQ(224, sizeof(a));
+	ASSERT_EQ(232, pdata_first);
+	ASSERT_EQ(240, sizeof(p));
+	strcpy(c.dev_name, "rxe0");
+	d.handle = c.handle = create_cep(self->fd, 0);
+	ASSERT_GT(c.handle, 0);
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_CONNECT, &c));
+	EXPECT_EQ(EINVAL, errno);
+	p.handle = c.handle;
+	p.ece_attr_mod = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_PRIVATE_DATA, &p));
+	EXPECT_EQ(EINVAL, errno);
+	p.ece_attr_mod = 0;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_GET_PRIVATE_DATA, &p)) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(0, ioctl(self->fd, _IOC(_IOC_READ | _IOC_WRITE, CEPM_IOC_MAGIC,
+					  _IOC_NR(CEPM_IOC_GET_PRIVATE_DATA), pdata_first), &p))
+		TH_LOG("%s", strerror(errno));
+	c.ece_vendor_id = 0xffffff;
+	c.ece_attr_mod = 0xffffffff;
+	EXPECT_EQ(0, ioctl(self->fd, _IOC(_IOC_WRITE, CEPM_IOC_MAGIC, _IOC_NR(CEPM_IOC_CONNECT),
+					  connect_first), &c))
+		TH_LOG("CONNECT, first version: %s", strerror(errno));
+	/* Served, and refused for the state (no claimed REQ), not taken for another call. */
+	a.handle = c.handle;
+	EXPECT_EQ(-1, ioctl(self->fd, _IOC(_IOC_WRITE, CEPM_IOC_MAGIC,
+					   _IOC_NR(CEPM_IOC_PREPARE_REP), accept_first), &a));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, _IOC(_IOC_WRITE, CEPM_IOC_MAGIC,
+					   _IOC_NR(CEPM_IOC_PREPARE_REP), accept_first - 1), &a));
+	EXPECT_EQ(ENOTTY, errno);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+}
+
 /* POST_EVENT on fd for handle: 0, or the errno. */
 static int post_event(int fd, int handle, __u32 event, __u32 status)
 {

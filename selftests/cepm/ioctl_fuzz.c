@@ -895,10 +895,30 @@ static size_t grown_size(size_t len)
 	return _IOC_SIZEMASK;
 }
 
-/* The size of a call's struct in its first ABI version: GET_REQUEST's grew by local_psn (6). */
+/*
+ * The size in its first ABI version of call id's struct, len bytes now: GET_REQUEST's grew by
+ * local_psn (6), CONNECT's, PREPARE_REP's and GET_PRIVATE_DATA's by their ECE fields (7).
+ */
+static size_t first_size(enum call_id id, size_t len)
+{
+	switch (id) {
+	case C_GET_REQUEST:
+		return offsetof(struct cepm_get_request, local_psn);
+	case C_CONNECT:
+		return offsetof(struct cepm_connect, ece_vendor_id);
+	case C_PREPARE_REP:
+		return offsetof(struct cepm_accept, ece_vendor_id);
+	case C_GET_PRIVATE_DATA:
+		return offsetof(struct cepm_private_data, ece_vendor_id);
+	default:
+		return len;
+	}
+}
+
+/* first_size of call c. */
 static size_t first_len(const struct icall *c)
 {
-	return c->id == C_GET_REQUEST ? offsetof(struct cepm_get_request, local_psn) : c->len;
+	return first_size(c->id, c->len);
 }
 
 /* Mutations of the command and the argument pointer, common to every ioctl. */
@@ -1660,6 +1680,8 @@ static void op_query_cep(struct file *f, struct cep *t)
 
 static const struct mutation get_private_data_mutation[] = {
 	MUST_FAIL(0, "reserved != 0", SET(struct cepm_private_data, reserved, NONZERO8)),
+	MUST_FAIL(0, "ece_vendor_id != 0", SET(struct cepm_private_data, ece_vendor_id, NONZERO32)),
+	MUST_FAIL(0, "ece_attr_mod != 0", SET(struct cepm_private_data, ece_attr_mod, NONZERO32)),
 	MAY_FAIL(0, "garbage in output fields",
 		 SET(struct cepm_private_data, attr_id, RANGE(0, 65536)),
 		 SET(struct cepm_private_data, len, RANGE(0, 256)),
@@ -1684,6 +1706,8 @@ static void op_get_private_data(struct file *f, struct cep *t)
 		fail_call(c, "returned attr_id %#x, no CM message", out.attr_id);
 	if (!out.attr_id && out.len)
 		fail_call(c, "returned len %u with no message received", out.len);
+	if (out.ece_vendor_id >> 24)
+		fail_call(c, "returned ece_vendor_id %#x, over 24 bits", out.ece_vendor_id);
 }
 
 static void connect_fields(struct cepm_connect *k, uint32_t handle)
@@ -1706,6 +1730,10 @@ static void connect_fields(struct cepm_connect *k, uint32_t handle)
 	k->qp_type = chance(85) ? CEPM_TRANSPORT_RC : CEPM_TRANSPORT_UC;
 	k->pdata_len = pdata_len(CEPM_REQ_PDATA_MAX);
 	fill_random(k->pdata, sizeof(k->pdata));
+	if (chance(30)) {
+		k->ece_vendor_id = rnd(1u << 24);
+		k->ece_attr_mod = rnd(1u << 31) << 1 | rnd(2);
+	}
 }
 
 /* What CONNECT and SIDR_REQ (struct T) can get wrong alike: the path, the retries, the port. */
@@ -1726,6 +1754,8 @@ static const struct mutation connect_mutation[] = {
 		  SET(struct cepm_connect, qp_type, RANGE(2, 254))),
 	TOO_MANY_RETRIES(struct cepm_connect),
 	ANOTHER_PORT(struct cepm_connect),
+	MUST_FAIL(0, "ece_vendor_id over 24 bits",
+		  SET(struct cepm_connect, ece_vendor_id, RANGE(1u << 24, UINT32_MAX - (1u << 24)))),
 	MAY_FAIL(0, "a QPN or PSN out of 24 bits",
 		 EITHER(struct cepm_connect, local_qpn, CONST(0),
 			RANGE(1u << 24, UINT32_MAX - (1u << 24))),
@@ -1799,6 +1829,8 @@ static const struct mutation prepare_rep_mutation[] = {
 	MAY_FAIL(0, "a QPN or PSN out of 24 bits",
 		 EITHER(struct cepm_accept, local_qpn, CONST(0), RAND(1u << 24)),
 		 SET(struct cepm_accept, starting_psn, RAND(0))),
+	MUST_FAIL(0, "ece_vendor_id over 24 bits",
+		  SET(struct cepm_accept, ece_vendor_id, RANGE(1u << 24, UINT32_MAX - (1u << 24)))),
 };
 static const struct mutations prepare_rep_mutations = TABLE(prepare_rep_mutation);
 
@@ -1819,6 +1851,10 @@ static void op_prepare_rep(struct file *f, struct cep *t)
 	a->srq = rnd(2);
 	a->pdata_len = pdata_len(CEPM_REP_PDATA_MAX);
 	fill_random(a->pdata, sizeof(a->pdata));
+	if (chance(30)) {
+		a->ece_vendor_id = rnd(1u << 24);
+		a->ece_attr_mod = rnd(1u << 31) << 1 | rnd(2);
+	}
 	mutate(c, &prepare_rep_mutations, 0);
 	if (run(c))
 		return;
@@ -2161,7 +2197,8 @@ static void op_post_event(struct file *f, struct cep *t)
 static void op_bad_cmd(struct file *f)
 {
 	struct icall *c = icall_new(C_BAD_CMD, f);
-	unsigned long known = calls[C_QUERY + rnd(C_POST_EVENT - C_QUERY + 1)].cmd;
+	enum call_id id = C_QUERY + rnd(C_POST_EVENT - C_QUERY + 1);
+	unsigned long known = calls[id].cmd;
 	unsigned int dir = _IOC_DIR(known), nr = _IOC_NR(known), size = _IOC_SIZE(known);
 	unsigned int type = CEPM_IOC_MAGIC;
 
@@ -2175,8 +2212,8 @@ static void op_bad_cmd(struct file *f)
 	case 1:
 		dir = (dir + 1 + rnd(3)) % 4;
 		break;
-	case 2:
-		size = rnd(size);
+	case 2:	/* shorter than the struct's first version */
+		size = rnd(first_size(id, size));
 		break;
 	default:	/* another, unregistered, magic */
 		type = CEPM_IOC_MAGIC + 1;

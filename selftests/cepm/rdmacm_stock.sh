@@ -5,14 +5,14 @@
 # ucmatose, rdma_server/rdma_client, udaddy, cmtime, perftest's ib_send_bw and ib_write_bw,
 # rping and ucmatose over IPv6, a consumer reject with private data (rdma_reject_server and
 # rdma_reject_client, ours), an SRQ (rdma_srq_server, ours), a QP readied before rdma_accept
-# (rdma_qp_before_accept, ours), an event channel's fd (rdma_channel_events, ours) and
+# (rdma_qp_before_accept, ours), ECE (rdma_ece, ours), an extended QP (rdma_qp_ex, ours), an event channel's fd (rdma_channel_events, ours) and
 # asynchronous address resolution (rdma_async_resolve, ours). cepm manages rxe0 alone
 # (10.77.0.1, this namespace); the stock CM owns rxe1 (10.77.0.2, namespace cepm_peer), as in
 # interop_stock.sh (rping, with a capture, is interop_rping.sh). Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 interop_begin ucmatose cmtime rdma_server rdma_client udaddy rping ib_send_bw ib_write_bw
 need_library
-ktap_set_plan 28
+ktap_set_plan 32
 
 out=$CEPM_ROOT/out/rdmacm_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -81,6 +81,26 @@ ktap_check "a client over cepm rejected by a stock server: reason 28 and its pri
 pair reject-from 7510 from-stock "$progs/rdma_reject_server" $OURS 7510 "not today" 5 6 -- \
 	"$progs/rdma_reject_client" $OURS 7510 "not today" 5 6
 ktap_check "a stock client rejected by a server over cepm: reason 28 and its private data; retry counts 5, 6 in the CONNECT_REQUEST ($crc, $src)" rejected_ok reject-from
+
+# Extended QPs (rdma_qp_ex against rdma_server): send-ops flags through rdma_create_qp_ex, an
+# XRC SRQ refused with rxe's EOPNOTSUPP; stock librdmacm's client first, as the oracle.
+qpex_ok() { both_ok && file_has '^rdma_qp_ex: end 0' "$out.$1-c" && file_has '^rdma_server: end 0' "$out.$1-s"; }
+rxe_lost_ack_mark rxe1 rxe0
+linger=20 pair qpex-from 7521 from-stock rdma_server -p 7521 -- "$progs/rdma_qp_ex" $OURS 7521
+check_unless_lost_ack "stock rdma_qp_ex -> rdma_server over cepm: one exchange through ibv_wr_send, XRC SRQ EOPNOTSUPP ($crc, $src)" \
+	qpex-from '^rdma_qp_ex: end 0' '^rdma_server: end 0' qpex_ok qpex-from
+rxe_lost_ack_mark rxe0 rxe1
+linger=20 pair qpex-to 7522 to-stock rdma_server -p 7522 -- "$progs/rdma_qp_ex" $STOCK 7522
+check_unless_lost_ack "rdma_qp_ex over cepm -> stock rdma_server: the same ($crc, $src)" \
+	qpex-to '^rdma_qp_ex: end 0' '^rdma_server: end 0' qpex_ok qpex-to
+
+# ECE (rdma_ece): vendor ID and options in REQ and REP, and rdma_reject_ece's REJ 35, between
+# cepm and the stock rdma_cm, which forwards them whatever the device.
+ece_ok() { both_ok && file_has '^rdma_ece: end 0' "$out.$1-c" && file_has '^rdma_ece: end 0' "$out.$1-s"; }
+pair ece-to 7519 to-stock "$progs/rdma_ece" server $STOCK 7519 -- "$progs/rdma_ece" client $STOCK 7519
+ktap_check "rdma_ece over cepm -> stock rdma_ece: ECE both ways, REJECTED status 35 ($crc, $src)" ece_ok ece-to
+pair ece-from 7520 from-stock "$progs/rdma_ece" server $OURS 7520 -- "$progs/rdma_ece" client $OURS 7520
+ktap_check "stock rdma_ece -> rdma_ece over cepm: the same ($crc, $src)" ece_ok ece-from
 
 # An event channel's fd: readable for ADDR_RESOLVED and ROUTE_RESOLVED, which cepm's library
 # makes in userspace (POST_EVENT), and after rdma_migrate_id on the new channel only. The

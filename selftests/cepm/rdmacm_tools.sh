@@ -12,7 +12,9 @@
 # which perftest's retry passes the library freed pointers: it must exit cleanly.
 # rping and ucmatose run again over IPv6 (ULA addresses on the veth pair). Our own servers
 # receive on an SRQ (rdma_srq_server) and ready their QP before rdma_accept
-# (rdma_qp_before_accept). Afterwards no CEP is left.
+# (rdma_qp_before_accept); ECE values cross in REQ and REP and rdma_reject_ece gives REJ 35
+# (rdma_ece); a QP made by rdma_create_qp_ex with send-ops flags sends through ibv_wr_send
+# (rdma_qp_ex). Afterwards no CEP is left.
 # In the loopback topology both ends are on rxe0; in two-hosts the server runs in the peer
 # namespace on rxe1.
 . "$(dirname "$0")/lib.sh"
@@ -22,7 +24,7 @@ for tool in rping ucmatose cmtime rdma_server rdma_client udaddy ib_send_bw ib_w
 	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
 done
 need_library
-ktap_set_plan 20
+ktap_set_plan 22
 
 out=$CEPM_ROOT/out/rdmacm_tools.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; ipv6_down; topology_down; rm -f "$out".*' EXIT
@@ -180,6 +182,25 @@ client_pair srq rdma_srq_server 7186 "one exchange, through the server's SRQ"
 # RTR attributes, moves a QP of its own through INIT, RTR and RTS with rdma_init_qp_attr, then
 # accepts with its number. A REP whose PSN is not the one RTR gave fails the exchange.
 client_pair before rdma_qp_before_accept 7188 "the QP to RTS before rdma_accept, one exchange"
+
+# ECE (rdma_ece, ours on both ends): the client's vendor ID and options reach the server in the
+# REQ, the server's options come back in the REP, and rdma_reject_ece is REJECTED status 35.
+ece_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && file_has '^rdma_ece: end 0' "$out.ece-c" && file_has '^rdma_ece: end 0' "$out.ece-s"; }
+tool_pair ece "cepm_listens 7189" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 60 "$CEPM_ROOT/out/selftests/rdma_ece" server $ADDR 7189 -- \
+	"${OVER_CEPM[@]}" timeout 60 "$CEPM_ROOT/out/selftests/rdma_ece" client $ADDR 7189
+ktap_check "rdma_ece: ECE in REQ and REP both ways, rdma_reject_ece gives status 35 ($crc, $src)" ece_ok
+
+# Extended QPs and SRQs (rdma_qp_ex, ours, against rdma_server as is): rdma_create_qp_ex with
+# send-ops flags gives a QP whose message leaves through ibv_wr_send; an XRC SRQ fails with
+# rxe's EOPNOTSUPP.
+qpex_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && file_has '^rdma_qp_ex: end 0' "$out.qpex-c" && file_has '^rdma_server: end 0' "$out.qpex-s"; }
+rxe_lost_ack_mark "$RXE_DEV" "$SERVER_DEV"
+linger=20 tool_pair qpex "cepm_listens 7190" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 rdma_server -p 7190 -- \
+	"${OVER_CEPM[@]}" timeout 120 "$CEPM_ROOT/out/selftests/rdma_qp_ex" $ADDR 7190
+check_unless_lost_ack "rdma_qp_ex -> rdma_server: send-ops flags through rdma_create_qp_ex, one exchange; XRC SRQ EOPNOTSUPP ($crc, $src)" \
+	qpex '^rdma_qp_ex: end 0' '^rdma_server: end 0' qpex_ok
 
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null

@@ -290,6 +290,105 @@ pub unsafe extern "C" fn rdma_freeaddrinfo(mut res: *mut sys::rdma_addrinfo) {
     }
 }
 
+/// `RAI_SA` and `RAI_DNS` of librdmacm's RDMACM_1.4 (rdma-core's later `<rdma/rdma_cma.h>`):
+/// resolve through the InfiniBand SA, or through DNS; not both.
+const RAI_SA: c_int = 0x10;
+/// See [`RAI_SA`].
+const RAI_DNS: c_int = 0x20;
+
+/// `int rdma_resolve_addrinfo(struct rdma_cm_id *id, const char *node, const char *service,
+/// const struct rdma_addrinfo *hints)`: [`rdma_getaddrinfo`] for `id`, whose result
+/// `rdma_query_addrinfo` takes once the ID's `ADDRINFO_RESOLVED` event is out, as librdmacm's
+/// DNS path does it (`resolve_ai_dns` in rdma-core's `librdmacm/cma.c`). `EBUSY` while a
+/// result waits; `RAI_SA` (a service record from the InfiniBand SA, which RoCE has not) is
+/// `EOPNOTSUPP`, as is `RAI_SA` with `RAI_DNS` in librdmacm. A failed lookup fails the call.
+///
+/// # Safety
+///
+/// `id` is not destroyed during the call (see [`crate::api`]); `node`, `service` and `hints`
+/// as [`rdma_getaddrinfo`]'s.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_resolve_addrinfo(
+    id: *mut sys::rdma_cm_id,
+    node: *const c_char,
+    service: *const c_char,
+    hints: *const sys::rdma_addrinfo,
+) -> c_int {
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
+    let Ok(this) = (unsafe { super::ids::id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    // SAFETY: The caller passes NULL or a valid rdma_addrinfo.
+    let flags = unsafe { hints.as_ref() }.map_or(0, |h| h.ai_flags);
+    if flags & RAI_SA != 0 {
+        return errno::fail(libc::EOPNOTSUPP);
+    }
+    {
+        let mut state = this.state();
+        if state.resolving_ai {
+            return errno::fail(libc::EBUSY);
+        }
+        state.resolving_ai = true;
+    }
+    // Our rdma_getaddrinfo knows no RAI_DNS: DNS is its only way.
+    // SAFETY: As above.
+    let plain = unsafe { hints.as_ref() }.map(|h| {
+        let mut h = *h;
+        h.ai_flags &= !RAI_DNS;
+        h
+    });
+    let mut res = ptr::null_mut();
+    let hints_ptr: *const sys::rdma_addrinfo = match &plain {
+        Some(h) => h,
+        None => ptr::null(),
+    };
+    // SAFETY: The caller's strings; `hints_ptr` NULL or a copy of the caller's hints.
+    let ret = unsafe { rdma_getaddrinfo(node, service, hints_ptr, &mut res) };
+    if ret != 0 {
+        let e = errno::last_or(libc::ENOENT);
+        this.state().resolving_ai = false;
+        return errno::fail(e);
+    }
+    this.state().resolved_ai = res;
+    this.channel().post_made(
+        this.as_ptr(),
+        this.handle(),
+        crate::event::RDMA_CM_EVENT_ADDRINFO_RESOLVED,
+        0,
+    );
+    errno::status(crate::sync::complete(this))
+}
+
+/// `int rdma_query_addrinfo(struct rdma_cm_id *id, struct rdma_addrinfo **info)`: the result
+/// of `rdma_resolve_addrinfo`, handed over (the caller frees it with `rdma_freeaddrinfo`).
+/// `EINVAL` for a NULL argument, `ENOENT` when no result waits.
+///
+/// # Safety
+///
+/// `id` is not destroyed during the call (see [`crate::api`]); `info` NULL or valid for a
+/// write.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_query_addrinfo(
+    id: *mut sys::rdma_cm_id,
+    info: *mut *mut sys::rdma_addrinfo,
+) -> c_int {
+    // SAFETY: No one destroys the ID during the call (the caller's promise).
+    let Ok(this) = (unsafe { super::ids::id_of(id) }) else {
+        return errno::fail(libc::EINVAL);
+    };
+    if info.is_null() {
+        return errno::fail(libc::EINVAL);
+    }
+    let mut state = this.state();
+    if !state.resolving_ai || state.resolved_ai.is_null() {
+        return errno::fail(libc::ENOENT);
+    }
+    // SAFETY: The caller passes `info` valid for a write.
+    unsafe { *info = core::mem::replace(&mut state.resolved_ai, ptr::null_mut()) };
+    state.resolving_ai = false;
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use core::ffi::CStr;

@@ -6,7 +6,10 @@ use core::ffi::{c_int, c_void};
 use cepm::sys as cepm_sys;
 use cepm_proto::{cma_hdr::CMA_HDR_SIZE, service_id::ip_service_id};
 
-use super::ids::{id_of, port_space};
+use super::{
+    ece,
+    ids::{id_of, port_space},
+};
 use crate::{
     device, errno,
     event::{REJ_PDATA, REP_PDATA, REQ_USER_PDATA},
@@ -142,6 +145,9 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
     )?;
     let (qpn, srq) = local_qp(qp, param)?;
     let header = route.cma_hdr();
+    let cepm = &this.channel().cepm;
+    let local_ece = this.state().local_ece;
+    let (ece_vendor_id, ece_attr_mod) = ece::to_send(cepm, local_ece.vendor_id, local_ece.options);
     // SAFETY: The caller vouched for `conn_param`.
     let pdata = unsafe { user_pdata(param, REQ_USER_PDATA) }?;
     let mut args = cepm_sys::cepm_connect {
@@ -160,13 +166,15 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
         srq,
         qp_type: cepm_sys::CEPM_TRANSPORT_RC as u8,
         pdata_len: (CMA_HDR_SIZE + pdata.len()) as u8,
+        ece_vendor_id,
+        ece_attr_mod,
         ..Default::default()
     };
     args.dev_name = route.dev_name();
     args.path = route.path();
     args.pdata[..CMA_HDR_SIZE].copy_from_slice(&header);
     args.pdata[CMA_HDR_SIZE..CMA_HDR_SIZE + pdata.len()].copy_from_slice(pdata);
-    this.channel().cepm.connect(&args).map_err(errno::of_io)?;
+    cepm.connect(&args).map_err(errno::of_io)?;
     this.state().phase = Phase::Connecting;
     Ok(())
 }
@@ -212,6 +220,8 @@ fn accept(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> 
     let (requested_resources, requested_depth) = state.requested;
     let ack_timeout = state.options.ack_timeout;
     let local_psn = state.local_psn;
+    // The REP returns the vendor ID it received, with this side's options.
+    let ece = (state.remote_ece.vendor_id, state.local_ece.options);
     drop(state);
     // The device the REQ came in on.
     // SAFETY: `verbs` is a context of an opened device.
@@ -235,6 +245,8 @@ fn accept(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> 
     let (qpn, srq) = local_qp(qp, param)?;
     // SAFETY: The caller vouched for `conn_param`.
     let pdata = unsafe { user_pdata(param, REP_PDATA) }?;
+    let cepm = &this.channel().cepm;
+    let (ece_vendor_id, ece_attr_mod) = ece::to_send(cepm, ece.0, ece.1);
     let mut args = cepm_sys::cepm_accept {
         handle: this.handle(),
         local_qpn: qpn,
@@ -248,11 +260,12 @@ fn accept(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> 
         rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),
         srq,
         pdata_len: pdata.len() as u8,
+        ece_vendor_id,
+        ece_attr_mod,
         ..Default::default()
     };
     args.pdata[..pdata.len()].copy_from_slice(pdata);
     let port = public.port_num;
-    let cepm = &this.channel().cepm;
     cepm.prepare_rep(&args).map_err(errno::of_io)?;
     if !qp.is_null() {
         let depths = Depths {
@@ -284,6 +297,22 @@ pub unsafe extern "C" fn rdma_reject(
     private_data: *const c_void,
     private_data_len: u8,
 ) -> c_int {
+    let reason = cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16;
+    // SAFETY: The caller's promises.
+    unsafe { reject_with_reason(id, private_data, private_data_len, reason) }
+}
+
+/// `rdma_reject` with REJ reason `reason` (a UD ID's SIDR_REP has no reason: REJECT).
+///
+/// # Safety
+///
+/// As `rdma_reject`'s.
+pub(crate) unsafe fn reject_with_reason(
+    id: *mut sys::rdma_cm_id,
+    private_data: *const c_void,
+    private_data_len: u8,
+    reason: u16,
+) -> c_int {
     // SAFETY: No one destroys the ID during the call (the caller's promise).
     let Ok(this) = (unsafe { id_of(id) }) else {
         return errno::fail(libc::EINVAL);
@@ -302,7 +331,6 @@ pub unsafe extern "C" fn rdma_reject(
     if is_ud {
         return errno::status(ud::reject(this, pdata));
     }
-    let reason = cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16;
     match this
         .channel()
         .cepm

@@ -1,15 +1,16 @@
 //! QPs: `rdma_create_qp`, `rdma_create_qp_ex` and `rdma_destroy_qp`, as librdmacm makes them:
 //! with the ID's completion queues (made here when the caller gives none) and in INIT (a
-//! connected QP) or RTS (UD).
+//! connected QP) or RTS (UD), through `ibv_create_qp_ex`, so that the extended attributes (XRC
+//! domains, send-ops flags, ...) reach the provider, which says what it cannot do.
 
 use core::{ffi::c_int, ptr};
 
-use super::ids::id_of;
+use super::{ece, ids::id_of};
 use crate::{
     errno,
     id::{Id, Phase},
     qp::{self, Depths},
-    sys,
+    sys, verbs_ex,
 };
 
 /// One direction's completion queue: the caller's, the ID's, or a new one with its own
@@ -53,6 +54,27 @@ fn completion_queue(
     Ok(cq)
 }
 
+/// The ID's receive completion queue, made with `entries` entries if it has none (an XRC
+/// SRQ's, as librdmacm's `ucma_create_cqs` makes it).
+pub(crate) fn recv_cq(this: &Id, entries: u32) -> Result<*mut sys::ibv_cq, c_int> {
+    let idp = this.as_public();
+    this.update(|public| {
+        completion_queue(
+            public.verbs,
+            core::ptr::null_mut(),
+            &mut public.recv_cq,
+            &mut public.recv_cq_channel,
+            entries,
+            idp,
+        )
+    })
+}
+
+/// Destroys the CQs (and their channels) the ID made.
+pub(crate) fn destroy_id_cqs(this: &Id) {
+    this.update(destroy_cqs);
+}
+
 /// Destroys the CQs (and their channels) the ID made.
 fn destroy_cqs(id: &mut sys::rdma_cm_id) {
     // SAFETY: Each CQ and channel here was made by completion_queue and is used by no QP any
@@ -77,21 +99,30 @@ fn destroy_cqs(id: &mut sys::rdma_cm_id) {
     id.send_cq_channel = ptr::null_mut();
 }
 
-/// Makes the ID's QP (see [`rdma_create_qp`]).
-pub(crate) fn create_qp(
-    this: &Id,
-    pd: *mut sys::ibv_pd,
-    attr: &mut sys::ibv_qp_init_attr,
-) -> Result<(), c_int> {
+/// Makes the ID's QP (see [`rdma_create_qp_ex`]), as librdmacm's `rdma_create_qp_ex`: the
+/// ID's PD unless `attr` names one of the ID's device, the device's XRC domain for an XRC
+/// receive ID that names none, the ID's CQs and SRQ where `attr` has none; `attr` gets them.
+fn create_qp_ex(this: &Id, attr: &mut sys::ibv_qp_init_attr_ex) -> Result<(), c_int> {
     let idp = this.as_public();
     let public = this.public();
     if !public.qp.is_null() || public.verbs.is_null() {
         return Err(libc::EINVAL);
     }
-    let pd = if pd.is_null() { public.pd } else { pd };
+    if attr.comp_mask & sys::IBV_QP_INIT_ATTR_PD == 0 || attr.pd.is_null() {
+        attr.comp_mask |= sys::IBV_QP_INIT_ATTR_PD;
+        attr.pd = public.pd;
+    }
+    let pd = attr.pd;
     // SAFETY: A PD the caller passes is alive.
     if pd.is_null() || unsafe { (*pd).context } != public.verbs {
         return Err(libc::EINVAL);
+    }
+    if public.qp_type == sys::IBV_QPT_XRC_RECV
+        && (attr.comp_mask & sys::IBV_QP_INIT_ATTR_XRCD == 0 || attr.xrcd.is_null())
+    {
+        // SAFETY: The ID's context is one of the library's devices, open for good.
+        attr.xrcd = unsafe { verbs_ex::device_xrcd(public.verbs) }?;
+        attr.comp_mask |= sys::IBV_QP_INIT_ATTR_XRCD;
     }
     let made_here = public.send_cq.is_null() && public.recv_cq.is_null();
     let queues = this.update(|public| {
@@ -128,10 +159,18 @@ pub(crate) fn create_qp(
     if attr.srq.is_null() {
         attr.srq = this.public().srq;
     }
-    // SAFETY: `pd` and `attr` are valid; the CQs belong to the same context.
-    let qp = unsafe { sys::ibv_create_qp(pd, attr) };
+    // SAFETY: The ID's live context; `attr` is valid, its PD and CQs of that context.
+    let qp = unsafe { verbs_ex::create_qp_ex(public.verbs, attr) };
     if qp.is_null() {
         let e = errno::last_or(libc::ENOMEM);
+        if made_here {
+            this.update(destroy_cqs);
+        }
+        return Err(e);
+    }
+    if let Err(e) = ece::init_qp(this, qp) {
+        // SAFETY: Made above, used by nothing else.
+        unsafe { sys::ibv_destroy_qp(qp) };
         if made_here {
             this.update(destroy_cqs);
         }
@@ -153,7 +192,8 @@ pub(crate) fn create_qp(
         )
     } else {
         qp::init_connected(qp, port)
-    };
+    }
+    .and_then(|()| ece::settle_qp(this, qp));
     if let Err(e) = ready {
         crate::debug!("rdma_create_qp: to INIT (or RTS for UD): errno {e}");
         // SAFETY: Made above, used by nothing else.
@@ -165,9 +205,38 @@ pub(crate) fn create_qp(
     }
     this.update(|p| {
         p.qp = qp;
-        p.pd = pd;
+        // SAFETY: The QP just made, alive.
+        p.pd = unsafe { (*qp).pd };
     });
     Ok(())
+}
+
+/// Makes the ID's QP from basic attributes on `pd` (the ID's if NULL), as librdmacm's
+/// `rdma_create_qp` does through `rdma_create_qp_ex`; `attr` gets the CQs, SRQ and
+/// capabilities used.
+pub(crate) fn create_qp(
+    this: &Id,
+    pd: *mut sys::ibv_pd,
+    attr: &mut sys::ibv_qp_init_attr,
+) -> Result<(), c_int> {
+    let mut ex = sys::ibv_qp_init_attr_ex {
+        qp_context: attr.qp_context,
+        send_cq: attr.send_cq,
+        recv_cq: attr.recv_cq,
+        srq: attr.srq,
+        cap: attr.cap,
+        qp_type: attr.qp_type,
+        sq_sig_all: attr.sq_sig_all,
+        comp_mask: sys::IBV_QP_INIT_ATTR_PD,
+        pd,
+        ..Default::default()
+    };
+    let made = create_qp_ex(this, &mut ex);
+    attr.send_cq = ex.send_cq;
+    attr.recv_cq = ex.recv_cq;
+    attr.srq = ex.srq;
+    attr.cap = ex.cap;
+    made
 }
 
 /// `int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr
@@ -192,12 +261,14 @@ pub unsafe extern "C" fn rdma_create_qp(
 }
 
 /// `int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)`:
-/// only what `rdma_create_qp` can express (`comp_mask` of at most `IBV_QP_INIT_ATTR_PD`);
-/// `EOPNOTSUPP` for the extended attributes.
+/// `ibv_create_qp_ex` with what the ID supplies (see [`create_qp`]), whatever else the
+/// attributes ask: the provider refuses what it cannot do, with its own errno (`EOPNOTSUPP`
+/// for XRC on rxe). `qp_init_attr` gets the PD, CQs, SRQ and capabilities used.
 ///
 /// # Safety
 ///
-/// `id` is not destroyed during the call (see [`crate::api`]); `qp_init_attr` valid.
+/// `id` is not destroyed during the call (see [`crate::api`]); `qp_init_attr` valid, its
+/// pointers live objects of the ID's device.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_create_qp_ex(
     id: *mut sys::rdma_cm_id,
@@ -207,31 +278,7 @@ pub unsafe extern "C" fn rdma_create_qp_ex(
     let (Ok(this), Some(ex)) = (unsafe { id_of(id) }, unsafe { qp_init_attr.as_mut() }) else {
         return errno::fail(libc::EINVAL);
     };
-    if ex.comp_mask & !sys::IBV_QP_INIT_ATTR_PD != 0 {
-        return errno::fail(libc::EOPNOTSUPP);
-    }
-    let pd = if ex.comp_mask & sys::IBV_QP_INIT_ATTR_PD != 0 {
-        ex.pd
-    } else {
-        ptr::null_mut()
-    };
-    let mut attr = sys::ibv_qp_init_attr {
-        qp_context: ex.qp_context,
-        send_cq: ex.send_cq,
-        recv_cq: ex.recv_cq,
-        srq: ex.srq,
-        cap: ex.cap,
-        qp_type: ex.qp_type,
-        sq_sig_all: ex.sq_sig_all,
-    };
-    let rc = errno::status(create_qp(this, pd, &mut attr));
-    if rc == 0 {
-        ex.send_cq = attr.send_cq;
-        ex.recv_cq = attr.recv_cq;
-        ex.srq = attr.srq;
-        ex.cap = attr.cap;
-    }
-    rc
+    errno::status(create_qp_ex(this, ex))
 }
 
 /// `void rdma_destroy_qp(struct rdma_cm_id *id)`: the QP, and the CQs the ID made for it.

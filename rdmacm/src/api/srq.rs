@@ -1,24 +1,19 @@
 //! Shared receive queues: `rdma_create_srq`, `rdma_create_srq_ex` and `rdma_destroy_srq`. The
 //! ID keeps its SRQ in `id->srq`, where `rdma_create_qp` and the connect and accept calls find
-//! it. Basic SRQs only: rxe has no XRC, and this library no `IBV_QPT_XRC_RECV` IDs.
+//! it. The attributes go to `ibv_create_srq_ex`, whose provider says what it cannot do (XRC on
+//! rxe: `EOPNOTSUPP`, from the XRC domain it cannot open).
 
 use core::ffi::c_int;
 
-use super::ids::id_of;
-use crate::{errno, id::Id, sys};
+use super::{ids::id_of, qp};
+use crate::{errno, id::Id, sys, verbs_ex};
 
-/// The attributes a basic SRQ is made from: what `ibv_create_srq` can express.
-const BASIC_ATTRS: u32 = sys::IBV_SRQ_INIT_ATTR_TYPE | sys::IBV_SRQ_INIT_ATTR_PD;
-
-/// Makes the ID's SRQ from `attr`: the ID's PD when `attr` names none (given back in `attr`),
-/// and the limits the device granted written back to `attr.attr`.
+/// Makes the ID's SRQ from `attr`, as librdmacm's `rdma_create_srq_ex`: the ID's PD when
+/// `attr` names none, and for XRC the device's XRC domain and a completion queue of the ID's
+/// where `attr` has none (all given back in `attr`, with the limits the device granted).
 fn create_srq(this: &Id, attr: &mut sys::ibv_srq_init_attr_ex) -> Result<(), c_int> {
     if attr.comp_mask & sys::IBV_SRQ_INIT_ATTR_TYPE == 0 {
         return Err(libc::EINVAL);
-    }
-    if attr.comp_mask & !BASIC_ATTRS != 0 || attr.srq_type != sys::IBV_SRQT_BASIC {
-        crate::debug!("rdma_create_srq_ex: only basic SRQs (no XRC, no extra attributes)");
-        return Err(libc::EOPNOTSUPP);
     }
     let public = this.public();
     if !public.srq.is_null() || public.verbs.is_null() {
@@ -32,16 +27,27 @@ fn create_srq(this: &Id, attr: &mut sys::ibv_srq_init_attr_ex) -> Result<(), c_i
     if attr.pd.is_null() || unsafe { (*attr.pd).context } != public.verbs {
         return Err(libc::EINVAL);
     }
-    let mut basic = sys::ibv_srq_init_attr {
-        srq_context: attr.srq_context,
-        attr: attr.attr,
-    };
-    // SAFETY: `attr.pd` is a live PD of the ID's device; `basic` is valid for the call.
-    let srq = unsafe { sys::ibv_create_srq(attr.pd, &mut basic) };
-    if srq.is_null() {
-        return Err(errno::last_or(libc::ENOMEM));
+    let mut made_cq = false;
+    if attr.srq_type == sys::IBV_SRQT_XRC {
+        if attr.comp_mask & sys::IBV_SRQ_INIT_ATTR_XRCD == 0 || attr.xrcd.is_null() {
+            // SAFETY: The ID's context is one of the library's devices, open for good.
+            attr.xrcd = unsafe { verbs_ex::device_xrcd(public.verbs) }?;
+        }
+        if attr.comp_mask & sys::IBV_SRQ_INIT_ATTR_CQ == 0 || attr.cq.is_null() {
+            made_cq = public.recv_cq.is_null();
+            attr.cq = qp::recv_cq(this, attr.attr.max_wr)?;
+        }
+        attr.comp_mask |= sys::IBV_SRQ_INIT_ATTR_XRCD | sys::IBV_SRQ_INIT_ATTR_CQ;
     }
-    attr.attr = basic.attr;
+    // SAFETY: The ID's live context; `attr` is valid, its objects of that context.
+    let srq = unsafe { verbs_ex::create_srq_ex(public.verbs, attr) };
+    if srq.is_null() {
+        let e = errno::last_or(libc::ENOMEM);
+        if made_cq {
+            qp::destroy_id_cqs(this);
+        }
+        return Err(e);
+    }
     this.update(|public| {
         if public.pd.is_null() {
             public.pd = attr.pd;
@@ -52,13 +58,14 @@ fn create_srq(this: &Id, attr: &mut sys::ibv_srq_init_attr_ex) -> Result<(), c_i
 }
 
 /// `int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)`: `attr`
-/// must name its type (`IBV_SRQ_INIT_ATTR_TYPE`, else `EINVAL`); a basic SRQ, on the ID's PD
-/// unless `attr` gives one. `EOPNOTSUPP` for XRC and the other extended attributes; `EINVAL`
-/// when the ID has an SRQ already or no device yet.
+/// must name its type (`IBV_SRQ_INIT_ATTR_TYPE`, else `EINVAL`); `ibv_create_srq_ex` with what
+/// the ID supplies (see [`create_srq`]). `EINVAL` when the ID has an SRQ already or no device
+/// yet; otherwise the provider's errno.
 ///
 /// # Safety
 ///
-/// `id` is not destroyed during the call (see [`crate::api`]); `attr` valid.
+/// `id` is not destroyed during the call (see [`crate::api`]); `attr` valid, its pointers
+/// live objects of the ID's device.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_create_srq_ex(
     id: *mut sys::rdma_cm_id,
@@ -72,8 +79,8 @@ pub unsafe extern "C" fn rdma_create_srq_ex(
 }
 
 /// `int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr
-/// *attr)`: a basic SRQ on `pd` (the ID's PD if NULL); the limits the device granted are
-/// written back to `attr`.
+/// *attr)`: an SRQ on `pd` (the ID's if NULL), XRC for an XRC receive ID and basic otherwise,
+/// as librdmacm's; the limits the device granted are written back to `attr`.
 ///
 /// # Safety
 ///
@@ -88,17 +95,19 @@ pub unsafe extern "C" fn rdma_create_srq(
     let (Ok(this), Some(attr)) = (unsafe { id_of(id) }, unsafe { attr.as_mut() }) else {
         return errno::fail(libc::EINVAL);
     };
-    if this.public().qp_type == sys::IBV_QPT_XRC_RECV {
-        return errno::fail(libc::EOPNOTSUPP);
-    }
+    let srq_type = if this.public().qp_type == sys::IBV_QPT_XRC_RECV {
+        sys::IBV_SRQT_XRC
+    } else {
+        sys::IBV_SRQT_BASIC
+    };
     let mut ex = sys::ibv_srq_init_attr_ex {
         srq_context: attr.srq_context,
         attr: attr.attr,
-        comp_mask: BASIC_ATTRS,
-        srq_type: sys::IBV_SRQT_BASIC,
+        comp_mask: sys::IBV_SRQ_INIT_ATTR_TYPE | sys::IBV_SRQ_INIT_ATTR_PD,
+        srq_type,
         pd,
         // SAFETY: The rest (XRC domain, CQ, tag matching) is plain data or pointers, for
-        // which all zeroes (NULL) is valid; none of it is read for a basic SRQ.
+        // which all zeroes (NULL) is valid.
         ..unsafe { core::mem::zeroed() }
     };
     let rc = errno::status(create_srq(this, &mut ex));

@@ -1,10 +1,7 @@
 //! What cepm's librdmacm does not offer, each with a clear errno (docs/rdmacm.md lists them):
 //!
 //! - rsockets (`rsocket`, `rbind`, ..., `riowrite`): `ENOSYS`, except `rpoll`, which is
-//!   `poll(2)` since no file can be an rsocket here;
-//! - ECE (`rdma_set_local_ece`, `rdma_get_remote_ece`, `rdma_reject_ece`): `EOPNOTSUPP`.
-//!   librdmacm's calls succeed, and `rdma_reject_ece` sends REJ 35; cepm's ABI does not carry
-//!   the ECE fields of REQ and REP.
+//!   `poll(2)` since no file can be an rsocket here.
 
 use core::ffi::{c_int, c_void};
 
@@ -76,15 +73,6 @@ failing! { libc::ENOSYS =>
     fn riomap(socket: c_int, buf: *mut c_void, len: size_t, prot: c_int, flags: c_int, offset: off_t) -> off_t;
     /// `riounmap`: rsockets are not supported.
     fn riounmap(socket: c_int, buf: *mut c_void, len: size_t) -> c_int;
-}
-
-failing! { libc::EOPNOTSUPP =>
-    /// `rdma_set_local_ece`: ECE is not supported.
-    fn rdma_set_local_ece(id: *mut sys::rdma_cm_id, ece: *mut sys::ibv_ece) -> c_int;
-    /// `rdma_get_remote_ece`: ECE is not supported.
-    fn rdma_get_remote_ece(id: *mut sys::rdma_cm_id, ece: *mut sys::ibv_ece) -> c_int;
-    /// `rdma_reject_ece`: ECE is not supported.
-    fn rdma_reject_ece(id: *mut sys::rdma_cm_id, private_data: *const c_void, len: u8) -> c_int;
 }
 
 /// `riowrite`: rsockets are not supported. Its `size_t` result carries -1 as `SIZE_MAX`.
