@@ -7,7 +7,7 @@ use core::ffi::{c_int, c_void};
 
 use libc::{msghdr, nfds_t, off_t, pollfd, size_t, sockaddr, socklen_t, ssize_t};
 
-use crate::{errno, sys};
+use crate::errno;
 
 /// Exported functions that only fail, with `$errno`, whatever their arguments.
 macro_rules! failing {
