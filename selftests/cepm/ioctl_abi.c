@@ -1298,3 +1298,124 @@ TEST_F_TIMEOUT(cepm, listen_racing_migrate_fails_and_leaves_nothing, 60)
 }
 
 TEST_HARNESS_MAIN
+
+/* BIND of @handle on @fd to 10.99.0.@host:@port (@host 0: the wildcard), TCP: 0 or the errno. */
+static int bind_cep(int fd, int handle, int host, __u16 port, __u8 flags, __u16 *held)
+{
+	struct cepm_bind b = { .handle = handle, .port_space = CEPM_PS_TCP, .port = port,
+			       .family = 4, .flags = flags };
+
+	if (host) {
+		b.addr[12] = 10;
+		b.addr[13] = 99;
+		b.addr[15] = host;
+	}
+	if (ioctl(fd, CEPM_IOC_BIND, &b))
+		return errno;
+	if (held)
+		*held = b.port;
+	return 0;
+}
+
+/* What BIND refuses before it looks at the port table. */
+TEST_F(cepm, bind_arguments)
+{
+	struct cepm_bind b = { .port_space = CEPM_PS_TCP, .port = 47001, .family = 4 };
+	int h = create_cep(self->fd, 0);
+
+	ASSERT_GT(h, 0);
+	b.handle = h;
+	b.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.reserved = 0;
+	b.reserved2[9] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.reserved2[9] = 0;
+	b.flags = 0x80;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.flags = 0;
+	b.family = 5;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.family = 4;
+	b.port_space = 0x0107;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.port_space = CEPM_PS_TCP;
+	b.handle = h + 1000;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	/* An IPv4 address in the last four bytes only. */
+	b.handle = h;
+	b.addr[0] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, NULL));
+	EXPECT_EQ(EFAULT, errno);
+}
+
+/*
+ * rdma_cm's rules (cma.c, cma_check_port): two equal addresses are EADDRINUSE, a wildcard
+ * next to an address EADDRNOTAVAIL, both REUSEADDR share; port 0 chooses; the port is free
+ * again once its CEP goes, by DESTROY or by close.
+ */
+TEST_F(cepm, bind_reserves_the_port)
+{
+	int a = create_cep(self->fd, 0), b = create_cep(self->fd, 0), c = create_cep(self->fd, 0);
+	int other = open("/dev/cepm", O_RDWR), o;
+	struct cepm_destroy d = { 0 };
+	__u16 held = 0, held2 = 0;
+
+	ASSERT_GT(c, 0);
+	ASSERT_GE(other, 0);
+	EXPECT_EQ(0, bind_cep(self->fd, a, 1, 0, 0, &held));
+	EXPECT_NE(0, held);
+	EXPECT_EQ(0, bind_cep(self->fd, b, 1, 0, 0, &held2));
+	EXPECT_NE(held, held2);
+	/* A bound CEP takes no other port, address or space; REUSEADDR may be added. */
+	EXPECT_EQ(EINVAL, bind_cep(self->fd, a, 1, held2, 0, NULL));
+	EXPECT_EQ(EINVAL, bind_cep(self->fd, a, 2, held, 0, NULL));
+	EXPECT_EQ(0, bind_cep(self->fd, a, 1, held, CEPM_BIND_REUSEADDR, NULL));
+	/* Another CEP on a's port: the same address, the wildcard, another address. */
+	EXPECT_EQ(EADDRINUSE, bind_cep(self->fd, c, 1, held, 0, NULL));
+	EXPECT_EQ(EADDRNOTAVAIL, bind_cep(self->fd, c, 0, held, 0, NULL));
+	EXPECT_EQ(0, bind_cep(self->fd, c, 2, held, 0, NULL));
+	/* Freed by DESTROY. */
+	d.handle = a;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	o = create_cep(other, 0);
+	ASSERT_GT(o, 0);
+	EXPECT_EQ(0, bind_cep(other, o, 1, held, 0, NULL));
+	/* Freed by close. */
+	close(other);
+	a = create_cep(self->fd, 0);
+	EXPECT_EQ(0, bind_cep(self->fd, a, 1, held, 0, NULL));
+}
+
+/* Both REUSEADDR share one address; LISTEN rechecks without it (cma.c, rdma_listen). */
+TEST_F(cepm, bind_reuseaddr_and_listen)
+{
+	int a = create_cep(self->fd, 0), b = create_cep(self->fd, 0), c = create_cep(self->fd, 0);
+	struct cepm_listen l = { .handle = a, .service_id = (0x0106ULL << 16) | 47002 };
+	struct cepm_destroy d = { .handle = b };
+
+	ASSERT_GT(c, 0);
+	EXPECT_EQ(0, bind_cep(self->fd, a, 1, 47002, CEPM_BIND_REUSEADDR, NULL));
+	EXPECT_EQ(0, bind_cep(self->fd, b, 1, 47002, CEPM_BIND_REUSEADDR, NULL));
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EADDRINUSE, errno);
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	/* Only the service ID of the binding. */
+	l.service_id++;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+	l.service_id--;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	/* The listener's REUSEADDR is gone: no one shares its address any more. */
+	EXPECT_EQ(EADDRINUSE, bind_cep(self->fd, c, 1, 47002, CEPM_BIND_REUSEADDR, NULL));
+	/* Nor can a listener add it again (rdma_set_reuseaddr). */
+	EXPECT_EQ(EINVAL, bind_cep(self->fd, a, 1, 47002, CEPM_BIND_REUSEADDR, NULL));
+}
