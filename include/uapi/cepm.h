@@ -21,7 +21,7 @@
  * CEPM_IOC_MIGRATE and CEPM_IOC_POST_EVENT; 6 grew struct cepm_get_request
  * by local_psn (QP attributes for RTR before PREPARE_REP).
  */
-#define CEPM_ABI_VERSION 6
+#define CEPM_ABI_VERSION 7
 
 #define CEPM_IOC_MAGIC 0xCE
 

@@ -1419,3 +1419,28 @@ TEST_F(cepm, bind_reuseaddr_and_listen)
 	/* Nor can a listener add it again (rdma_set_reuseaddr). */
 	EXPECT_EQ(EINVAL, bind_cep(self->fd, a, 1, 47002, CEPM_BIND_REUSEADDR, NULL));
 }
+
+/*
+ * MIGRATE moves a bound CEP with its port: the port stays held after the file it came from
+ * closes, and is free once the CEP is destroyed in its new file.
+ */
+TEST_F(cepm, migrate_moves_the_port)
+{
+	int from = open("/dev/cepm", O_RDWR), a, moved, c = create_cep(self->fd, 0);
+	struct cepm_destroy d = { 0 };
+
+	ASSERT_GE(from, 0);
+	ASSERT_GT(c, 0);
+	a = create_cep(from, 0);
+	ASSERT_GT(a, 0);
+	ASSERT_EQ(0, bind_cep(from, a, 1, 47004, 0, NULL));
+	moved = migrate(self->fd, from, a, NULL);
+	ASSERT_GT(moved, 0);
+	close(from);
+	EXPECT_EQ(EADDRINUSE, bind_cep(self->fd, c, 1, 47004, 0, NULL));
+	/* Still bound where it is now: only REUSEADDR may be added. */
+	EXPECT_EQ(EINVAL, bind_cep(self->fd, moved, 1, 47005, 0, NULL));
+	d.handle = moved;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	EXPECT_EQ(0, bind_cep(self->fd, c, 1, 47004, 0, NULL));
+}
