@@ -10,6 +10,9 @@
  * addresses; PORT and PORT + 1 free on it). Runs as root: one case drops to
  * uid 65534 in a child.  Exits 0 after the last case, whatever the results
  * (the caller compares them), 1 if the program itself cannot go on.
+ *
+ * rdma_bind_ports --binds N ADDRESS: N IDs bind ADDRESS:0 and hold their
+ * ports; prints "N bound", or "bind K: ERRNO" for the first that fails.
  */
 #include <errno.h>
 #include <poll.h>
@@ -188,6 +191,49 @@ static void open_mpi_step(void)
 	rdma_destroy_event_channel(cchannel);
 }
 
+/* Two new IDs, *@a and *@b, bind A:P one after the other, with REUSEADDR if @reuse. */
+static void bind_twice(in_addr_t ip, int reuse, struct rdma_cm_id **a, struct rdma_cm_id **b)
+{
+	*a = new_id();
+	*b = new_id();
+	printf("bind A:P%s: %s\n", reuse ? " with REUSEADDR" : "",
+	       bind_to(*a, ip, base_port, reuse));
+	printf("bind A:P again%s: %s\n", reuse ? " with REUSEADDR" : ", no REUSEADDR",
+	       bind_to(*b, ip, base_port, reuse));
+}
+
+static int parse_addr(const char *text)
+{
+	addr.sin_family = AF_INET;
+	if (inet_pton(AF_INET, text, &addr.sin_addr) != 1) {
+		fprintf(stderr, "%s: not an IPv4 address\n", text);
+		return 1;
+	}
+	return 0;
+}
+
+/* @n IDs bind @text:0, each holding its port until the exit. */
+static int binds(int n, const char *text)
+{
+	const char *r;
+	int i;
+
+	if (parse_addr(text))
+		return 2;
+	channel = rdma_create_event_channel();
+	if (!channel)
+		return fail("rdma_create_event_channel");
+	for (i = 1; i <= n; i++) {
+		r = bind_to(new_id(), addr.sin_addr.s_addr, 0, 0);
+		if (strcmp(r, "0")) {
+			printf("bind %d: %s\n", i, r);
+			return 0;
+		}
+	}
+	printf("%d bound\n", n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdma_cm_id *a, *b;
@@ -195,16 +241,15 @@ int main(int argc, char **argv)
 	in_addr_t ip;
 	const char *r;
 
+	if (argc == 4 && !strcmp(argv[1], "--binds"))
+		return binds(atoi(argv[2]), argv[3]);
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s ADDRESS PORT\n", argv[0]);
+		fprintf(stderr, "usage: %s ADDRESS PORT | --binds N ADDRESS\n", argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	addr.sin_family = AF_INET;
-	if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1) {
-		fprintf(stderr, "%s: not an IPv4 address\n", argv[1]);
+	if (parse_addr(argv[1]))
 		return 2;
-	}
 	ip = addr.sin_addr.s_addr;
 	base_port = atoi(argv[2]);
 	channel = rdma_create_event_channel();
@@ -224,17 +269,11 @@ int main(int argc, char **argv)
 	rdma_destroy_id(a);
 	rdma_destroy_id(b);
 
-	a = new_id();
-	b = new_id();
-	printf("bind A:P: %s\n", bind_to(a, ip, base_port, 0));
-	printf("bind A:P again, no REUSEADDR: %s\n", bind_to(b, ip, base_port, 0));
+	bind_twice(ip, 0, &a, &b);
 	rdma_destroy_id(a);
 	rdma_destroy_id(b);
 
-	a = new_id();
-	b = new_id();
-	printf("bind A:P with REUSEADDR: %s\n", bind_to(a, ip, base_port, 1));
-	printf("bind A:P again with REUSEADDR: %s\n", bind_to(b, ip, base_port, 1));
+	bind_twice(ip, 1, &a, &b);
 	printf("listen on the first while the second holds A:P: %s\n", listen_on(a));
 	rdma_destroy_id(b);
 	printf("listen on the first alone: %s\n", listen_on(a));
