@@ -1444,3 +1444,63 @@ TEST_F(cepm, migrate_moves_the_port)
 	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
 	EXPECT_EQ(0, bind_cep(self->fd, c, 1, 47004, 0, NULL));
 }
+
+/* BIND of @handle to 0.0.0.0:0 in the UDP space, toward 10.99.0.@dst:80 (0: no destination). */
+static int bind_any_port(int fd, int handle, int dst, __u16 *held)
+{
+	struct cepm_bind b = { .handle = handle, .port_space = CEPM_PS_UDP, .family = 4 };
+
+	if (dst) {
+		b.dst_addr[12] = 10;
+		b.dst_addr[13] = 99;
+		b.dst_addr[15] = dst;
+		b.dst_port = 80;
+	}
+	if (ioctl(fd, CEPM_IOC_BIND, &b))
+		return errno;
+	*held = b.port;
+	return 0;
+}
+
+/*
+ * Port 0 in an ephemeral range of two ports (cma.c, cma_alloc_any_port): each choice skips
+ * the port chosen last; a port in use is shared by active CEPs with other destinations
+ * (cma_port_is_unique), never by two toward one destination, nor by passive ones.
+ */
+TEST_F(cepm, bind_port_zero_shares_by_destination)
+{
+	const char *range = "/proc/sys/net/ipv4/ip_local_port_range";
+	char saved[64] = "";
+	int h[6], i, fd = open(range, O_RDWR);
+	__u16 port[6] = { 0 };
+	ssize_t n;
+
+	ASSERT_GE(fd, 0);
+	n = read(fd, saved, sizeof(saved) - 1);
+	ASSERT_GT(n, 0);
+	ASSERT_EQ(12, pwrite(fd, "47010 47011\n", 12, 0));
+	for (i = 0; i < 6; i++)
+		h[i] = create_cep(self->fd, 0);
+	/* Toward .2, .3, .4 and .2 again, in turn on the two ports. */
+	EXPECT_EQ(0, bind_any_port(self->fd, h[0], 2, &port[0]));
+	EXPECT_EQ(0, bind_any_port(self->fd, h[1], 3, &port[1]));
+	EXPECT_EQ(0, bind_any_port(self->fd, h[2], 4, &port[2]));
+	EXPECT_EQ(0, bind_any_port(self->fd, h[3], 2, &port[3]));
+	EXPECT_TRUE(port[0] == 47010 || port[0] == 47011);
+	EXPECT_EQ(47010 + 47011 - port[0], port[1]);
+	EXPECT_EQ(port[0], port[2]);
+	EXPECT_EQ(port[1], port[3]);
+	/* The next choice skips port[3]; port[0] holds a CEP toward .2 already. */
+	EXPECT_EQ(EADDRNOTAVAIL, bind_any_port(self->fd, h[4], 2, &port[4]));
+	/* A passive CEP shares with no one. */
+	EXPECT_EQ(EADDRNOTAVAIL, bind_any_port(self->fd, h[5], 0, &port[5]));
+	for (i = 0; i < 4; i++) {
+		struct cepm_destroy d = { .handle = h[i] };
+
+		EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	}
+	EXPECT_EQ(0, bind_any_port(self->fd, h[5], 0, &port[5]));
+	EXPECT_TRUE(port[5] == 47010 || port[5] == 47011);
+	EXPECT_EQ((ssize_t)strlen(saved), pwrite(fd, saved, strlen(saved), 0));
+	close(fd);
+}

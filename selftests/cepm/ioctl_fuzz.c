@@ -484,6 +484,8 @@ static const char *errno_name(int e)
 	case EOPNOTSUPP: return "EOPNOTSUPP";
 	case ETIMEDOUT: return "ETIMEDOUT";
 	case EPERM: return "EPERM";
+	case EADDRINUSE: return "EADDRINUSE";
+	case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
 	}
 	return NULL;
 }
