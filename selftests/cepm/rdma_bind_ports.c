@@ -7,7 +7,7 @@
  * and the two outputs must be equal.
  *
  * Usage: rdma_bind_ports ADDRESS PORT (ADDRESS: one of this host's RoCE
- * addresses; PORT and PORT + 1 free on it). Runs as root: one case drops to
+ * addresses; PORT to PORT + 2 free on it). Runs as root: one case drops to
  * uid 65534 in a child.  Exits 0 after the last case, whatever the results
  * (the caller compares them), 1 if the program itself cannot go on.
  *
@@ -65,6 +65,19 @@ static const char *bind_to(struct rdma_cm_id *id, in_addr_t ip, int port, int re
 				     sizeof(one)))
 		return errno_name(-1, errno);
 	rc = rdma_bind_addr(id, (struct sockaddr *)&sin);
+	return errno_name(rc, errno);
+}
+
+/* Binds @id to [::] and @port, with AFONLY set to @afonly first: the result. */
+static const char *bind6_to(struct rdma_cm_id *id, int port, int afonly)
+{
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
+				     .sin6_port = htons(port) };
+	int rc;
+
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &afonly, sizeof(afonly)))
+		return errno_name(-1, errno);
+	rc = rdma_bind_addr(id, (struct sockaddr *)&sin6);
 	return errno_name(rc, errno);
 }
 
@@ -301,6 +314,19 @@ int main(int argc, char **argv)
 	printf("listen on an unbound ID: %s\n", listen_on(b));
 	port_b = ntohs(rdma_get_src_port(b));
 	port_result("listen on an unbound ID: rdma_get_src_port", port_b);
+	rdma_destroy_id(b);
+	rdma_destroy_id(a);
+
+	/* An IPv4 ID is AFONLY; an IPv6 one only if asked (net.ipv6.bindv6only is 0). */
+	a = new_id();
+	printf("bind 0.0.0.0:P+2: %s\n", bind_to(a, htonl(INADDR_ANY), base_port + 2, 0));
+	b = new_id();
+	printf("bind [::]:P+2 without AFONLY: %s\n", bind6_to(b, base_port + 2, 0));
+	rdma_destroy_id(b);
+	b = new_id();
+	printf("bind [::]:P+2 with AFONLY: %s\n", bind6_to(b, base_port + 2, 1));
+	rc = rdma_set_option(b, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &zero, sizeof(zero));
+	printf("AFONLY cleared on a bound ID: %s\n", errno_name(rc, errno));
 	rdma_destroy_id(b);
 	rdma_destroy_id(a);
 
