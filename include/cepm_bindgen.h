@@ -29,3 +29,4 @@ const unsigned int CEPM_IOCTL_ESTABLISH = CEPM_IOC_ESTABLISH;
 const unsigned int CEPM_IOCTL_MONITOR = CEPM_IOC_MONITOR;
 const unsigned int CEPM_IOCTL_MIGRATE = CEPM_IOC_MIGRATE;
 const unsigned int CEPM_IOCTL_POST_EVENT = CEPM_IOC_POST_EVENT;
+const unsigned int CEPM_IOCTL_BIND = CEPM_IOC_BIND;

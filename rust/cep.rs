@@ -31,8 +31,9 @@
 //! 6. `CmPort::agents`: every send, and the port's set of CEPs.
 //! 7. `CmPort::sidr_answers`.
 //!
-//! Outside the order: `Devices::list`, the only mutex, taken with no spinlock held (a port's
-//! `device_name` lock nests under it, for a rename); the shards of `Users::by_uid`, taken as a
+//! Outside the order: the two mutexes, taken with no spinlock held: `Devices::list` (a port's
+//! `device_name` lock nests under it, for a rename) and `Ports::inner` (nothing nests under
+//! it; a CEP's destroy releases its port after its own lock); the shards of `Users::by_uid`, taken as a
 //! file opens and as it goes; and the C shim's agent contexts. Nothing is taken under the last
 //! two.
 
@@ -74,6 +75,7 @@ use crate::{
         CepmFile, //
     },
     port::CmPort,
+    ports::PortKey,
     proto::{
         cm_mad::{
             CmMad,
@@ -206,6 +208,8 @@ struct CepInner {
     tid: u64,
     /// What the CEP is for, with that kind's own fields.
     kind: Kind,
+    /// The port it holds (`CEPM_IOC_BIND`), released by its destroy.
+    bound: Option<PortKey>,
 }
 
 /// A connection endpoint.
@@ -315,6 +319,7 @@ impl Cep {
                     send_seq: 0,
                     retry: RetryTimer { timeout_ms: 0, retries: 0 },
                     tid: 0,
+                    bound: None,
                 }, "Cep::inner"),
             }),
             gfp,
@@ -663,7 +668,7 @@ impl Cep {
         retry_later: bool,
         owned_by: Option<(&CepmFile, u32)>,
     ) -> Result {
-        let (remote_key, kind) = {
+        let (remote_key, kind, bound) = {
             let mut inner = self.inner.lock();
             if let (Some((file, handle)), Some(owner)) = (owned_by, &inner.owner) {
                 if !owner.is(file, handle) {
@@ -686,8 +691,14 @@ impl Cep {
             (
                 inner.remote_key.take(),
                 core::mem::replace(&mut inner.kind, Kind::Idle),
+                inner.bound.take(),
             )
         };
+        // The port is free once this CEP is out of the listener table (above, by the destroy
+        // event): after the CEP's lock, since the table's mutex is never taken under it.
+        if let Some(key) = bound {
+            self.cm.ports.release(&key, self.local_id);
+        }
         crate::shim::fault_destroy_delay();
         self.cancel_timewait();
         self.cm.tables.remove_local(self.local_id);
@@ -707,6 +718,43 @@ impl Cep {
             Kind::Idle | Kind::Connection(_) | Kind::Sidr(_) => {}
         }
         Ok(())
+    }
+}
+
+impl Cep {
+    /// The port the CEP holds, if `file` names it `handle` (`EINVAL` if not).
+    pub(crate) fn bound_port(&self, (file, handle): (&CepmFile, u32)) -> Result<Option<PortKey>> {
+        let inner = self.inner.lock();
+        inner.owner_named(file, handle).ok_or(EINVAL)?;
+        Ok(inner.bound)
+    }
+
+    /// Records that the CEP holds `key`, if `file` names it `handle` and it is idle and holds
+    /// no port yet (`EINVAL` if not); then `bound` runs under the CEP's lock, so that the port
+    /// is counted where the CEP is before it can move (`CEPM_IOC_MIGRATE`).
+    pub(crate) fn set_bound(
+        &self,
+        key: PortKey,
+        (file, handle): (&CepmFile, u32),
+        bound: impl FnOnce(),
+    ) -> Result {
+        let mut inner = self.inner.lock();
+        inner.owner_named(file, handle).ok_or(EINVAL)?;
+        if inner.bound.is_some()
+            || inner.sm.state != State::Idle
+            || !matches!(inner.kind, Kind::Idle)
+        {
+            return Err(EINVAL);
+        }
+        inner.bound = Some(key);
+        bound();
+        Ok(())
+    }
+
+    /// Whether the CEP is idle and holds no port: it may bind.
+    pub(crate) fn may_bind(&self) -> bool {
+        let inner = self.inner.lock();
+        inner.bound.is_none() && inner.sm.state == State::Idle && matches!(inner.kind, Kind::Idle)
     }
 }
 

@@ -28,6 +28,7 @@ mod devices;
 mod file;
 mod monitor;
 mod port;
+mod ports;
 mod recv;
 mod sharded;
 mod shim;
@@ -52,6 +53,7 @@ pub mod proto {
     pub mod msg_code;
     pub mod path;
     pub mod pdata;
+    pub mod port_rules;
     pub mod qp_attr;
     pub mod rej;
     pub mod rej_match;

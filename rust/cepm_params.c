@@ -10,6 +10,8 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/user_namespace.h>
+#include <net/ip.h>
+#include <net/net_namespace.h>
 
 #include "cepm_shim.h"
 #include "../include/uapi/cepm.h"
@@ -44,6 +46,7 @@ static struct cepm_params cepm_params = {
 	.max_events_per_user = 262144,
 	.listen_backlog = 1024,
 	.max_monitors_per_user = 16,
+	.max_ports_per_user = 16384,
 };
 
 /* The read-only parameter cepm.NAME, stored in cepm_params.NAME. */
@@ -68,6 +71,19 @@ cepm_param(max_events_per_user,
 	   "Events queued on one user's files together (default 262144); more are lost and read() says EOVERFLOW");
 cepm_param(max_monitors_per_user,
 	   "Files of one user that monitor (CEPM_IOC_MONITOR) at once (default 16); more: EDQUOT");
+cepm_param(max_ports_per_user,
+	   "Ports of rdma_cm's port spaces one user's CEPs hold at once (CEPM_IOC_BIND; default 16384); more: EDQUOT");
+
+void cepm_shim_local_port_range(u64 net, u16 *low, u16 *high)
+{
+	int lo, hi;
+
+	/* One namespace for now: every net key is 0, init_net's (issue 42 adds the rest). */
+	(void)net;
+	inet_get_local_port_range(&init_net, &lo, &hi);
+	*low = clamp(lo, 1, 65535);
+	*high = clamp(hi, *low, 65535);
+}
 
 void cepm_shim_params(struct cepm_params *out)
 {

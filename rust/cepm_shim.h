@@ -122,8 +122,11 @@ struct cepm_params {
 	u32 max_events_per_user;
 	u32 listen_backlog;
 	u32 max_monitors_per_user;
+	u32 max_ports_per_user;
 };
 void cepm_shim_params(struct cepm_params *out);
+/* The ephemeral ports (ip_local_port_range) of network namespace net (0: the initial one). */
+void cepm_shim_local_port_range(u64 net, u16 *low, u16 *high);
 /* The current task's capabilities that /dev/cepm asks about, in the initial user namespace. */
 struct cepm_caps {
 	bool net_admin;

@@ -16,6 +16,7 @@ use kernel::{
 use crate::{
     devices::Devices,
     monitor::Monitors,
+    ports::Ports,
     shim::Workqueue,
     tables::Tables,
     users::Users, //
@@ -44,6 +45,9 @@ pub(crate) struct Cm {
     /// The users with a file open, and what their files hold together.
     #[pin]
     pub(crate) users: Users,
+    /// The ports of rdma_cm's port spaces that CEPs hold (`CEPM_IOC_BIND`).
+    #[pin]
+    pub(crate) ports: Ports,
 }
 
 impl Cm {
@@ -56,6 +60,7 @@ impl Cm {
                 devices <- Devices::new(),
                 monitors <- Monitors::new(),
                 users <- Users::new(),
+                ports <- Ports::new(),
             }),
             GFP_KERNEL,
         )
@@ -83,19 +88,21 @@ impl Drop for ModuleCm {
         let Some(cm) = self.0.take() else {
             return;
         };
-        let (ceps, devices, monitors, users) = (
+        let (ceps, devices, monitors, users, ports) = (
             cm.tables.count_local(),
             cm.devices.count(),
             cm.monitors.count(),
             cm.users.count(),
+            cm.ports.count(),
         );
         if Arc::into_unique_or_drop(cm).is_none() {
             pr_err!(
-                "the CM is still referenced at unload: {} CEPs, {} devices, {} monitors, {} users\n",
+                "the CM is still referenced at unload: {} CEPs, {} devices, {} monitors, {} users, {} ports\n",
                 ceps,
                 devices,
                 monitors,
-                users
+                users,
+                ports
             );
             kernel::warn_on!(true);
         }

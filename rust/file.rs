@@ -33,6 +33,7 @@ use kernel::{
     },
 };
 
+mod bind;
 mod event_queue;
 mod ioctl_arg;
 mod migrate;
@@ -47,7 +48,7 @@ use ring::Ring;
 
 /// Every ioctl, as the header numbers it for its struct's size today (see [`ioctl_arg`]).
 /// A struct that grows keeps its entry, with the size of its first version.
-const KNOWN_IOCTLS: [KnownIoctl; 23] = [
+const KNOWN_IOCTLS: [KnownIoctl; 24] = [
     KnownIoctl::new(uapi::CEPM_IOCTL_QUERY),
     KnownIoctl::new(uapi::CEPM_IOCTL_CREATE),
     KnownIoctl::new(uapi::CEPM_IOCTL_DESTROY),
@@ -85,6 +86,7 @@ const KNOWN_IOCTLS: [KnownIoctl; 23] = [
     KnownIoctl::new(uapi::CEPM_IOCTL_MONITOR),
     KnownIoctl::new(uapi::CEPM_IOCTL_MIGRATE),
     KnownIoctl::new(uapi::CEPM_IOCTL_POST_EVENT),
+    KnownIoctl::new(uapi::CEPM_IOCTL_BIND),
 ];
 
 use crate::{
@@ -121,6 +123,8 @@ struct Handle {
     _counted: Charge,
     /// Its listen, counted likewise once it listens.
     listen: Option<Charge>,
+    /// Its port, counted likewise once it holds one (`CEPM_IOC_BIND`).
+    port: Option<Charge>,
 }
 
 /// A handle number, the room to file it under and its charge, taken where sleeping is
@@ -163,14 +167,15 @@ impl FileInner {
         Ok(())
     }
 
-    /// Files `cep` under the reserved handle, with its listen's charge if it listens: `EBADF`
+    /// Files `cep` under the reserved handle, with its listen's and its port's charges if it
+    /// has them: `EBADF`
     /// once the file is closed, `EBUSY` if it monitors (it may have become a monitor since the
     /// handle was reserved). Never allocates.
     fn add_handle(
         &mut self,
         reserved: ReservedHandle,
         cep: Arc<Cep>,
-        listen: Option<Charge>,
+        (listen, port): (Option<Charge>, Option<Charge>),
     ) -> Result {
         if self.closed {
             return Err(EBADF);
@@ -186,6 +191,7 @@ impl FileInner {
                 events_reported: 0,
                 _counted: counted,
                 listen,
+                port,
             },
         ));
         Ok(())
@@ -512,6 +518,7 @@ impl CepmFile {
             uapi::CEPM_IOCTL_MONITOR => self.start_monitor(arg),
             uapi::CEPM_IOCTL_MIGRATE => self.migrate(arg),
             uapi::CEPM_IOCTL_POST_EVENT => self.post_event(arg),
+            uapi::CEPM_IOCTL_BIND => self.bind(arg),
             _ => Err(ENOTTY),
         }
     }
@@ -608,7 +615,10 @@ impl CepmFile {
 
     /// Attaches `cep` to the reserved handle; on failure the CEP is destroyed.
     fn fill_handle(&self, reserved: ReservedHandle, cep: Arc<Cep>) -> Result {
-        let added = self.inner.lock().add_handle(reserved, cep.clone(), None);
+        let added = self
+            .inner
+            .lock()
+            .add_handle(reserved, cep.clone(), (None, None));
         if added.is_err() {
             cep.destroy();
         }
@@ -682,6 +692,7 @@ impl CepmFile {
             return Err(EPERM);
         }
         let cep = self.cep(req.handle)?;
+        self.check_bound_listen(&cep, req.handle, &range)?;
         // A test holds this window open: a MIGRATE may move the CEP before it is locked below.
         shim::fault_listen_delay();
         let params = shim::params();

@@ -316,6 +316,14 @@ pub(crate) fn charge_to_current<T>(obj: &T) -> bool {
     unsafe { bindings::cepm_shim_charge_current(core::ptr::from_ref(obj).cast()) }
 }
 
+/// The ephemeral ports of network namespace `net` (`ip_local_port_range`), `low <= high`.
+pub(crate) fn local_port_range(net: u64) -> (u16, u16) {
+    let (mut low, mut high) = (0, 0);
+    // SAFETY: Both pointers are writable; the shim only stores through them.
+    unsafe { bindings::cepm_shim_local_port_range(net, &mut low, &mut high) };
+    (low, high)
+}
+
 /// A random 32-bit value.
 pub(crate) fn random_u32() -> u32 {
     // SAFETY: No preconditions.

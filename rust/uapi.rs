@@ -57,6 +57,7 @@ const _: () = assert!(core::mem::size_of::<cepm_send_pdata>() == 232);
 const _: () = assert!(core::mem::size_of::<cepm_qp_attr>() == 76);
 const _: () = assert!(core::mem::size_of::<cepm_migrate>() == 24);
 const _: () = assert!(core::mem::size_of::<cepm_post_event>() == 16);
+const _: () = assert!(core::mem::size_of::<cepm_bind>() == 56);
 
 /// Declares ABI structs plain old data for `UserSlice` reads and writes.
 macro_rules! plain_old_data {
@@ -95,4 +96,5 @@ plain_old_data!(
     cepm_qp_attr,
     cepm_migrate,
     cepm_post_event,
+    cepm_bind,
 );

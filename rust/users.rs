@@ -42,6 +42,7 @@ pub(crate) struct Usage {
     listens: Atomic<u32>,
     events: Atomic<u32>,
     monitors: Atomic<u32>,
+    ports: Atomic<u32>,
 }
 
 /// The things a [`Usage`] counts.
@@ -55,6 +56,8 @@ pub(crate) enum Resource {
     Events,
     /// Files that monitor (a user's only).
     Monitors,
+    /// Ports held (`CEPM_IOC_BIND`).
+    Ports,
 }
 
 impl Usage {
@@ -66,6 +69,7 @@ impl Usage {
                 listens: Atomic::new(0),
                 events: Atomic::new(0),
                 monitors: Atomic::new(0),
+                ports: Atomic::new(0),
             },
             GFP_KERNEL_ACCOUNT,
         )?)
@@ -77,6 +81,7 @@ impl Usage {
             Resource::Listens => &self.listens,
             Resource::Events => &self.events,
             Resource::Monitors => &self.monitors,
+            Resource::Ports => &self.ports,
         }
     }
 

@@ -159,6 +159,35 @@ impl Cepm {
         Ok((m.new_handle, m.events_reported))
     }
 
+    /// Reserves port `port` of port space `ps` (0: one the module chooses) on `addr` for
+    /// idle CEP `handle`, as `rdma_bind_addr` does, with `CEPM_BIND_*` `flags`; `dst`, for an
+    /// active CEP, lets it share an ephemeral port with others that go elsewhere. Returns the
+    /// port held. A second call on a bound CEP may only add `CEPM_BIND_REUSEADDR`.
+    pub fn bind(
+        &self,
+        handle: u32,
+        ps: u16,
+        addr: std::net::SocketAddr,
+        flags: u8,
+        dst: Option<std::net::SocketAddr>,
+    ) -> io::Result<u16> {
+        let mut b = sys::cepm_bind {
+            handle,
+            port_space: ps,
+            port: addr.port(),
+            family: if addr.is_ipv4() { 4 } else { 6 },
+            flags,
+            addr: addr_bytes(addr.ip()),
+            ..Default::default()
+        };
+        if let Some(dst) = dst {
+            b.dst_addr = addr_bytes(dst.ip());
+            b.dst_port = dst.port();
+        }
+        self.ioctl(sys::CEPM_IOCTL_BIND, &mut b)?;
+        Ok(b.port)
+    }
+
     /// Listens on `service_id` under `mask` (`u64::MAX`: exact).
     pub fn listen(&self, handle: u32, service_id: u64, mask: u64) -> io::Result<()> {
         let mut l = sys::cepm_listen {
@@ -382,6 +411,18 @@ impl CepInfo {
             remote_qkey: i.remote_qkey,
             sidr_status: i.sidr_status,
         }
+    }
+}
+
+/// An address as BIND takes it: IPv4 in the last four bytes, as in `cma_hdr`.
+fn addr_bytes(ip: std::net::IpAddr) -> [u8; 16] {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            let mut a = [0; 16];
+            a[12..].copy_from_slice(&v4.octets());
+            a
+        }
+        std::net::IpAddr::V6(v6) => v6.octets(),
     }
 }
 

@@ -126,6 +126,40 @@ struct cepm_listen {
 	__u64 service_mask; /* 0 means all ones (exact match) */
 };
 
+/*
+ * CEPM_IOC_BIND: reserves a port of an rdma_cm port space for an idle CEP, by
+ * rdma_cm's rules (rdma_bind_addr): two IDs share a port only if both set
+ * REUSEADDR, their addresses differ, or (both AFONLY) their families do; a
+ * wildcard next to anything on the port is EADDRNOTAVAIL, two equal
+ * addresses EADDRINUSE.  Port 0 chooses a free port of ip_local_port_range
+ * (written back).  The reservation lasts as long as the CEP.  On a bound CEP
+ * only REUSEADDR may be added (the same space, port and address).  dst_addr
+ * and dst_port, all zero for none, let active CEPs with distinct destinations
+ * share an ephemeral port.  Ports and port spaces in host order; addr and
+ * dst_addr as in cma_hdr (IPv4 in the last 4 bytes), all zero a wildcard.
+ */
+struct cepm_bind {
+	__u32 handle;
+	__u16 port_space;   /* CEPM_PS_*: rdma_cm's RDMA_PS_* values */
+	__u16 port;         /* in: 0 = choose one; out: the port held */
+	__u8 family;        /* 4 or 6 */
+	__u8 flags;         /* CEPM_BIND_* */
+	__u16 reserved;
+	__u8 addr[16];
+	__u8 dst_addr[16];
+	__u16 dst_port;
+	__u8 reserved2[10];
+};
+
+#define CEPM_PS_IPOIB 0x0002
+#define CEPM_PS_TCP 0x0106
+#define CEPM_PS_UDP 0x0111
+#define CEPM_PS_IB 0x013F
+
+/* cepm_bind.flags */
+#define CEPM_BIND_REUSEADDR 0x01
+#define CEPM_BIND_AFONLY 0x02
+
 /* Transport services: cepm_req_info.transport, cepm_connect.qp_type. */
 #define CEPM_TRANSPORT_RC 0
 #define CEPM_TRANSPORT_UC 1
@@ -577,6 +611,7 @@ struct cepm_post_event {
 #define CEPM_IOC_MONITOR _IOW(CEPM_IOC_MAGIC, 0x94, struct cepm_monitor)
 #define CEPM_IOC_MIGRATE _IOWR(CEPM_IOC_MAGIC, 0x95, struct cepm_migrate)
 #define CEPM_IOC_POST_EVENT _IOW(CEPM_IOC_MAGIC, 0x96, struct cepm_post_event)
+#define CEPM_IOC_BIND _IOWR(CEPM_IOC_MAGIC, 0x97, struct cepm_bind)
 
 /* struct cepm_event.event */
 enum cepm_event_type {

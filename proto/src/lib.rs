@@ -47,6 +47,7 @@ pub mod mra;
 pub mod msg_code;
 pub mod path;
 pub mod pdata;
+pub mod port_rules;
 pub mod qp_attr;
 pub mod rej;
 pub mod rej_match;

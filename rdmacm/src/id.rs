@@ -85,6 +85,9 @@ pub(crate) struct IdState {
     pub(crate) events_acked: u64,
     /// The bound or resolved local address.
     pub(crate) local: Option<SocketAddr>,
+    /// The address and port the module holds for it (`CEPM_IOC_BIND`, ABI 7), from
+    /// `rdma_bind_addr`, or from `rdma_resolve_addr` or `rdma_listen` on an unbound ID.
+    pub(crate) bound: Option<SocketAddr>,
     /// The peer's address.
     pub(crate) remote: Option<SocketAddr>,
     /// Address resolution's result: device, port, GIDs, next hop.
@@ -162,6 +165,7 @@ impl Id {
                 events_reported: 0,
                 events_acked: 0,
                 local: None,
+                bound: None,
                 remote: None,
                 resolved: None,
                 resolving: None,

@@ -158,7 +158,8 @@ impl Cep {
     }
 
     /// Gives the CEP, which `from` names `handle`, a new owner, under its lock, so that it
-    /// raises no event meanwhile (`CEPM_IOC_MIGRATE`). `mv`, told whether the CEP listens, moves
+    /// raises no event meanwhile (`CEPM_IOC_MIGRATE`). `mv`, told whether the CEP listens and
+    /// whether it holds a port, moves
     /// what the files hold and names the new owner's file and handle, or leaves the CEP where
     /// it is (`None`); its result comes back either way. The context stays. `EINVAL` if `from`
     /// does not own the CEP by that handle (it was destroyed, or has moved).
@@ -166,16 +167,17 @@ impl Cep {
         &self,
         from: &CepmFile,
         handle: u32,
-        mv: impl FnOnce(bool) -> (Option<(Arc<CepmFile>, u32)>, T),
+        mv: impl FnOnce(bool, bool) -> (Option<(Arc<CepmFile>, u32)>, T),
     ) -> Result<T> {
         let mut inner = self.inner.lock();
         let listening = inner.kind.listener().is_some();
+        let bound = inner.bound.is_some();
         let owner = inner
             .owner
             .as_mut()
             .filter(|o| o.is(from, handle))
             .ok_or(EINVAL)?;
-        let (to, result) = mv(listening);
+        let (to, result) = mv(listening, bound);
         let old_file = to.map(|(file, handle)| {
             owner.handle = handle;
             core::mem::replace(&mut owner.file, file)

@@ -52,6 +52,8 @@ struct Prepared {
     handle: Option<ReservedHandle>,
     /// The listen's charge here, if the CEP listens.
     listen: Option<Charge>,
+    /// The port's charge here, if the CEP holds one.
+    port: Option<Charge>,
     /// Room for the CEP's events on their way.
     transit: Ring<uapi::cepm_event>,
 }
@@ -64,8 +66,13 @@ enum Step {
         events_reported: u32,
         old: Option<Handle>,
     },
-    /// The CEP needs more than was prepared: it listens now, or has more events queued.
-    Retry { listen: bool, events: usize },
+    /// The CEP needs more than was prepared: it listens or holds a port now, or has more
+    /// events queued.
+    Retry {
+        listen: bool,
+        bound: bool,
+        events: usize,
+    },
     /// Refused before anything changed.
     Refused(Error),
 }
@@ -89,6 +96,7 @@ impl CepmFile {
         let cep = from.cep(req.handle)?;
         let same_account = self.opener.shares_limits_with(&from.opener);
         let mut listen = cep.is_listener();
+        let mut bound = cep.bound_port((&from, req.handle))?.is_some();
         let mut events = from.queued_for(req.handle);
         let mut tries = 0;
         loop {
@@ -96,9 +104,15 @@ impl CepmFile {
                 return Err(EAGAIN);
             }
             tries += 1;
-            let mut prepared = self.prepare_move(listen, events, same_account)?;
-            let step = cep.change_owner(&from, req.handle, |listening| {
-                self.move_locked(&from, req.handle, &cep, &mut prepared, listening)
+            let mut prepared = self.prepare_move(listen, bound, events, same_account)?;
+            let step = cep.change_owner(&from, req.handle, |listening, holds_port| {
+                self.move_locked(
+                    &from,
+                    req.handle,
+                    &cep,
+                    &mut prepared,
+                    (listening, holds_port),
+                )
             })?;
             drop(prepared);
             match step {
@@ -114,9 +128,11 @@ impl CepmFile {
                 }
                 Step::Retry {
                     listen: now_listening,
+                    bound: now_bound,
                     events: now_queued,
                 } => {
                     listen = now_listening;
+                    bound = now_bound;
                     // Events keep coming: room for all the other file can hold this time.
                     events = now_queued.max(from.inner.lock().events.capacity());
                 }
@@ -137,10 +153,16 @@ impl CepmFile {
         self.inner.lock().events.count(|ev| ev.handle == handle)
     }
 
-    /// Takes what the move needs here: a handle, a listen's charge if the CEP listens, and
-    /// room for `events` in transit; for a move within one account, one over its limits.
-    /// May sleep.
-    fn prepare_move(&self, listen: bool, events: usize, same_account: bool) -> Result<Prepared> {
+    /// Takes what the move needs here: a handle, a listen's charge if the CEP listens, a
+    /// port's if it is `bound`, and room for `events` in transit; for a move within one
+    /// account, one over its limits. May sleep.
+    fn prepare_move(
+        &self,
+        listen: bool,
+        bound: bool,
+        events: usize,
+        same_account: bool,
+    ) -> Result<Prepared> {
         let slack = u32::from(same_account);
         let handle = self.reserve_handle_over(0, slack)?;
         let listen = if listen {
@@ -155,9 +177,21 @@ impl CepmFile {
         } else {
             None
         };
+        let port = if bound {
+            Some(Charge::take(
+                &self.usage,
+                &self.opener,
+                Resource::Ports,
+                u32::MAX,
+                shim::params().max_ports_per_user.saturating_add(slack),
+            )?)
+        } else {
+            None
+        };
         Ok(Prepared {
             handle: Some(handle),
             listen,
+            port,
             transit: Ring::with_capacity(events)?,
         })
     }
@@ -170,15 +204,19 @@ impl CepmFile {
         old: u32,
         cep: &Arc<Cep>,
         prepared: &mut Prepared,
-        listening: bool,
+        (listening, bound): (bool, bool),
     ) -> (Option<(Arc<CepmFile>, u32)>, Step) {
         // Under the CEP's lock nothing adds events for it: only fewer can be queued now.
         let queued = from.queued_for(old);
-        if queued > prepared.transit.capacity() || (listening && prepared.listen.is_none()) {
+        if queued > prepared.transit.capacity()
+            || (listening && prepared.listen.is_none())
+            || (bound && prepared.port.is_none())
+        {
             return (
                 None,
                 Step::Retry {
                     listen: listening,
+                    bound,
                     events: queued,
                 },
             );
@@ -200,7 +238,12 @@ impl CepmFile {
         } else {
             None
         };
-        if let Err(e) = self.inner.lock().add_handle(reserved, cep.clone(), listen) {
+        let port = if bound { prepared.port.take() } else { None };
+        if let Err(e) = self
+            .inner
+            .lock()
+            .add_handle(reserved, cep.clone(), (listen, port))
+        {
             return (None, Step::Refused(e));
         }
         // 2. Out of the other file. Its handle is there: only destroy (which first takes the

@@ -1358,3 +1358,209 @@ TEST_F_TIMEOUT(cepm, listen_racing_migrate_fails_and_leaves_nothing, 60)
 }
 
 TEST_HARNESS_MAIN
+
+/* BIND of @handle on @fd to 10.99.0.@host:@port (@host 0: the wildcard), TCP: 0 or the errno. */
+static int bind_cep(int fd, int handle, int host, __u16 port, __u8 flags, __u16 *held)
+{
+	struct cepm_bind b = { .handle = handle, .port_space = CEPM_PS_TCP, .port = port,
+			       .family = 4, .flags = flags };
+
+	if (host) {
+		b.addr[12] = 10;
+		b.addr[13] = 99;
+		b.addr[15] = host;
+	}
+	if (ioctl(fd, CEPM_IOC_BIND, &b))
+		return errno;
+	if (held)
+		*held = b.port;
+	return 0;
+}
+
+/* What BIND refuses before it looks at the port table. */
+TEST_F(cepm, bind_arguments)
+{
+	struct cepm_bind b = { .port_space = CEPM_PS_TCP, .port = 47001, .family = 4 };
+	int h = create_cep(self->fd, 0);
+
+	ASSERT_GT(h, 0);
+	b.handle = h;
+	b.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.reserved = 0;
+	b.reserved2[9] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.reserved2[9] = 0;
+	b.flags = 0x80;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.flags = 0;
+	b.family = 5;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.family = 4;
+	b.port_space = 0x0107;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	b.port_space = CEPM_PS_TCP;
+	b.handle = h + 1000;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	/* An IPv4 address in the last four bytes only. */
+	b.handle = h;
+	b.addr[0] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, NULL));
+	EXPECT_EQ(EFAULT, errno);
+}
+
+/*
+ * rdma_cm's rules (cma.c, cma_check_port): two equal addresses are EADDRINUSE, a wildcard
+ * next to an address EADDRNOTAVAIL, both REUSEADDR share; port 0 chooses; the port is free
+ * again once its CEP goes, by DESTROY or by close.
+ */
+TEST_F(cepm, bind_reserves_the_port)
+{
+	int a = create_cep(self->fd, 0), b = create_cep(self->fd, 0), c = create_cep(self->fd, 0);
+	int other = open("/dev/cepm", O_RDWR), o;
+	struct cepm_destroy d = { 0 };
+	__u16 held = 0, held2 = 0;
+
+	ASSERT_GT(c, 0);
+	ASSERT_GE(other, 0);
+	EXPECT_EQ(0, bind_cep(self->fd, a, 1, 0, 0, &held));
+	EXPECT_NE(0, held);
+	EXPECT_EQ(0, bind_cep(self->fd, b, 1, 0, 0, &held2));
+	EXPECT_NE(held, held2);
+	/* A bound CEP takes no other port, address or space; REUSEADDR may be added. */
+	EXPECT_EQ(EINVAL, bind_cep(self->fd, a, 1, held2, 0, NULL));
+	EXPECT_EQ(EINVAL, bind_cep(self->fd, a, 2, held, 0, NULL));
+	EXPECT_EQ(0, bind_cep(self->fd, a, 1, held, CEPM_BIND_REUSEADDR, NULL));
+	/* Another CEP on a's port: the same address, the wildcard, another address. */
+	EXPECT_EQ(EADDRINUSE, bind_cep(self->fd, c, 1, held, 0, NULL));
+	EXPECT_EQ(EADDRNOTAVAIL, bind_cep(self->fd, c, 0, held, 0, NULL));
+	EXPECT_EQ(0, bind_cep(self->fd, c, 2, held, 0, NULL));
+	/* Freed by DESTROY. */
+	d.handle = a;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	o = create_cep(other, 0);
+	ASSERT_GT(o, 0);
+	EXPECT_EQ(0, bind_cep(other, o, 1, held, 0, NULL));
+	/* Freed by close. */
+	close(other);
+	a = create_cep(self->fd, 0);
+	EXPECT_EQ(0, bind_cep(self->fd, a, 1, held, 0, NULL));
+}
+
+/* Both REUSEADDR share one address; LISTEN rechecks without it (cma.c, rdma_listen). */
+TEST_F(cepm, bind_reuseaddr_and_listen)
+{
+	int a = create_cep(self->fd, 0), b = create_cep(self->fd, 0), c = create_cep(self->fd, 0);
+	struct cepm_listen l = { .handle = a, .service_id = (0x0106ULL << 16) | 47002 };
+	struct cepm_destroy d = { .handle = b };
+
+	ASSERT_GT(c, 0);
+	EXPECT_EQ(0, bind_cep(self->fd, a, 1, 47002, CEPM_BIND_REUSEADDR, NULL));
+	EXPECT_EQ(0, bind_cep(self->fd, b, 1, 47002, CEPM_BIND_REUSEADDR, NULL));
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EADDRINUSE, errno);
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	/* Only the service ID of the binding. */
+	l.service_id++;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+	l.service_id--;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	/* The listener's REUSEADDR is gone: no one shares its address any more. */
+	EXPECT_EQ(EADDRINUSE, bind_cep(self->fd, c, 1, 47002, CEPM_BIND_REUSEADDR, NULL));
+	/* Nor can a listener add it again (rdma_set_reuseaddr). */
+	EXPECT_EQ(EINVAL, bind_cep(self->fd, a, 1, 47002, CEPM_BIND_REUSEADDR, NULL));
+}
+
+/*
+ * MIGRATE moves a bound CEP with its port: the port stays held after the file it came from
+ * closes, and is free once the CEP is destroyed in its new file.
+ */
+TEST_F(cepm, migrate_moves_the_port)
+{
+	int from = open("/dev/cepm", O_RDWR), a, moved, c = create_cep(self->fd, 0);
+	struct cepm_destroy d = { 0 };
+
+	ASSERT_GE(from, 0);
+	ASSERT_GT(c, 0);
+	a = create_cep(from, 0);
+	ASSERT_GT(a, 0);
+	ASSERT_EQ(0, bind_cep(from, a, 1, 47004, 0, NULL));
+	moved = migrate(self->fd, from, a, NULL);
+	ASSERT_GT(moved, 0);
+	close(from);
+	EXPECT_EQ(EADDRINUSE, bind_cep(self->fd, c, 1, 47004, 0, NULL));
+	/* Still bound where it is now: only REUSEADDR may be added. */
+	EXPECT_EQ(EINVAL, bind_cep(self->fd, moved, 1, 47005, 0, NULL));
+	d.handle = moved;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	EXPECT_EQ(0, bind_cep(self->fd, c, 1, 47004, 0, NULL));
+}
+
+/* BIND of @handle to 0.0.0.0:0 in the UDP space, toward 10.99.0.@dst:80 (0: no destination). */
+static int bind_any_port(int fd, int handle, int dst, __u16 *held)
+{
+	struct cepm_bind b = { .handle = handle, .port_space = CEPM_PS_UDP, .family = 4 };
+
+	if (dst) {
+		b.dst_addr[12] = 10;
+		b.dst_addr[13] = 99;
+		b.dst_addr[15] = dst;
+		b.dst_port = 80;
+	}
+	if (ioctl(fd, CEPM_IOC_BIND, &b))
+		return errno;
+	*held = b.port;
+	return 0;
+}
+
+/*
+ * Port 0 in an ephemeral range of two ports (cma.c, cma_alloc_any_port): each choice skips
+ * the port chosen last; a port in use is shared by active CEPs with other destinations
+ * (cma_port_is_unique), never by two toward one destination, nor by passive ones.
+ */
+TEST_F(cepm, bind_port_zero_shares_by_destination)
+{
+	const char *range = "/proc/sys/net/ipv4/ip_local_port_range";
+	char saved[64] = "";
+	int h[6], i, fd = open(range, O_RDWR);
+	__u16 port[6] = { 0 };
+	ssize_t n;
+
+	ASSERT_GE(fd, 0);
+	n = read(fd, saved, sizeof(saved) - 1);
+	ASSERT_GT(n, 0);
+	ASSERT_EQ(12, pwrite(fd, "47010 47011\n", 12, 0));
+	for (i = 0; i < 6; i++)
+		h[i] = create_cep(self->fd, 0);
+	/* Toward .2, .3, .4 and .2 again, in turn on the two ports. */
+	EXPECT_EQ(0, bind_any_port(self->fd, h[0], 2, &port[0]));
+	EXPECT_EQ(0, bind_any_port(self->fd, h[1], 3, &port[1]));
+	EXPECT_EQ(0, bind_any_port(self->fd, h[2], 4, &port[2]));
+	EXPECT_EQ(0, bind_any_port(self->fd, h[3], 2, &port[3]));
+	EXPECT_TRUE(port[0] == 47010 || port[0] == 47011);
+	EXPECT_EQ(47010 + 47011 - port[0], port[1]);
+	EXPECT_EQ(port[0], port[2]);
+	EXPECT_EQ(port[1], port[3]);
+	/* The next choice skips port[3]; port[0] holds a CEP toward .2 already. */
+	EXPECT_EQ(EADDRNOTAVAIL, bind_any_port(self->fd, h[4], 2, &port[4]));
+	/* A passive CEP shares with no one. */
+	EXPECT_EQ(EADDRNOTAVAIL, bind_any_port(self->fd, h[5], 0, &port[5]));
+	for (i = 0; i < 4; i++) {
+		struct cepm_destroy d = { .handle = h[i] };
+
+		EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	}
+	EXPECT_EQ(0, bind_any_port(self->fd, h[5], 0, &port[5]));
+	EXPECT_TRUE(port[5] == 47010 || port[5] == 47011);
+	EXPECT_EQ((ssize_t)strlen(saved), pwrite(fd, saved, strlen(saved), 0));
+	close(fd);
+}

@@ -122,6 +122,7 @@ enum call_id {
 	C_MONITOR,
 	C_MIGRATE,
 	C_POST_EVENT,
+	C_BIND,
 	C_BAD_CMD,	/* a command that is none of cepm's */
 	C_READ,
 	C_POLL,
@@ -139,7 +140,7 @@ enum call_id {
  * errnos of "Privileges and limits" (EACCES, EADDRINUSE, EDQUOT): every process is root,
  * with every capability, and holds far less than the default limits (MAX_CEPS a file), but
  * for MONITOR's EDQUOT: a run's files (each worker's, and those its children reopen) may
- * outnumber max_monitors_per_user, 16.
+ * outnumber max_monitors_per_user, 16; and but for the port rules, which bind root too.
  *
  *   every ioctl  EINVAL     bad argument, reserved != 0, a handle not ours, a call the
  *                           CEP's state does not allow
@@ -149,6 +150,8 @@ enum call_id {
  *                           shorter struct
  *                ENOMEM     out of memory (never here, but documented)
  *   LISTEN       EBUSY      a second identical listen
+ *                EADDRINUSE, EADDRNOTAVAIL  a bound CEP whose port another CEP holds too
+ *   BIND         EADDRINUSE, EADDRNOTAVAIL  another CEP holds the port
  *   CREATE       EBUSY      the file is a monitor
  *   GET_REQUEST  EAGAIN     no request pending
  *                EBUSY      the file is a monitor
@@ -176,7 +179,7 @@ enum call_id {
 struct call_desc {
 	const char *name;
 	unsigned long cmd;
-	int errnos[4];		/* always acceptable, 0-terminated */
+	int errnos[5];		/* always acceptable, 0-terminated */
 };
 
 static const struct call_desc calls[NCALLS] = {
@@ -184,7 +187,8 @@ static const struct call_desc calls[NCALLS] = {
 	[C_QUERY]		= { "QUERY", CEPM_IOC_QUERY, { EINVAL } },
 	[C_CREATE]		= { "CREATE", CEPM_IOC_CREATE, { EINVAL, EBUSY } },
 	[C_DESTROY]		= { "DESTROY", CEPM_IOC_DESTROY, { EINVAL } },
-	[C_LISTEN]		= { "LISTEN", CEPM_IOC_LISTEN, { EINVAL, EBUSY } },
+	[C_LISTEN]		= { "LISTEN", CEPM_IOC_LISTEN,
+				    { EINVAL, EBUSY, EADDRINUSE, EADDRNOTAVAIL } },
 	[C_GET_REQUEST]		= { "GET_REQUEST", CEPM_IOC_GET_REQUEST,
 				    { EINVAL, EAGAIN, EBUSY } },
 	[C_REJECT]		= { "REJECT", CEPM_IOC_REJECT, { EINVAL } },
@@ -205,6 +209,7 @@ static const struct call_desc calls[NCALLS] = {
 	[C_MONITOR]		= { "MONITOR", CEPM_IOC_MONITOR, { EINVAL, EBUSY, EDQUOT } },
 	[C_MIGRATE]		= { "MIGRATE", CEPM_IOC_MIGRATE, { EINVAL, EBUSY } },
 	[C_POST_EVENT]		= { "POST_EVENT", CEPM_IOC_POST_EVENT, { EINVAL, ENOSPC } },
+	[C_BIND]		= { "BIND", CEPM_IOC_BIND, { EINVAL, EADDRINUSE, EADDRNOTAVAIL } },
 	[C_BAD_CMD]		= { "unknown-ioctl", 0, { 0 } },
 	[C_READ]		= { "read", 0, { 0 } },
 	[C_POLL]		= { "poll", 0, { 0 } },
@@ -387,6 +392,7 @@ struct icall {
 		struct cepm_monitor monitor;
 		struct cepm_migrate migrate;
 		struct cepm_post_event post_event;
+		struct cepm_bind bind;
 	} u;
 };
 
@@ -478,6 +484,8 @@ static const char *errno_name(int e)
 	case EOPNOTSUPP: return "EOPNOTSUPP";
 	case ETIMEDOUT: return "ETIMEDOUT";
 	case EPERM: return "EPERM";
+	case EADDRINUSE: return "EADDRINUSE";
+	case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
 	}
 	return NULL;
 }
@@ -666,7 +674,7 @@ static bool errno_allowed(enum call_id id, unsigned int prov, int err)
 		if (*e == err)
 			return true;
 	/* Documented for every ioctl (and open): the kernel may run out of memory. */
-	if (err == ENOMEM && ((id >= C_QUERY && id <= C_POST_EVENT) || id == C_OPEN))
+	if (err == ENOMEM && ((id >= C_QUERY && id <= C_BIND) || id == C_OPEN))
 		return true;
 	for (i = 0; i < sizeof(provoked) / sizeof(provoked[0]); i++)
 		if ((prov & provoked[i].bit) && provoked[i].err == err)
@@ -2193,11 +2201,55 @@ static void op_post_event(struct file *f, struct cep *t)
 	run(c);
 }
 
+static const struct mutation bind_mutation[] = {
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_bind, reserved, NONZERO16)),
+	MUST_FAIL(0, "reserved2 != 0", SET_ONE_OF(struct cepm_bind, reserved2, NONZERO8)),
+	MUST_FAIL(0, "an unknown flag", OR_IN(struct cepm_bind, flags, BIT(4, 6))),
+	MUST_FAIL(0, "a family but 4 and 6", SET(struct cepm_bind, family, RANGE(7, 249))),
+	MUST_FAIL(0, "a port space rdma_cm does not have",
+		  SET(struct cepm_bind, port_space, RANGE(0x0200, 0x1000))),
+};
+static const struct mutations bind_mutations = TABLE(bind_mutation);
+
+/*
+ * BIND: an rdma_cm port space, a port of the fuzzed services or port 0, IPv4 or IPv6, a
+ * wildcard, loopback or another address, the flags in any mix, a destination or none.  The
+ * port rules refuse root as anyone (EADDRINUSE, EADDRNOTAVAIL); a port below 1024 is root's.
+ */
+static void op_bind(struct file *f, struct cep *t)
+{
+	static const uint16_t spaces[] = { 0x0002, 0x0106, 0x0111, 0x013F };
+	struct icall *c = icall_new(C_BIND, f);
+	struct cepm_bind *b = &c->u.bind;
+
+	b->handle = choose_handle(f, t, R_ANY);
+	b->port_space = spaces[rnd(4)];
+	b->port = chance(30) ? 0 : SVC_PORT + rnd(N_SVC_CONN);
+	b->family = chance(70) ? 4 : 6;
+	b->flags = rnd(4);
+	switch (rnd(3)) {
+	case 0:
+		break;
+	case 1:
+		b->addr[b->family == 4 ? 12 : 15] = b->family == 4 ? 127 : 1;
+		break;
+	default:
+		fill_random(b->family == 4 ? &b->addr[12] : b->addr, b->family == 4 ? 4 : 16);
+	}
+	if (chance(30)) {
+		fill_random(b->family == 4 ? &b->dst_addr[12] : b->dst_addr,
+			    b->family == 4 ? 4 : 16);
+		b->dst_port = rnd(65536);
+	}
+	mutate(c, &bind_mutations, 0);
+	run(c);
+}
+
 /* A command that is none of cepm's: only ENOTTY, and the argument is left alone. */
 static void op_bad_cmd(struct file *f)
 {
 	struct icall *c = icall_new(C_BAD_CMD, f);
-	enum call_id id = C_QUERY + rnd(C_POST_EVENT - C_QUERY + 1);
+	enum call_id id = C_QUERY + rnd(C_BIND - C_QUERY + 1);
 	unsigned long known = calls[id].cmd;
 	unsigned int dir = _IOC_DIR(known), nr = _IOC_NR(known), size = _IOC_SIZE(known);
 	unsigned int type = CEPM_IOC_MAGIC;
@@ -2205,7 +2257,7 @@ static void op_bad_cmd(struct file *f)
 	switch (rnd(4)) {
 	case 0:	/* a number cepm does not have */
 		nr = chance(50) ? rnd(_IOC_NR(CEPM_IOC_QUERY)) :
-			_IOC_NR(CEPM_IOC_POST_EVENT) + 1 + rnd(0xff - _IOC_NR(CEPM_IOC_POST_EVENT));
+			_IOC_NR(CEPM_IOC_BIND) + 1 + rnd(0xff - _IOC_NR(CEPM_IOC_BIND));
 		dir = rnd(4);
 		size = rnd(ARG_ROOM);
 		break;
@@ -2774,6 +2826,7 @@ static void do_op(enum call_id id, struct file *f, struct cep *t)
 	case C_MONITOR: op_monitor(f); break;
 	case C_MIGRATE: op_migrate(f, t); break;
 	case C_POST_EVENT: op_post_event(f, t); break;
+	case C_BIND: op_bind(f, t); break;
 	case C_BAD_CMD: op_bad_cmd(f); break;
 	case C_READ: op_read(f); break;
 	case C_POLL: op_poll(); break;
@@ -2816,7 +2869,7 @@ static const struct {
 	{ C_SEND_REP, 25 }, { C_SEND_RTU, 25 }, { C_INIT_QP_ATTR, 30 }, { C_SEND_DREQ, 25 },
 	{ C_SEND_DREP, 20 }, { C_PREPARE_MRA, 25 }, { C_SIDR_REQ, 40 }, { C_SIDR_REP, 20 },
 	{ C_LIST_CEPS, 25 }, { C_ESTABLISH, 15 }, { C_MONITOR, 6 }, { C_MIGRATE, 20 },
-	{ C_POST_EVENT, 20 }, { C_BAD_CMD, 15 },
+	{ C_POST_EVENT, 20 }, { C_BIND, 20 }, { C_BAD_CMD, 15 },
 	{ C_READ, 130 }, { C_POLL, 60 }, { C_CLOSE, 10 }, { C_NONE, 4 },
 };
 

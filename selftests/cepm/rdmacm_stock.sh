@@ -6,13 +6,14 @@
 # rping and ucmatose over IPv6, a consumer reject with private data (rdma_reject_server and
 # rdma_reject_client, ours), an SRQ (rdma_srq_server, ours), a QP readied before rdma_accept
 # (rdma_qp_before_accept, ours), ECE (rdma_ece, ours), an extended QP (rdma_qp_ex, ours), an event channel's fd (rdma_channel_events, ours) and
-# asynchronous address resolution (rdma_async_resolve, ours). cepm manages rxe0 alone
+# asynchronous address resolution (rdma_async_resolve, ours) and port reservation at bind (rdma_bind_ports, ours, on
+# the stock end only, its output compared with rdmacm_ports.sh's). cepm manages rxe0 alone
 # (10.77.0.1, this namespace); the stock CM owns rxe1 (10.77.0.2, namespace cepm_peer), as in
 # interop_stock.sh (rping, with a capture, is interop_rping.sh). Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 interop_begin ucmatose cmtime rdma_server rdma_client udaddy rping ib_send_bw ib_write_bw
 need_library
-ktap_set_plan 32
+ktap_set_plan 33
 
 out=$CEPM_ROOT/out/rdmacm_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -126,6 +127,15 @@ rc=$?
 "${PEER[@]}" ip route del unreachable 198.51.100.1/32
 show_file '# stock: ' "$out.async-stock"
 ktap_check "stock librdmacm: rdma_resolve_addr returns at once and completes by event; a refused route fails the call ($rc)" async_ok
+
+# Port reservation: rdma_bind_ports on the stock stack prints what rdmacm_ports.sh expects
+# of cepm's librdmacm (rdma_bind_ports.expected): the stock results are the oracle.
+"${PEER[@]}" timeout 120 "$progs/rdma_bind_ports" $STOCK 7519 >"$out.ports-stock" 2>&1
+rc=$?
+diff -u "$(dirname "$0")/rdma_bind_ports.expected" "$out.ports-stock" >"$out.ports-diff"
+show_file '# ' "$out.ports-diff"
+ktap_check "stock librdmacm: rdma_bind_ports prints rdma_bind_ports.expected ($rc)" \
+	sh -c "test $rc = 0 && test ! -s '$out.ports-diff'"
 
 # Our own servers, each against rdma_client as is, one exchange each way: client_pair NAME
 # PROG PORT DIRECTION DESC, DIRECTION as pair's. They tear their QP down as rdma_server does,

@@ -542,12 +542,57 @@ pub unsafe extern "C" fn rdma_set_option(
             },
         )
     };
-    let mut state = this.state();
     match optname as u32 {
-        sys::RDMA_OPTION_ID_TOS => state.options.tos = Some(byte),
-        sys::RDMA_OPTION_ID_ACK_TIMEOUT => state.options.ack_timeout = Some(byte),
-        sys::RDMA_OPTION_ID_REUSEADDR => state.options.reuse_addr = int != 0,
-        _ => state.options.af_only = int != 0,
+        sys::RDMA_OPTION_ID_REUSEADDR => errno::status(set_reuseaddr(this, int != 0)),
+        sys::RDMA_OPTION_ID_AFONLY => errno::status(set_afonly(this, int != 0)),
+        name => {
+            let mut state = this.state();
+            if name == sys::RDMA_OPTION_ID_TOS {
+                state.options.tos = Some(byte);
+            } else {
+                state.options.ack_timeout = Some(byte);
+            }
+            0
+        }
     }
-    0
+}
+
+/// `RDMA_OPTION_ID_REUSEADDR`, as cma.c's `rdma_set_reuseaddr`: set in any state but
+/// listening, and the port the module holds is shared from then on; cleared only before the
+/// ID is bound (`EINVAL`).
+fn set_reuseaddr(this: &Id, reuse: bool) -> Result<(), c_int> {
+    let (phase, bound) = {
+        let state = this.state();
+        (state.phase, state.bound)
+    };
+    let idle = phase == Phase::Idle && bound.is_none();
+    if !idle && (!reuse || phase == Phase::Listening) {
+        return Err(libc::EINVAL);
+    }
+    if let (true, Some(held)) = (reuse, bound) {
+        let ps = port_space(this.public().ps).ok_or(libc::EINVAL)?;
+        this.channel()
+            .cepm
+            .bind(
+                this.handle(),
+                ps.value(),
+                held,
+                cepm_sys::CEPM_BIND_REUSEADDR as u8,
+                None,
+            )
+            .map_err(errno::of_io)?;
+    }
+    this.state().options.reuse_addr = reuse;
+    Ok(())
+}
+
+/// `RDMA_OPTION_ID_AFONLY`, as cma.c's `rdma_set_afonly`: only before the ID is more than
+/// bound (`EINVAL`); it counts at the next bind.
+fn set_afonly(this: &Id, af_only: bool) -> Result<(), c_int> {
+    let mut state = this.state();
+    if state.phase != Phase::Idle {
+        return Err(libc::EINVAL);
+    }
+    state.options.af_only = af_only;
+    Ok(())
 }

@@ -9,6 +9,7 @@ use std::{
     time::Duration,
 };
 
+use cepm::sys as cepm_sys;
 use cepm_proto::service_id::{ip_service_id, PortSpace};
 
 use crate::{
@@ -172,9 +173,54 @@ fn attach_device(this: &Id, ip: IpAddr) -> Result<(), c_int> {
     Ok(())
 }
 
+/// Whether the module reserves ports at bind (`CEPM_IOC_BIND`, ABI 7): asked once a process.
+pub(crate) fn module_binds(cepm: &cepm::Cepm) -> bool {
+    static BINDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *BINDS.get_or_init(|| cepm.query().is_ok_and(|q| q.abi_version >= 7))
+}
+
+/// Whether an ID bound to `addr` with AFONLY set to `af_only` keeps to its own family, as
+/// rdma_cm decides at bind (`rdma_bind_addr_dst` in drivers/infiniband/core/cma.c): always
+/// for IPv4, and for IPv6 if asked or if `net.ipv6.bindv6only` says so.
+fn afonly(addr: SocketAddr, af_only: bool) -> bool {
+    addr.is_ipv4()
+        || af_only
+        || std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").is_ok_and(|v| v.trim() == "1")
+}
+
+/// Reserves `addr`'s port in the module for `this` (port 0: one the module chooses), as
+/// `rdma_bind_addr` does in the kernel's rdma_cm, with the ID's REUSEADDR and AFONLY; `dst`
+/// for an active ID. Records and returns the address held.
+pub(crate) fn reserve_port(
+    this: &Id,
+    addr: SocketAddr,
+    dst: Option<SocketAddr>,
+) -> Result<SocketAddr, c_int> {
+    let ps = port_space(this.public().ps).ok_or(libc::EINVAL)?;
+    let options = this.state().options;
+    let mut flags = 0;
+    if options.reuse_addr {
+        flags |= cepm_sys::CEPM_BIND_REUSEADDR as u8;
+    }
+    if afonly(addr, options.af_only) {
+        flags |= cepm_sys::CEPM_BIND_AFONLY as u8;
+    }
+    let port = this
+        .channel()
+        .cepm
+        .bind(this.handle(), ps.value(), addr, flags, dst)
+        .map_err(errno::of_io)?;
+    let held = SocketAddr::new(addr.ip(), port);
+    this.state().bound = Some(held);
+    Ok(held)
+}
+
 /// `int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)`: a specific address
 /// binds the ID to the RDMA device that has it (`EADDRNOTAVAIL` if none has); a wildcard to
-/// none yet. Port 0 is given a port at `rdma_listen` or `rdma_resolve_addr`.
+/// none yet. The module reserves the port by rdma_cm's rules (`EADDRINUSE`, `EADDRNOTAVAIL`,
+/// `EACCES` below 1024), choosing one for port 0, which `rdma_get_src_port` then gives. From
+/// a module older than ABI 7, nothing is reserved, and port 0 is given a port at
+/// `rdma_listen` or `rdma_resolve_addr`.
 ///
 /// # Safety
 ///
@@ -197,6 +243,14 @@ pub unsafe extern "C" fn rdma_bind_addr(
             return errno::fail(e);
         }
     }
+    let addr = if module_binds(&this.channel().cepm) {
+        match reserve_port(this, addr, None) {
+            Ok(held) => held,
+            Err(e) => return errno::fail(e),
+        }
+    } else {
+        addr
+    };
     this.set_address(true, addr);
     this.state().local = Some(addr);
     0
@@ -272,7 +326,22 @@ fn resolve_addr(
             attach_device(this, src.ip())?;
         }
     }
-    let src = given.or(bound);
+    let mut src = given.or(bound);
+    // An active ID holds its port too (`resolve_prepare_src` in cma.c binds it): the source
+    // given, or the wildcard of the destination's family, with the destination, so that IDs
+    // going elsewhere may share the port.
+    if this.state().bound.is_none() && module_binds(&this.channel().cepm) {
+        let wildcard = SocketAddr::new(
+            if dst.is_ipv4() {
+                IpAddr::from([0u8; 4])
+            } else {
+                IpAddr::from([0u8; 16])
+            },
+            0,
+        );
+        let held = reserve_port(this, src.unwrap_or(wildcard), Some(dst))?;
+        src = Some(held);
+    }
     let source = src.map(|s| s.ip()).filter(|ip| !address::is_any_addr(*ip));
     let resolution = address::start(dst.ip(), source, timeout).map_err(errno::of_io)?;
     this.set_address(false, dst);
@@ -408,6 +477,9 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
     if this.state().phase != Phase::Idle {
         return errno::fail(libc::EINVAL);
     }
+    if module_binds(&this.channel().cepm) {
+        return errno::status(listen_bound(this, ps));
+    }
     let bound = this
         .state()
         .local
@@ -446,6 +518,32 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
     state.local = Some(local);
     state.phase = Phase::Listening;
     0
+}
+
+/// [`rdma_listen`] with a module that reserves ports (ABI 7): an unbound ID binds
+/// `0.0.0.0:0` first, as cma.c's `rdma_listen` does; then it listens on its port's service ID,
+/// which the module takes only if the ID may hold the port alone (`EADDRINUSE`,
+/// `EADDRNOTAVAIL`, even with REUSEADDR on both).
+fn listen_bound(this: &Id, ps: PortSpace) -> Result<(), c_int> {
+    let bound = this.state().bound;
+    let held = match bound {
+        Some(held) => held,
+        None => {
+            let held = reserve_port(this, SocketAddr::new(IpAddr::from([0u8; 4]), 0), None)?;
+            this.set_address(true, held);
+            this.state().local = Some(held);
+            held
+        }
+    };
+    this.channel()
+        .cepm
+        .listen(this.handle(), ip_service_id(ps, held.port()), 0)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EBUSY) => libc::EADDRINUSE,
+            other => other.unwrap_or(libc::EIO),
+        })?;
+    this.state().phase = Phase::Listening;
+    Ok(())
 }
 
 /// `int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `CEPM_IOC_BIND`: an idle CEP takes a port of an rdma_cm port space, as `rdma_bind_addr`
+//! does in the kernel's rdma_cm (drivers/infiniband/core/cma.c, `cma_get_port`), and keeps it
+//! until its destroy; and LISTEN's check of a bound CEP (`rdma_listen`).
+//!
+//! The port is counted against the file's account (`max_ports_per_user`, `EDQUOT`) in its
+//! handle, as a listen is: MIGRATE moves the count with the CEP.
+
+use kernel::{
+    prelude::*,
+    sync::Arc, //
+};
+
+use super::{
+    CepmFile,
+    IoctlArg, //
+};
+use crate::{
+    cep::Cep,
+    ports::PortKey,
+    proto::{
+        port_rules::{
+            BindAddr,
+            PortOwner, //
+        },
+        service_id::{
+            ip_service_id,
+            PortSpace,
+            ServiceRange, //
+        },
+    },
+    shim, uapi,
+    users::{
+        Charge,
+        Resource, //
+    },
+};
+
+/// The network namespace of every port: the initial one (issue 42 adds the others).
+const NET: u64 = 0;
+
+/// Ports below this need `CAP_NET_BIND_SERVICE` (`PROT_SOCK`).
+const PROT_SOCK: u16 = 1024;
+
+/// An address of a BIND: `EINVAL` for an IPv4 one with bytes outside the last four.
+fn bind_addr(v6: bool, addr: [u8; 16]) -> Result<BindAddr> {
+    if !v6 && addr[..12] != [0; 12] {
+        return Err(EINVAL);
+    }
+    Ok(BindAddr { v6, addr })
+}
+
+impl CepmFile {
+    pub(super) fn bind(&self, arg: IoctlArg) -> Result {
+        let mut req: uapi::cepm_bind = arg.read()?;
+        const KNOWN: u8 = (uapi::CEPM_BIND_REUSEADDR | uapi::CEPM_BIND_AFONLY) as u8;
+        let v6 = match req.family {
+            4 => false,
+            6 => true,
+            _ => return Err(EINVAL),
+        };
+        if req.reserved != 0
+            || req.reserved2 != [0; 10]
+            || req.flags & !KNOWN != 0
+            || PortSpace::from_value(req.port_space).is_none()
+        {
+            return Err(EINVAL);
+        }
+        let reuseaddr = req.flags & uapi::CEPM_BIND_REUSEADDR as u8 != 0;
+        let src = bind_addr(v6, req.addr)?;
+        let dst = bind_addr(v6, req.dst_addr)?;
+        if req.port != 0 && req.port < PROT_SOCK && !self.opener.net_bind_service {
+            return Err(EACCES);
+        }
+        let cep = self.cep(req.handle)?;
+        let me = (self, req.handle);
+        if let Some(key) = cep.bound_port(me)? {
+            self.bind_again(&cep, &key, &req, &src)?;
+            req.port = key.port;
+            return arg.write(&req);
+        }
+        // Refused before a port is taken; checked again as the port is recorded.
+        if !cep.may_bind() {
+            return Err(EINVAL);
+        }
+        let counted = Charge::take(
+            &self.usage,
+            &self.opener,
+            Resource::Ports,
+            u32::MAX,
+            shim::params().max_ports_per_user,
+        )?;
+        let owner = PortOwner {
+            id: cep.local_id,
+            src,
+            dst,
+            dst_port: req.dst_port,
+            reuseaddr,
+            afonly: req.flags & uapi::CEPM_BIND_AFONLY as u8 != 0,
+        };
+        let port = self.cm.ports.bind(NET, req.port_space, req.port, owner)?;
+        let key = PortKey {
+            net: NET,
+            ps: req.port_space,
+            port,
+        };
+        // The count joins the handle under the CEP's lock, as LISTEN's does.
+        let recorded = cep.set_bound(key, me, || {
+            if let Some(handle) = self.inner.lock().handles.get_mut(&req.handle) {
+                handle.port = Some(counted);
+            }
+        });
+        if let Err(e) = recorded {
+            self.cm.ports.release(&key, cep.local_id);
+            return Err(e);
+        }
+        req.port = port;
+        arg.write(&req)
+    }
+
+    /// BIND on a CEP that holds `key` already: only REUSEADDR may be added, for the same
+    /// port space, port (or 0) and address, and not to a listener (`rdma_set_reuseaddr`).
+    fn bind_again(
+        &self,
+        cep: &Arc<Cep>,
+        key: &PortKey,
+        req: &uapi::cepm_bind,
+        src: &BindAddr,
+    ) -> Result {
+        let same = key.ps == req.port_space
+            && (req.port == 0 || req.port == key.port)
+            && self.cm.ports.holds_with(key, cep.local_id, src);
+        if !same || req.flags & uapi::CEPM_BIND_REUSEADDR as u8 == 0 || cep.is_listener() {
+            return Err(EINVAL);
+        }
+        self.cm.ports.set_reuseaddr(key, cep.local_id)
+    }
+
+    /// LISTEN's check of a CEP the file names `handle`: if it holds a port, only that port's
+    /// service ID (`EINVAL`), and only if it may hold the port alone (`rdma_listen`'s check
+    /// without REUSEADDR: `EADDRINUSE`, `EADDRNOTAVAIL`). A CEP with no port listens as it
+    /// asks, and reserves nothing.
+    pub(super) fn check_bound_listen(
+        &self,
+        cep: &Arc<Cep>,
+        handle: u32,
+        range: &ServiceRange,
+    ) -> Result {
+        let Some(key) = cep.bound_port((self, handle))? else {
+            return Ok(());
+        };
+        let ps = PortSpace::from_value(key.ps).ok_or(EINVAL)?;
+        if range.mask != u64::MAX || range.id != ip_service_id(ps, key.port) {
+            return Err(EINVAL);
+        }
+        self.cm.ports.claim_for_listen(&key, cep.local_id)
+    }
+}
