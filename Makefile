@@ -105,7 +105,7 @@ host-test:
 # the kernel's kselftest harness), each rebuilt only when its source or a header changed.
 SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
 	rdma_reject_client rdma_srq_server ucp_client_server rdma_qp_before_accept rdma_channel_events \
-	rdma_stale_pointers rdma_listener_race rdma_async_resolve cm_clock.so busy_clock)
+	rdma_stale_pointers rdma_listener_race rdma_async_resolve rdma_portals cm_clock.so busy_clock)
 SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
 selftest-progs: $(SELFTEST_PROGS)
 
@@ -120,7 +120,8 @@ out/selftests/ioctl_fuzz out/selftests/privileges: PROG_CFLAGS = -Iinclude/uapi
 out/selftests/rdma_reject_server out/selftests/rdma_reject_client out/selftests/rdma_channel_events \
 	out/selftests/rdma_stale_pointers out/selftests/rdma_async_resolve: \
 	PROG_LIBS = -lrdmacm
-out/selftests/rdma_srq_server out/selftests/rdma_qp_before_accept: PROG_LIBS = -lrdmacm -libverbs
+out/selftests/rdma_srq_server out/selftests/rdma_qp_before_accept out/selftests/rdma_portals: \
+	PROG_LIBS = -lrdmacm -libverbs
 # Its own ioctl stands in front of glibc's for the library too: exported (-rdynamic).
 out/selftests/rdma_listener_race: PROG_CFLAGS = -Iinclude/uapi -rdynamic
 out/selftests/rdma_listener_race: PROG_LIBS = -lrdmacm
