@@ -392,17 +392,6 @@ TEST_F(cepm, masked_listens)
 	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
 }
 
-/* LISTEN's struct with the scope of ABI 7, 48 bytes. */
-struct scoped_listen {
-	struct cepm_listen l;
-	__u8 addr[16];
-	__u8 scope;
-	__u8 flags;
-	__u8 reserved2[6];
-};
-#define SCOPED_LISTEN _IOC(_IOC_WRITE, CEPM_IOC_MAGIC, _IOC_NR(CEPM_IOC_LISTEN), \
-			   sizeof(struct scoped_listen))
-
 /*
  * A listen scoped by an address (ABI 7): one service ID takes a listener per address and one
  * per family's wildcard; the same address twice is EBUSY; a scope needs an exact service ID
@@ -410,56 +399,59 @@ struct scoped_listen {
  */
 TEST_F(cepm, listen_scoped_by_address)
 {
-	struct scoped_listen s = { .l.service_id = 0x0000000001060000ULL | 50010, .scope = 1,
-				   .addr = { [12] = 10, 77, 0, 1 } };
+	struct cepm_listen s = { .service_id = 0x0000000001060000ULL | 50010,
+				 .scope = CEPM_LISTEN_IPV4, .addr = { [12] = 10, 77, 0, 1 } };
+	const size_t first = offsetof(struct cepm_listen, addr);
 	int h[8];
 
 	for (int i = 0; i < 8; i++) {
 		h[i] = create_cep(self->fd, i);
 		ASSERT_GT(h[i], 0);
 	}
-	s.l.handle = h[0];
-	ASSERT_EQ(0, ioctl(self->fd, SCOPED_LISTEN, &s)) TH_LOG("%s", strerror(errno));
-	s.l.handle = h[1];
-	EXPECT_EQ(-1, ioctl(self->fd, SCOPED_LISTEN, &s));
+	s.handle = h[0];
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("%s", strerror(errno));
+	s.handle = h[1];
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s));
 	EXPECT_EQ(EBUSY, errno);
 	/* Another address, and the family's wildcard, are other listens. */
 	s.addr[15] = 3;
-	EXPECT_EQ(0, ioctl(self->fd, SCOPED_LISTEN, &s));
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &s));
 	memset(s.addr, 0, sizeof(s.addr));
-	s.l.handle = h[2];
-	EXPECT_EQ(0, ioctl(self->fd, SCOPED_LISTEN, &s));
+	s.handle = h[2];
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &s));
 	/* So is an unscoped one, the first version's (24 bytes). */
-	s.l.handle = h[3];
-	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &s.l));
-	s.l.handle = h[4];
+	ASSERT_EQ(24, first);
+	s.handle = h[3];
+	EXPECT_EQ(0, ioctl(self->fd, _IOC(_IOC_WRITE, CEPM_IOC_MAGIC, _IOC_NR(CEPM_IOC_LISTEN), first),
+			   &s));
+	s.handle = h[4];
 	s.addr[15] = 9;
-	s.l.service_mask = ~0xffULL;
-	EXPECT_EQ(-1, ioctl(self->fd, SCOPED_LISTEN, &s)) TH_LOG("a masked scoped listen");
+	s.service_mask = ~0xffULL;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("a masked scoped listen");
 	EXPECT_EQ(EINVAL, errno);
-	s.l.service_mask = 0;
-	s.l.service_id = 0x0000000001070050ULL;
-	EXPECT_EQ(-1, ioctl(self->fd, SCOPED_LISTEN, &s)) TH_LOG("no IP port space");
+	s.service_mask = 0;
+	s.service_id = 0x0000000001070050ULL;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("no IP port space");
 	EXPECT_EQ(EINVAL, errno);
-	s.l.service_id = 0x0000000001060000ULL | 50011;
-	s.scope = 3;
-	EXPECT_EQ(-1, ioctl(self->fd, SCOPED_LISTEN, &s)) TH_LOG("scope 3");
+	s.service_id = 0x0000000001060000ULL | 50011;
+	s.scope = CEPM_LISTEN_IPV6 + 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("scope 3");
 	EXPECT_EQ(EINVAL, errno);
-	s.scope = 1;
-	s.flags = 2;
-	EXPECT_EQ(-1, ioctl(self->fd, SCOPED_LISTEN, &s)) TH_LOG("flags 2");
+	s.scope = CEPM_LISTEN_IPV4;
+	s.flags = CEPM_LISTEN_AFONLY << 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("flags 2");
 	EXPECT_EQ(EINVAL, errno);
 	s.flags = 0;
 	s.reserved2[5] = 1;
-	EXPECT_EQ(-1, ioctl(self->fd, SCOPED_LISTEN, &s)) TH_LOG("reserved2");
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("reserved2");
 	EXPECT_EQ(EINVAL, errno);
 	s.reserved2[5] = 0;
 	/* An unscoped listen with an address is no listen either. */
-	s.scope = 0;
-	EXPECT_EQ(-1, ioctl(self->fd, SCOPED_LISTEN, &s)) TH_LOG("unscoped, with an address");
+	s.scope = CEPM_LISTEN_UNSCOPED;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("unscoped, with an address");
 	EXPECT_EQ(EINVAL, errno);
-	s.scope = 1;
-	EXPECT_EQ(0, ioctl(self->fd, SCOPED_LISTEN, &s));
+	s.scope = CEPM_LISTEN_IPV4;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &s));
 }
 
 TEST_F(cepm, get_request_without_request)
