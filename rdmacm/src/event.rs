@@ -228,6 +228,13 @@ fn module_chooses_psn(cepm: &Cepm) -> bool {
     *CHOOSES.get_or_init(|| cepm.query().is_ok_and(|q| q.abi_version >= 6))
 }
 
+/// Whether the module takes a listen's address and gives each request to the listener of its
+/// address (ABI 7): asked once a process.
+pub(crate) fn module_scopes_listens(cepm: &Cepm) -> bool {
+    static SCOPES: OnceLock<bool> = OnceLock::new();
+    *SCOPES.get_or_init(|| cepm.query().is_ok_and(|q| q.abi_version >= 7))
+}
+
 /// A REQ arrived on listener `listener`: claims it, makes the new ID and its CONNECT_REQUEST.
 /// A REQ that is not rdma_cm's for this listener is rejected and dropped.
 fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
@@ -261,7 +268,7 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
     };
     let (listen_local, af_only) = {
         let state = listener.state();
-        (state.local, state.options.af_only)
+        (state.local, state.options.af_only.unwrap_or(false))
     };
     let port = parse_ip_service_id(info.service_id).map_or(0, |(_, port)| port);
     let (src, dst) = match hdr.addrs {
@@ -269,8 +276,9 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         CmaAddrs::V6 { src, dst } => (IpAddr::from(src), IpAddr::from(dst)),
     };
     // A listener on a given address takes only the REQs for it; one on a wildcard of one
-    // family takes the other family's too unless AFONLY says otherwise.
-    if let Some(local) = listen_local {
+    // family takes the other family's too unless AFONLY says otherwise. A module that scopes
+    // listens has sent this listener only those.
+    if let Some(local) = listen_local.filter(|_| !module_scopes_listens(&channel.cepm)) {
         let wildcard = address::is_any_addr(local.ip());
         let family_ok = !af_only || local.is_ipv4() == dst.is_ipv4();
         if (!wildcard && local.ip() != dst) || !family_ok {

@@ -519,7 +519,7 @@ pub unsafe extern "C" fn rdma_set_option(
         sys::RDMA_OPTION_ID_TOS => state.options.tos = Some(byte),
         sys::RDMA_OPTION_ID_ACK_TIMEOUT => state.options.ack_timeout = Some(byte),
         sys::RDMA_OPTION_ID_REUSEADDR => state.options.reuse_addr = int != 0,
-        _ => state.options.af_only = int != 0,
+        _ => state.options.af_only = Some(int != 0),
     }
     0
 }

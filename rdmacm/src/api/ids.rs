@@ -390,8 +390,9 @@ pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_m
 }
 
 /// `int rdma_listen(struct rdma_cm_id *id, int backlog)`: listens on the service ID of the
-/// bound port in the ID's port space (an ephemeral one for port 0). The backlog is cepm's
-/// (1024 a listener); `backlog` is not used.
+/// bound port in the ID's port space (an ephemeral one for port 0), for the requests to the
+/// bound address (0.0.0.0 if unbound, as rdma_cm binds it). The backlog is cepm's (1024 a
+/// listener); `backlog` is not used.
 ///
 /// # Safety
 ///
@@ -413,14 +414,24 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
         .local
         .unwrap_or_else(|| SocketAddr::new(IpAddr::from([0u8; 4]), 0));
     let channel = this.channel();
+    // Scoped by the bound address, as rdma_cm matches a request to the IDs bound to its port
+    // (`cma_find_listener`): several IDs may listen on one port, each for its own address.
+    let scope = event::module_scopes_listens(&channel.cepm)
+        .then(|| (bound.ip(), this.state().options.af_only_for(bound.ip())));
     let mut port = bound.port();
     let mut tries = 0;
     loop {
         let chosen = if port == 0 { ephemeral_port() } else { port };
-        match channel
-            .cepm
-            .listen(this.handle(), ip_service_id(ps, chosen), 0)
-        {
+        let service_id = ip_service_id(ps, chosen);
+        let listened = match scope {
+            Some((addr, af_only)) => {
+                channel
+                    .cepm
+                    .listen_on_addr(this.handle(), service_id, addr, af_only)
+            }
+            None => channel.cepm.listen(this.handle(), service_id, 0),
+        };
+        match listened {
             Ok(()) => {
                 port = chosen;
                 break;
