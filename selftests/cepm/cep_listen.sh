@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 22
+ktap_set_plan 23
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
@@ -136,6 +136,18 @@ wait $pid
 show_files "$out.unscoped"
 ktap_check "a listener without an address takes an IPv6 REQ" \
 	grep -q 'REQ from comm ID 0xabc00023' "$out.unscoped"
+# A SIDR_REQ the same way: to 10.77.0.1, where only a listener for 10.77.0.5 listens, it gets
+# SIDR_REP status 2 (REJECT), as rdma_cm's cm_destroy_id answers one in SIDR_REQ_RCVD, and the
+# listener sees none.
+SID_UDS=0x0000000001114e26
+serve_bg "$out.ud" --service-id $SID_UDS --addr 10.77.0.5 --timeout-ms 20000
+"$CEPMCTL" resolve --service-id $SID_UDS --rdma-cm --peer-ip 10.77.0.1 \
+	--peer-mac "$(cat /sys/class/net/veth0/address)" >"$out.resolve" 2>&1
+kill $pid
+wait $pid 2>/dev/null
+show_files "$out.resolve" "$out.ud"
+ktap_check "a SIDR_REQ to 10.77.0.1 where only 10.77.0.5 listens: status 2, and the listener sees none" \
+	sh -c "grep -q 'status 2,' '$out.resolve' && ! grep -q 'REQ from' '$out.ud'"
 
 # A full backlog drops what comes next, so that the requester retries, as it drops a REQ: a
 # REJECT would be final, and kept for the request's retries.  cepm reloaded with a backlog of
