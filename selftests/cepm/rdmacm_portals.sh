@@ -7,7 +7,9 @@
 # portal of the port has is rejected. An IPv6 wildcard with AFONLY next to two IPv4 portals
 # takes the IPv6 client, and leaves the IPv4 ones to their portals. Afterwards no CEP is left.
 # In the loopback topology both ends are on rxe0; in two-hosts the server runs in the peer
-# namespace on rxe1. (A wildcard bound next to specific portals of one family gets
+# namespace on rxe1; in "stock" (rdmacm_portals.sh@stock) it runs there on the stock stack
+# (rdma-core's librdmacm, the kernel's rdma_cm: stock_up in lib.sh), which must answer the
+# clients over cepm alike. (A wildcard bound next to specific portals of one family gets
 # EADDRNOTAVAIL at rdma_bind_addr, as rdma_cm's cma_check_port gives: a rule of the port
 # reservation, which its own test covers.)
 . "$(dirname "$0")/lib.sh"
@@ -19,27 +21,38 @@ need_progs rdma_portals
 ktap_set_plan 12
 
 out=$CEPM_ROOT/out/rdmacm_portals.$$
-trap 'kill $(jobs -p) 2>/dev/null; wait; ip addr del 10.77.0.3/24 dev veth0 2>/dev/null; ipv6_down; topology_down; rm -f "$out".*' EXIT
-ktap_check "topology $TOPOLOGY is up" topology_up
+down=topology_down
+[ "$TOPOLOGY" != stock ] || down=stock_down
+trap 'kill $(jobs -p) 2>/dev/null; wait; ip addr del 10.77.0.3/24 dev veth0 2>/dev/null; ipv6_down; $down; rm -f "$out".*' EXIT
+# ON_SERVER: the server's command prefix, with the library it runs over.
 case $TOPOLOGY in
-two-hosts) A1=10.77.0.2 A2=10.77.0.4 ADDR6=$ADDR6_PEER ;;
-*) A1=10.77.0.1 A2=10.77.0.3 ADDR6=$ADDR6_LOCAL ;;
+stock)
+	ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
+	SERVER=("${PEER[@]}") SERVER_DEV=rxe1 ON_SERVER=("${PEER[@]}")
+	;;
+*)
+	ktap_check "topology $TOPOLOGY is up" topology_up
+	ON_SERVER=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
+	;;
+esac
+case $TOPOLOGY in
+loopback) A1=10.77.0.1 A2=10.77.0.3 ADDR6=$ADDR6_LOCAL ;;
+*) A1=10.77.0.2 A2=10.77.0.4 ADDR6=$ADDR6_PEER ;;
 esac
 # A second IPv4 address on the server's host, and its RoCE GID.
 second_addr() {
-	on_server ip addr add $A2/24 dev "$([ "$TOPOLOGY" = two-hosts ] && echo veth1 || echo veth0)" &&
+	on_server ip addr add $A2/24 dev "$([ "$TOPOLOGY" = loopback ] && echo veth0 || echo veth1)" &&
 		wait_until 20 has_gid "$SERVER_DEV" "ffff:0a4d:000${A2##*.}"
 }
 ktap_check "a second address $A2 and its GID are up on $SERVER_DEV" second_addr
 PORT=7520
-ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
 
 # server NAME COUNT ADDRESS...: rdma_portals in the background on the server's host, its
 # output in $out.NAME and its PID in $spid_NAME, once it listens (or has exited).
 server() {
 	local name=$1
 	shift
-	"${ON_SERVER_OVER_CEPM[@]}" timeout 120 "$progs/rdma_portals" "$1" $PORT "${@:2}" >"$out.$name" 2>&1 &
+	"${ON_SERVER[@]}" timeout 120 "$progs/rdma_portals" "$1" $PORT "${@:2}" >"$out.$name" 2>&1 &
 	printf -v "spid_$name" %s $!
 	up() { file_has '^listening' "$out.$name" || ! kill -0 "$1" 2>/dev/null; }
 	wait_until 30 up $!
