@@ -47,6 +47,7 @@ pub mod proto {
     pub mod dreq;
     pub mod error;
     pub mod lap;
+    pub mod listen_scope;
     pub mod mad;
     pub mod message;
     pub mod mra;

@@ -52,7 +52,11 @@ const KNOWN_IOCTLS: [KnownIoctl; 24] = [
     KnownIoctl::new(uapi::CEPM_IOCTL_QUERY),
     KnownIoctl::new(uapi::CEPM_IOCTL_CREATE),
     KnownIoctl::new(uapi::CEPM_IOCTL_DESTROY),
-    KnownIoctl::new(uapi::CEPM_IOCTL_LISTEN),
+    // ABI 7 added the address scope.
+    KnownIoctl::grown(
+        uapi::CEPM_IOCTL_LISTEN,
+        core::mem::offset_of!(uapi::cepm_listen, addr),
+    ),
     // ABI 6 added `local_psn`.
     KnownIoctl::grown(
         uapi::CEPM_IOCTL_GET_REQUEST,
@@ -98,7 +102,16 @@ use crate::{
     },
     context::Cm,
     port::CmPort,
-    proto::service_id::ServiceRange,
+    proto::{
+        listen_scope::{
+            IpAddr,
+            ListenScope, //
+        },
+        service_id::{
+            parse_ip_service_id,
+            ServiceRange, //
+        },
+    },
     shim,
     uapi::{
         self,
@@ -672,7 +685,7 @@ impl CepmFile {
 
     fn listen(&self, arg: IoctlArg) -> Result {
         let req: uapi::cepm_listen = arg.read()?;
-        if req.reserved != 0 {
+        if req.reserved != 0 || req.reserved2 != [0; 6] {
             return Err(EINVAL);
         }
         let range = ServiceRange {
@@ -683,6 +696,7 @@ impl CepmFile {
                 req.service_mask
             },
         };
+        let scope = listen_scope(&req, range)?;
         if range.includes_privileged_port() && !self.opener.net_bind_service {
             return Err(EACCES);
         }
@@ -692,7 +706,7 @@ impl CepmFile {
             return Err(EPERM);
         }
         let cep = self.cep(req.handle)?;
-        self.check_bound_listen(&cep, req.handle, &range)?;
+        self.check_bound_listen(&cep, &req, &range)?;
         // A test holds this window open: a MIGRATE may move the CEP before it is locked below.
         shim::fault_listen_delay();
         let params = shim::params();
@@ -705,7 +719,7 @@ impl CepmFile {
         )?;
         // The charge joins the handle under the CEP's lock: the CEP is this file's then, and
         // cannot move before it is counted here.
-        cep.listen(range, &self.opener, (self, req.handle), || {
+        cep.listen((range, scope), &self.opener, (self, req.handle), || {
             if let Some(handle) = self.inner.lock().handles.get_mut(&req.handle) {
                 handle.listen = Some(counted);
             }
@@ -1005,4 +1019,28 @@ fn check_path(path: &uapi::cepm_path_rec) -> Result {
         return Err(EINVAL);
     }
     Ok(())
+}
+
+/// The scope a LISTEN asks for: `EINVAL` for an unknown scope or flag, an unscoped listen
+/// with an address or a flag, an IPv4 address with bytes before its last 4, or a scoped
+/// listen under a mask or outside rdma_cm's IP port spaces (only their REQs carry a
+/// `cma_hdr`).
+fn listen_scope(req: &uapi::cepm_listen, range: ServiceRange) -> Result<ListenScope> {
+    let afonly = match u32::from(req.flags) {
+        0 => false,
+        uapi::CEPM_LISTEN_AFONLY => true,
+        _ => return Err(EINVAL),
+    };
+    let v6 = match u32::from(req.scope) {
+        uapi::CEPM_LISTEN_UNSCOPED if req.addr == [0; 16] && !afonly => {
+            return Ok(ListenScope::Unscoped)
+        }
+        uapi::CEPM_LISTEN_IPV4 if req.addr[..12] == [0; 12] => false,
+        uapi::CEPM_LISTEN_IPV6 => true,
+        _ => return Err(EINVAL),
+    };
+    if range.mask != u64::MAX || parse_ip_service_id(range.id).is_none() {
+        return Err(EINVAL);
+    }
+    Ok(ListenScope::of(IpAddr::from_slot(v6, &req.addr), afonly))
 }

@@ -3,13 +3,14 @@
 //! The CM receive path, Linux's `cm_recv_handler` (drivers/infiniband/core/cm.c): validate a
 //! MAD with the protocol core, match it to a CEP, answer it.
 //!
-//! - A REQ goes to the listener of its service ID, which spawns an unclaimed CEP for it; a
-//!   duplicate REQ goes to the CEP it duplicates.
+//! - A REQ goes to the listener of its service ID and address, which spawns an unclaimed CEP
+//!   for it; a duplicate REQ goes to the CEP it duplicates.
 //! - A REJ goes to the CEP it names, if it names that CEP's peer too (`proto::rej_match`).
 //! - Whatever matches nothing gets the stateless answer Linux gives
 //!   (`proto::state::stateless_reply`): a REQ for an unknown service is rejected with reason 8
-//!   (`cm_match_req` through `cm_issue_rej`, drivers/infiniband/core/cm.c) and a DREQ for
-//!   unknown comm IDs gets a DREP (`cm_issue_drep`).
+//!   (`cm_match_req` through `cm_issue_rej`, drivers/infiniband/core/cm.c), one whose service
+//!   has listeners, none for its address, with reason 28 (rdma_cm's `cma_ib_req_handler`
+//!   failing), and a DREQ for unknown comm IDs gets a DREP (`cm_issue_drep`).
 
 use kernel::{
     prelude::*,
@@ -28,6 +29,7 @@ use crate::{
             CmMsg, //
         },
         drep::Drep,
+        listen_scope::req_destination,
         mad::MadHeader,
         msg_code::MessageCode,
         pdata::PrivateData,
@@ -49,6 +51,7 @@ use crate::{
         MAD_SIZE, //
     },
     tables::{
+        ListenerFor,
         PeerId,
         PeerTable,
         Tables, //
@@ -173,8 +176,15 @@ fn req_received(
         cep.duplicate_req();
         return None;
     }
-    let Some(listener) = tables.find_listener(req.service_id) else {
-        return Some(Unmatched::ReqNoListener);
+    let dst = req_destination(
+        req.service_id,
+        req.private_data.as_bytes(),
+        Some(&req.primary_path.remote_gid),
+    );
+    let listener = match tables.find_listener(req.service_id, dst) {
+        ListenerFor::Found(listener) => listener,
+        ListenerFor::NoAddress => return Some(Unmatched::ReqNoAddress),
+        ListenerFor::Unknown => return Some(Unmatched::ReqNoListener),
     };
     // The primary path must lead to this port: else REJ 12, our GID 0 in the ARI.
     if !port.has_gid(&req.primary_path.remote_gid) {
@@ -241,8 +251,11 @@ fn sidr_req_received(
         }
         return None;
     }
-    let Some(listener) = port.cm().tables.find_listener(sreq.service_id) else {
-        return Some(Unmatched::SidrReqNoListener);
+    let dst = req_destination(sreq.service_id, sreq.private_data.as_bytes(), None);
+    let listener = match port.cm().tables.find_listener(sreq.service_id, dst) {
+        ListenerFor::Found(listener) => listener,
+        ListenerFor::NoAddress => return Some(Unmatched::SidrReqNoAddress),
+        ListenerFor::Unknown => return Some(Unmatched::SidrReqNoListener),
     };
     // A retry of a SIDR_REQ still waiting (a duplicate): the first one will be answered.
     let Ok(Spawned::New(cep)) = Cep::spawn_from_sidr_req(port, info, sreq, tid) else {

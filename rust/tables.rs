@@ -5,17 +5,27 @@
 //!
 //! Every table is sharded: a lookup on the receive or connect path locks one shard of
 //! [`SHARDS`], chosen by hashing its key, never a lock shared by all connections. Listeners
-//! with an exact service ID are sharded by it; listeners with a partial mask sit in one list
-//! that is only locked while such a listener exists.
+//! with an exact service ID are sharded by it, in a tree of groups by service ID, each group
+//! with its listeners scoped by address ([`crate::proto::listen_scope`]); listeners with a
+//! partial mask sit in one list that is only locked while such a listener exists.
 //!
 //! A shard lock comes after a CEP's in the lock order ([`crate::cep`]): lookups clone the `Arc`
 //! and drop the shard lock before locking the CEP, and no code holds two shard locks at once.
 
 use crate::{
     cep::Cep,
-    proto::service_id::{
-        ListenConflict,
-        ServiceRange, //
+    proto::{
+        listen_scope::{
+            match_order,
+            IpAddr,
+            ListenScope,
+            ScopeConflict,
+            Slot, //
+        },
+        service_id::{
+            ListenConflict,
+            ServiceRange, //
+        },
     },
     sharded::{
         shard_of,
@@ -43,11 +53,120 @@ use kernel::{
     task::Kuid,
 };
 
-/// A listener: REQs whose service ID is in `range` go to `cep`, of user `uid`.
+/// A listener: REQs whose service ID is in `range`, and whose address `scope` takes, go to
+/// `cep`, of user `uid`.
 struct Listener {
     range: ServiceRange,
+    scope: ListenScope,
     uid: Kuid,
     cep: Arc<Cep>,
+}
+
+/// The listeners of one exact service ID: one per address, per family's wildcard, and one
+/// unscoped (the slots of [`ListenScope`]).
+///
+/// # Invariants
+///
+/// Never empty while in a table: the listen that empties it removes it.
+struct ListenGroup {
+    addrs: RBTree<IpAddr, Listener>,
+    /// IPv4's wildcard, then IPv6's.
+    wildcards: [Option<Listener>; 2],
+    unscoped: Option<Listener>,
+}
+
+/// The exact listeners of a shard, by service ID.
+type ListenTree = RBTree<u64, ListenGroup>;
+
+/// Room for an exact listen in the tables, allocated where sleeping is allowed, before any
+/// lock is taken: its service ID's group, and its address's node.
+pub(crate) struct ListenRoom {
+    group: RBTreeNodeReservation<u64, ListenGroup>,
+    addr: RBTreeNodeReservation<IpAddr, Listener>,
+}
+
+impl ListenRoom {
+    /// Room for one listen.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
+            group: RBTreeNodeReservation::new(GFP_KERNEL)?,
+            addr: RBTreeNodeReservation::new(GFP_KERNEL)?,
+        })
+    }
+}
+
+/// Where a request's service ID and address lead ([`Tables::find_listener`]).
+pub(crate) enum ListenerFor {
+    /// To this listener.
+    Found(Arc<Cep>),
+    /// The service ID has listeners, none of them for the request's address.
+    NoAddress,
+    /// No one listens on the service ID.
+    Unknown,
+}
+
+impl ListenGroup {
+    fn new() -> Self {
+        Self {
+            addrs: RBTree::new(),
+            wildcards: [None, None],
+            unscoped: None,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Listener> {
+        // `Iterator::chain` by name: pin-init's `Init` has a `chain` too.
+        let scoped = Iterator::chain(self.addrs.values(), self.wildcards.iter().flatten());
+        Iterator::chain(scoped, self.unscoped.iter())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+
+    fn get(&self, slot: Slot) -> Option<&Listener> {
+        match slot {
+            Slot::Unscoped => self.unscoped.as_ref(),
+            Slot::Wildcard(v6) => self.wildcards[usize::from(v6)].as_ref(),
+            Slot::Addr(a) => self.addrs.get(&a),
+        }
+    }
+
+    /// The listener a request for `dst` goes to, in [`match_order`].
+    fn find(&self, dst: Option<IpAddr>) -> Option<&Listener> {
+        match_order(dst).find_map(|(slot, dual_only)| {
+            self.get(slot).filter(|l| {
+                !dual_only || !matches!(l.scope, ListenScope::Wildcard { afonly: true, .. })
+            })
+        })
+    }
+
+    /// Puts `listener` in its slot, which is free; an address takes its node from `room`.
+    fn put(&mut self, listener: Listener, room: RBTreeNodeReservation<IpAddr, Listener>) {
+        match listener.scope.slot() {
+            Slot::Unscoped => self.unscoped = Some(listener),
+            Slot::Wildcard(v6) => self.wildcards[usize::from(v6)] = Some(listener),
+            Slot::Addr(a) => drop(self.addrs.insert(room.into_node(a, listener))),
+        }
+    }
+
+    /// Takes `cep` out of `slot`, if it is there.
+    fn take(&mut self, slot: Slot, cep: &Cep) -> Option<Listener> {
+        let is_cep = |l: &Listener| core::ptr::eq(&*l.cep, cep);
+        let held = |o: &mut Option<Listener>| {
+            if o.as_ref().is_some_and(is_cep) {
+                o.take()
+            } else {
+                None
+            }
+        };
+        match slot {
+            Slot::Unscoped => held(&mut self.unscoped),
+            Slot::Wildcard(v6) => held(&mut self.wildcards[usize::from(v6)]),
+            Slot::Addr(a) if self.addrs.get(&a).is_some_and(is_cep) => self.addrs.remove(&a),
+            Slot::Addr(_) => None,
+        }
+    }
 }
 
 /// The CM's lookup tables, owned by its [`crate::context::Cm`].
@@ -59,9 +178,9 @@ pub(crate) struct Tables {
     /// The peer tables ([`PeerTable`]) share one index: its key names the table.
     #[pin]
     peer: Sharded<PeerTree>,
-    /// Listeners with an exact service ID, sharded by it.
+    /// Listeners with an exact service ID, sharded by it, in groups by service ID.
     #[pin]
-    listeners: Sharded<KVec<Listener>>,
+    listeners: Sharded<ListenTree>,
     /// Listeners with a partial mask: one list, only locked while such a listener exists. Its
     /// lock also orders the listens that must look at both kinds (see
     /// [`Tables::add_listener`]); it is taken before a shard's, never after.
@@ -82,7 +201,7 @@ impl Tables {
         try_pin_init!(Self {
             local <- Sharded::new(|| None),
             peer <- Sharded::new(|| None),
-            listeners <- Sharded::new(KVec::new),
+            listeners <- Sharded::new(RBTree::new),
             masked_listeners <- new_spinlock!(KVec::new(), "Tables::masked_listeners"),
             masked_count: Atomic::new(0),
             id_operand: shim::random_u32(),
@@ -288,11 +407,13 @@ impl Tables {
         drop(removed);
     }
 
-    /// Adds `cep`, of `owner`'s user, as a listener on `range`: `EBUSY` if the same range is
-    /// listened on already, `EADDRINUSE` if it may not join another user's listener there
-    /// (docs/abi.md, "Privileges and limits": a listen never takes REQs from another user's,
-    /// and only `CAP_NET_ADMIN` covers one with a wider mask; `CEPM_IOC_LISTEN` refuses a
-    /// masked listen without it before this, and the check here keeps the rule whole).
+    /// Adds `cep`, of `owner`'s user, as a listener on `range` for the requests `scope` takes
+    /// (an exact listen takes its node from `room`): `EBUSY` if another listener holds its
+    /// slot already (the same range, and for an exact one the same scope), `EADDRINUSE` if it
+    /// may not join another user's listener there (docs/abi.md, "Privileges and limits": a
+    /// listen never takes REQs from another user's, and only `CAP_NET_ADMIN` covers one with
+    /// a wider mask; `CEPM_IOC_LISTEN` refuses a masked listen without it before this, and
+    /// the check here keeps the rule whole).
     ///
     /// No lock covers every listener. An exact listen checks its shard, then the masked ones
     /// if any exist; a masked listen counts itself in [`Tables::masked_count`] first, then
@@ -301,51 +422,62 @@ impl Tables {
     /// other.
     pub(crate) fn add_listener(
         &self,
-        range: ServiceRange,
+        (range, scope): (ServiceRange, ListenScope),
         owner: &Opener,
         cep: Arc<Cep>,
+        room: Option<ListenRoom>,
     ) -> Result {
-        let refuse = |list: &KVec<Listener>| -> Result {
-            for other in list.iter() {
-                match range.conflict_with(&other.range) {
-                    Some(ListenConflict::Same) => return Err(EBUSY),
-                    None => {}
-                    Some(_) if other.uid == owner.uid => {}
-                    Some(ListenConflict::Covers) if owner.net_admin => {}
-                    Some(ListenConflict::Covers | ListenConflict::TakesOver) => {
-                        return Err(EADDRINUSE)
-                    }
-                }
+        // Between listeners of different masks: the rules of `ServiceRange`.
+        let refuse = |other: &Listener| -> Result {
+            match range.conflict_with(&other.range) {
+                Some(ListenConflict::Same) => Err(EBUSY),
+                None => Ok(()),
+                Some(_) if other.uid == owner.uid => Ok(()),
+                Some(ListenConflict::Covers) if owner.net_admin => Ok(()),
+                Some(ListenConflict::Covers | ListenConflict::TakesOver) => Err(EADDRINUSE),
             }
-            Ok(())
         };
         let mut listener = Some(Listener {
             range,
+            scope,
             uid: owner.uid,
             cep,
         });
-        let mut add = |list: &mut KVec<Listener>| -> Result {
-            refuse(list)?;
-            list.push(listener.take().ok_or(EINVAL)?, GFP_ATOMIC)?;
-            Ok(())
-        };
         if range.mask == u64::MAX {
+            let mut room = room;
+            let mut join = |t: &mut ListenTree| -> Result {
+                let (listener, room) = listener.take().zip(room.take()).ok_or(EINVAL)?;
+                join_group(t, listener, room, owner)
+            };
             let shard = shard_of(range.id);
-            let alone = self.listeners.with(shard, |list| {
-                (self.masked_count.load(Relaxed) == 0).then(|| add(list))
+            let alone = self.listeners.with(shard, |t| {
+                (self.masked_count.load(Relaxed) == 0).then(|| join(t))
             });
             if let Some(added) = alone {
                 return added;
             }
             let masked = self.masked_listeners.lock();
-            refuse(&masked)?;
-            self.listeners.with(shard, add)
+            masked.iter().try_for_each(refuse)?;
+            self.listeners.with(shard, join)
         } else {
             let mut masked = self.masked_listeners.lock();
             self.masked_count.fetch_add(1, Relaxed);
             let added = (0..SHARDS)
-                .try_for_each(|i| self.listeners.with(i, |list| refuse(list)))
-                .and_then(|()| add(&mut masked));
+                .try_for_each(|i| {
+                    self.listeners.with(i, |t| {
+                        for group in t.values() {
+                            for other in group.iter() {
+                                refuse(other)?;
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .and_then(|()| masked.iter().try_for_each(refuse))
+                .and_then(|()| {
+                    masked.push(listener.take().ok_or(EINVAL)?, GFP_ATOMIC)?;
+                    Ok(())
+                });
             if added.is_err() {
                 self.masked_count.fetch_sub(1, Relaxed);
             }
@@ -353,40 +485,77 @@ impl Tables {
         }
     }
 
-    /// The listener for `service_id`: an exact one first, else the masked one with the most
-    /// specific mask.
-    pub(crate) fn find_listener(&self, service_id: u64) -> Option<Arc<Cep>> {
-        let exact = self.listeners.with(shard_of(service_id), |list| {
-            list.iter()
-                .find(|l| l.range.id == service_id)
-                .map(|l| l.cep.clone())
+    /// The listener for a request for `service_id` and address `dst` (see
+    /// [`crate::proto::listen_scope`]): the exact listeners' in their matching order, else
+    /// the masked one with the most specific mask.
+    pub(crate) fn find_listener(&self, service_id: u64, dst: Option<IpAddr>) -> ListenerFor {
+        let exact = self.listeners.with(shard_of(service_id), |t| {
+            t.get(&service_id)
+                .map(|g| g.find(dst).map(|l| l.cep.clone()))
         });
-        if exact.is_some() || self.masked_count.load(Relaxed) == 0 {
-            return exact;
+        let unmatched = match exact {
+            Some(Some(cep)) => return ListenerFor::Found(cep),
+            Some(None) => ListenerFor::NoAddress,
+            None => ListenerFor::Unknown,
+        };
+        if self.masked_count.load(Relaxed) == 0 {
+            return unmatched;
         }
         let masked = self.masked_listeners.lock();
         masked
             .iter()
             .filter(|l| service_id & l.range.mask == l.range.id & l.range.mask)
             .max_by_key(|l| l.range.specificity())
-            .map(|l| l.cep.clone())
+            .map_or(unmatched, |l| ListenerFor::Found(l.cep.clone()))
     }
 
-    /// Removes `cep` (listening on `range`) from the listeners.
-    pub(crate) fn remove_listener(&self, cep: &Cep, range: ServiceRange) {
-        let take = |list: &mut KVec<Listener>| {
-            let found = list.iter().position(|l| core::ptr::eq(&*l.cep, cep));
-            found.and_then(|i| list.remove(i).ok())
-        };
-        let removed = if range.mask == u64::MAX {
-            self.listeners.with(shard_of(range.id), take)
+    /// Removes `cep` (listening on `range`, for `scope`) from the listeners.
+    pub(crate) fn remove_listener(&self, cep: &Cep, (range, scope): (ServiceRange, ListenScope)) {
+        if range.mask == u64::MAX {
+            // Freed once the shard lock is let go, as the group it may have emptied.
+            let removed = self.listeners.with(shard_of(range.id), |t| {
+                let group = t.get_mut(&range.id)?;
+                let listener = group.take(scope.slot(), cep)?;
+                let emptied = if group.is_empty() {
+                    t.remove(&range.id)
+                } else {
+                    None
+                };
+                Some((listener, emptied))
+            });
+            drop(removed);
         } else {
-            let removed = take(&mut self.masked_listeners.lock());
+            let removed = {
+                let mut masked = self.masked_listeners.lock();
+                let found = masked.iter().position(|l| core::ptr::eq(&*l.cep, cep));
+                found.and_then(|i| masked.remove(i).ok())
+            };
             if removed.is_some() {
                 self.masked_count.fetch_sub(1, Relaxed);
             }
-            removed
-        };
-        drop(removed);
+            drop(removed);
+        }
     }
+}
+
+/// Adds `listener` to its service ID's group in `t` (made from `room` if it is the first), if
+/// the group's listeners allow it: `EBUSY` for a taken slot, `EADDRINUSE` if it would take
+/// requests from another user's listener ([`ListenScope::conflict_with`]).
+fn join_group(t: &mut ListenTree, listener: Listener, room: ListenRoom, owner: &Opener) -> Result {
+    let id = listener.range.id;
+    match t.get(&id) {
+        Some(group) => {
+            for other in group.iter() {
+                match listener.scope.conflict_with(&other.scope) {
+                    Some(ScopeConflict::Same) => return Err(EBUSY),
+                    None => {}
+                    Some(ScopeConflict::TakesOver) if other.uid == owner.uid => {}
+                    Some(ScopeConflict::TakesOver) => return Err(EADDRINUSE),
+                }
+            }
+        }
+        None => drop(t.insert(room.group.into_node(id, ListenGroup::new()))),
+    }
+    t.get_mut(&id).ok_or(EINVAL)?.put(listener, room.addr);
+    Ok(())
 }

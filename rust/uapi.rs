@@ -35,7 +35,7 @@ const _: () = assert!(
 
 const _: () = assert!(core::mem::size_of::<cepm_create>() == 16);
 const _: () = assert!(core::mem::size_of::<cepm_destroy>() == 8);
-const _: () = assert!(core::mem::size_of::<cepm_listen>() == 24);
+const _: () = assert!(core::mem::size_of::<cepm_listen>() == 48);
 const _: () = assert!(core::mem::size_of::<cepm_req_info>() == 200);
 const _: () = assert!(core::mem::size_of::<cepm_get_request>() == 224);
 const _: () = assert!(core::mem::size_of::<cepm_reject>() == 228);

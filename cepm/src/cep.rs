@@ -199,6 +199,40 @@ impl Cepm {
         self.ioctl(sys::CEPM_IOCTL_LISTEN, &mut l)
     }
 
+    /// Listens on the exact `service_id`, of an rdma_cm IP port space, for the requests to
+    /// `addr` (ABI 7): the unspecified address of a family is its wildcard, which with
+    /// `afonly` takes no request of the other family.
+    pub fn listen_on_addr(
+        &self,
+        handle: u32,
+        service_id: u64,
+        addr: std::net::IpAddr,
+        afonly: bool,
+    ) -> io::Result<()> {
+        let mut l = sys::cepm_listen {
+            handle,
+            service_id,
+            service_mask: u64::MAX,
+            flags: if afonly {
+                sys::CEPM_LISTEN_AFONLY as u8
+            } else {
+                0
+            },
+            ..Default::default()
+        };
+        match addr {
+            std::net::IpAddr::V4(a) => {
+                l.scope = sys::CEPM_LISTEN_IPV4 as u8;
+                l.addr[12..].copy_from_slice(&a.octets());
+            }
+            std::net::IpAddr::V6(a) => {
+                l.scope = sys::CEPM_LISTEN_IPV6 as u8;
+                l.addr = a.octets();
+            }
+        }
+        self.ioctl(sys::CEPM_IOCTL_LISTEN, &mut l)
+    }
+
     /// Claims the oldest REQ pending on `listener`: the new CEP's handle and the REQ.
     pub fn get_request(&self, listener: u32, context: u64) -> io::Result<(u32, ReqInfo)> {
         let mut g = sys::cepm_get_request {
@@ -445,6 +479,7 @@ mod tests {
         use std::mem::size_of;
         assert_eq!(size_of::<sys::cepm_req_info>(), 200);
         assert_eq!(size_of::<sys::cepm_get_request>(), 224);
+        assert_eq!(size_of::<sys::cepm_listen>(), 48);
         assert_eq!(size_of::<sys::cepm_reject>(), 228);
     }
 }

@@ -10,6 +10,7 @@ use cepm_proto::{
     apr::{self, Apr},
     class_port_info::ClassPortInfo,
     cm_mad::{CmMad, CmMsg},
+    cma_hdr::{CmaAddrs, CmaHdr},
     drep::Drep,
     dreq::{self, Dreq},
     lap::{self, Lap},
@@ -142,6 +143,10 @@ pub(crate) struct Fields {
     /// [default: the GID the MAD is sent to, as a real peer's REQ has it].
     #[arg(long)]
     pub(crate) remote_gid: Option<std::net::Ipv6Addr>,
+    /// REQ/SIDR_REQ: put an rdma_cm `cma_hdr` with this destination address (and the
+    /// source 10.77.0.99 or fd77::99, port 1) ahead of --private-data [default: none].
+    #[arg(long)]
+    pub(crate) cma_dst: Option<std::net::IpAddr>,
 }
 
 fn parse_u8(s: &str) -> Result<u8, String> {
@@ -220,7 +225,7 @@ impl Fields {
 
     /// The options given, each with the attributes it applies to (None: all of them).
     fn given(&self) -> Vec<(&'static str, Option<&'static [AttrId]>)> {
-        let options: [(&'static str, bool, Option<&'static [AttrId]>); 17] = [
+        let options: [(&'static str, bool, Option<&'static [AttrId]>); 18] = [
             ("--tid", self.tid.is_some(), None),
             (
                 "--local-comm-id",
@@ -295,6 +300,11 @@ impl Fields {
                 "--remote-gid",
                 self.remote_gid.is_some(),
                 Some(&[AttrId::Req]),
+            ),
+            (
+                "--cma-dst",
+                self.cma_dst.is_some(),
+                Some(&[AttrId::Req, AttrId::SidrReq]),
             ),
         ];
         options
@@ -539,10 +549,25 @@ impl Fields {
     /// --private-data for a message whose field holds `N` bytes.
     fn private_data<const N: usize>(&self, attr: AttrId) -> Result<PrivateData<N>, String> {
         let text = self.private_data.as_deref().unwrap_or("");
-        PrivateData::new(text.as_bytes()).map_err(|_| {
+        let mut bytes = Vec::new();
+        if let Some(dst) = self.cma_dst {
+            let addrs = match dst {
+                std::net::IpAddr::V4(d) => CmaAddrs::V4 {
+                    src: [10, 77, 0, 99],
+                    dst: d.octets(),
+                },
+                std::net::IpAddr::V6(d) => CmaAddrs::V6 {
+                    src: std::net::Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 0x99).octets(),
+                    dst: d.octets(),
+                },
+            };
+            bytes.extend_from_slice(&CmaHdr { src_port: 1, addrs }.encode());
+        }
+        bytes.extend_from_slice(text.as_bytes());
+        PrivateData::new(&bytes).map_err(|_| {
             format!(
                 "--private-data: {} bytes, {} carries at most {N}",
-                text.len(),
+                bytes.len(),
                 attr.name()
             )
         })

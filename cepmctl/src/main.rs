@@ -563,6 +563,12 @@ struct ServeArgs {
     /// Give up after this many milliseconds without an event.
     #[arg(long, default_value_t = 30_000)]
     timeout_ms: u64,
+    /// Listen only for the REQs to this address (0.0.0.0 or :: is the family's wildcard).
+    #[arg(long)]
+    addr: Option<std::net::IpAddr>,
+    /// With --addr, a wildcard takes no REQ of the other family.
+    #[arg(long, requires = "addr")]
+    afonly: bool,
 }
 
 /// `cepmctl serve`: one listener, each REQ printed and rejected (a SIDR_REQ with a SIDR_REP).
@@ -577,11 +583,16 @@ fn serve(args: &ServeArgs) -> std::io::Result<()> {
         first_awaits_peer_event,
         first_claims_after_peer_ends,
         timeout_ms,
+        addr,
+        afonly,
     } = args;
     let reject_data = reject_data.as_bytes();
     let cepm = Cepm::open()?;
     let listener = cepm.create(0)?;
-    cepm.listen(listener, service_id, u64::MAX)?;
+    match addr {
+        Some(addr) => cepm.listen_on_addr(listener, service_id, addr, afonly)?,
+        None => cepm.listen(listener, service_id, u64::MAX)?,
+    }
     println!("serve: listening on service ID {service_id:#018x}");
     let timeout = std::time::Duration::from_millis(timeout_ms);
     let mut served = 0;

@@ -19,10 +19,11 @@
  * Bumped on any incompatible change to this file, and when calls are added
  * or grow, so that userspace can tell what the module offers: 5 added
  * CEPM_IOC_MIGRATE and CEPM_IOC_POST_EVENT; 6 grew struct cepm_get_request
- * by local_psn (QP attributes for RTR before PREPARE_REP); 7 grew struct
- * cepm_connect, struct cepm_accept and struct cepm_private_data by the ECE
+ * by local_psn (QP attributes for RTR before PREPARE_REP); 7 added
+ * CEPM_IOC_BIND (rdma_cm's port reservation) and grew struct cepm_connect, struct cepm_accept and struct cepm_private_data by the ECE
  * fields (Enhanced Connection Establishment: REQ and REP VendorID and the
- * MAD's attribute modifier).
+ * MAD's attribute modifier), and struct cepm_listen by an address scope
+ * (several listeners on one service ID).
  */
 #define CEPM_ABI_VERSION 7
 
@@ -115,15 +116,34 @@ struct cepm_destroy {
 	__u32 events_reported; /* out */
 };
 
+/* struct cepm_listen.scope */
+#define CEPM_LISTEN_UNSCOPED 0 /* every REQ of the service ID; addr and flags 0 */
+#define CEPM_LISTEN_IPV4 1
+#define CEPM_LISTEN_IPV6 2
+/* struct cepm_listen.flags: a wildcard takes no REQ of the other family. */
+#define CEPM_LISTEN_AFONLY (1U << 0)
+
 /*
  * CEPM_IOC_LISTEN: accept REQs whose service ID matches id under mask.  A mask
  * (but 0 and all ones) needs CAP_NET_ADMIN: EPERM otherwise.
+ *
+ * A scoped listen (ABI 7; exact service IDs of rdma_cm's IP port spaces only)
+ * takes the REQs whose destination address (the cma_hdr's, else the path's
+ * GID) is addr; all zeros or a loopback address is the family's wildcard.
+ * One service ID has at most one listener per address, per family's wildcard
+ * and one unscoped; a REQ goes to its address's, else its family's wildcard,
+ * else the other family's wildcard without CEPM_LISTEN_AFONLY, else the
+ * unscoped one.  The first version of this struct ends at addr (24 bytes).
  */
 struct cepm_listen {
 	__u32 handle;
 	__u32 reserved;
 	__u64 service_id;
 	__u64 service_mask; /* 0 means all ones (exact match) */
+	__u8 addr[16];      /* IPv4 in the last 4 bytes, as in cma_hdr */
+	__u8 scope;         /* CEPM_LISTEN_UNSCOPED, _IPV4 or _IPV6 */
+	__u8 flags;         /* CEPM_LISTEN_AFONLY */
+	__u8 reserved2[6];
 };
 
 /*

@@ -8,6 +8,7 @@
 //!   `decode` and `encode` are generated from its wire table by [`message`]'s `cm_message!`.
 //! - [`service_id`] and [`cma_hdr`]: the RDMA CM conventions carried inside CM messages.
 //! - [`rej_match`]: which connection endpoint a received REJ is for.
+//! - [`listen_scope`]: which of a service ID's listeners, scoped by address, takes a request.
 //! - [`state`]: the connection state machine as a pure transition function.
 //! - [`timing`] and [`qp_attr`]: integer-only timer math and QP attribute derivation.
 //!
@@ -41,6 +42,7 @@ pub mod drep;
 pub mod dreq;
 pub mod error;
 pub mod lap;
+pub mod listen_scope;
 pub mod mad;
 pub mod message;
 pub mod mra;

@@ -895,8 +895,15 @@ pub enum Unmatched {
     RepStale,
     /// DREQ for unknown comm IDs.
     Dreq,
+    /// REQ for a service ID that has listeners, none of them for the request's address
+    /// ([`super::listen_scope`]): REJ 28, as rdma_cm's `cma_ib_req_handler` fails and
+    /// `cm_destroy_id` rejects the request in REQ_RCVD with `IB_CM_REJ_CONSUMER_DEFINED`.
+    ReqNoAddress,
     /// SIDR_REQ for a service ID nobody listens on (status 1).
     SidrReqNoListener,
+    /// SIDR_REQ for a service ID whose listeners take none of the request's address: status 2
+    /// (REJECT), as `cm_destroy_id` answers one in SIDR_REQ_RCVD.
+    SidrReqNoAddress,
     /// Any other message for unknown comm IDs.
     Other,
 }
@@ -910,7 +917,9 @@ pub const fn stateless_reply(why: Unmatched) -> StatelessReply {
         Unmatched::ReqStale => StatelessReply::RejReq(reason::STALE_CONN),
         Unmatched::RepStale => StatelessReply::RejRep(reason::STALE_CONN),
         Unmatched::Dreq => StatelessReply::Drep,
+        Unmatched::ReqNoAddress => StatelessReply::RejReq(reason::CONSUMER_DEFINED),
         Unmatched::SidrReqNoListener => StatelessReply::SidrRep(status::UNSUPPORTED),
+        Unmatched::SidrReqNoAddress => StatelessReply::SidrRep(status::REJECT),
         Unmatched::Other => StatelessReply::Drop,
     }
 }

@@ -735,7 +735,15 @@ fn stateless_replies() {
         stateless_reply(Unmatched::ReqInvalidGid),
         StatelessReply::RejReq(12)
     );
+    assert_eq!(
+        stateless_reply(Unmatched::ReqNoAddress),
+        StatelessReply::RejReq(28)
+    );
     assert_eq!(stateless_reply(Unmatched::Dreq), StatelessReply::Drep);
+    assert_eq!(
+        stateless_reply(Unmatched::SidrReqNoAddress),
+        StatelessReply::SidrRep(2)
+    );
     assert_eq!(
         stateless_reply(Unmatched::SidrReqNoListener),
         StatelessReply::SidrRep(1)

@@ -12,10 +12,10 @@ use std::{
     cell::Cell,
     net::{IpAddr, SocketAddr},
     os::fd::AsRawFd,
-    sync::{Arc, OnceLock},
+    sync::Arc,
 };
 
-use cepm::{event::Event as CepmEvent, sys as cepm_sys, Cepm};
+use cepm::{event::Event as CepmEvent, sys as cepm_sys};
 use cepm_proto::{
     cma_hdr::{CmaAddrs, CmaHdr, CMA_HDR_SIZE},
     service_id::parse_ip_service_id,
@@ -253,13 +253,6 @@ fn translate(channel: &Channel, id: &Id, raw: CepmEvent) -> Option<Box<Event>> {
     }
 }
 
-/// Whether the module chooses the passive side's receive PSN when a request is claimed, so
-/// that `rdma_init_qp_attr` gives RTR before `rdma_accept` (ABI 6): asked once a process.
-fn module_chooses_psn(cepm: &Cepm) -> bool {
-    static CHOOSES: OnceLock<bool> = OnceLock::new();
-    *CHOOSES.get_or_init(|| cepm.query().is_ok_and(|q| q.abi_version >= 6))
-}
-
 /// A REQ arrived on listener `listener`: claims it, makes the new ID and its CONNECT_REQUEST.
 /// A REQ that is not rdma_cm's for this listener is rejected and dropped.
 fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
@@ -293,7 +286,7 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
     };
     let (listen_local, af_only) = {
         let state = listener.state();
-        (state.local, state.options.af_only)
+        (state.local, state.options.af_only.unwrap_or(false))
     };
     let port = parse_ip_service_id(info.service_id).map_or(0, |(_, port)| port);
     let (src, dst) = match hdr.addrs {
@@ -301,8 +294,9 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         CmaAddrs::V6 { src, dst } => (IpAddr::from(src), IpAddr::from(dst)),
     };
     // A listener on a given address takes only the REQs for it; one on a wildcard of one
-    // family takes the other family's too unless AFONLY says otherwise.
-    if let Some(local) = listen_local {
+    // family takes the other family's too unless AFONLY says otherwise. A module that scopes
+    // listens has sent this listener only those.
+    if let Some(local) = listen_local.filter(|_| !crate::abi::binds_ports(&channel.cepm)) {
         let wildcard = address::is_any_addr(local.ip());
         let family_ok = !af_only || local.is_ipv4() == dst.is_ipv4();
         if (!wildcard && local.ip() != dst) || !family_ok {
@@ -341,7 +335,7 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         // The peer's initiator depth is what we must be able to respond to, and the
         // other way round.
         state.requested = (info.initiator_depth, info.responder_resources);
-        state.local_psn = module_chooses_psn(&channel.cepm).then_some(info.local_psn);
+        state.local_psn = crate::abi::chooses_psn(&channel.cepm).then_some(info.local_psn);
         state.remote_ece = ece::remote_of(&channel.cepm, handle);
     }
     if channel.add(handle, new).is_err() {

@@ -69,10 +69,23 @@ pub(crate) struct Options {
     pub(crate) tos: Option<u8>,
     /// `RDMA_OPTION_ID_REUSEADDR`.
     pub(crate) reuse_addr: bool,
-    /// `RDMA_OPTION_ID_AFONLY`.
-    pub(crate) af_only: bool,
+    /// `RDMA_OPTION_ID_AFONLY`, if set: else rdma_cm's default ([`Options::af_only_for`]).
+    pub(crate) af_only: Option<bool>,
     /// `RDMA_OPTION_ID_ACK_TIMEOUT`: the QP's local ACK timeout, overriding the path's.
     pub(crate) ack_timeout: Option<u8>,
+}
+
+impl Options {
+    /// Whether a wildcard bound to `addr` takes requests of its own family only: as set, else
+    /// rdma_cm's default (`rdma_bind_addr_dst` in drivers/infiniband/core/cma.c): IPv4 always,
+    /// IPv6 as the `net.ipv6.bindv6only` sysctl says.
+    pub(crate) fn af_only_for(&self, addr: std::net::IpAddr) -> bool {
+        self.af_only.unwrap_or_else(|| {
+            addr.is_ipv4()
+                || std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only")
+                    .is_ok_and(|v| v.trim() == "1")
+        })
+    }
 }
 
 /// The library's state of an ID, under its lock.

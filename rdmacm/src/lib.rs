@@ -8,6 +8,7 @@
 //! librdmacm's events from cepm's. docs/rdmacm.md lists what is supported and how it differs
 //! from librdmacm.
 
+pub(crate) mod abi;
 pub mod api;
 pub(crate) mod channel;
 pub(crate) mod debug;

@@ -13,6 +13,7 @@ use kernel::{
 
 use crate::{
     proto::{
+        listen_scope::ListenScope,
         mad::AttrId,
         qp_attr::Negotiated,
         rep::Rep,
@@ -44,6 +45,8 @@ pub(super) enum Kind {
 pub(super) struct Listener {
     /// The mask its service ID is matched under.
     pub(super) mask: u64,
+    /// The requests' addresses it takes.
+    pub(super) scope: ListenScope,
     /// REQs (or SIDR_REQs) not claimed yet, oldest first, at most [`super::backlog`].
     pub(super) pending: KVec<Pending>,
 }
@@ -113,9 +116,10 @@ pub(super) struct Sidr {
 }
 
 impl Listener {
-    pub(super) fn new(mask: u64) -> Self {
+    pub(super) fn new(mask: u64, scope: ListenScope) -> Self {
         Self {
             mask,
+            scope,
             pending: KVec::new(),
         }
     }

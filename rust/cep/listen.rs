@@ -13,6 +13,7 @@ use crate::{
         ring::Ring,
         CepmFile, //
     },
+    proto::listen_scope::ListenScope,
     proto::service_id::ServiceRange,
     proto::state::{
         Action,
@@ -21,6 +22,7 @@ use crate::{
         UserEvent, //
     },
     shim,
+    tables::ListenRoom,
     uapi,
     users::Opener, //
 };
@@ -43,22 +45,31 @@ impl Cep {
         self.inner.lock().kind.listener().is_some()
     }
 
-    /// Starts listening on `range`, for `opener`'s user, if `file` names the CEP `handle`
-    /// (`EINVAL` if it has moved meanwhile); then `listening` runs under the CEP's lock, so
-    /// that the listen is counted where the CEP is before it can move (`CEPM_IOC_MIGRATE`).
+    /// Starts listening on `range` for the requests `scope` takes, for `opener`'s user, if
+    /// `file` names the CEP `handle` (`EINVAL` if it has moved meanwhile); then `listening`
+    /// runs under the CEP's lock, so that the listen is counted where the CEP is before it can
+    /// move (`CEPM_IOC_MIGRATE`).
     pub(crate) fn listen(
         self: &Arc<Self>,
-        range: ServiceRange,
+        (range, scope): (ServiceRange, ListenScope),
         opener: &Opener,
         (file, handle): (&CepmFile, u32),
         listening: impl FnOnce(),
     ) -> Result {
+        // Allocated here, where sleeping is allowed: the tables take it under their locks.
+        let room = if range.mask == u64::MAX {
+            Some(ListenRoom::new()?)
+        } else {
+            None
+        };
         let mut inner = self.inner.lock();
         inner.owner_named(file, handle).ok_or(EINVAL)?;
         let checked = inner.check(Event::Listen)?;
-        self.cm.tables.add_listener(range, opener, self.clone())?;
+        self.cm
+            .tables
+            .add_listener((range, scope), opener, self.clone(), room)?;
         inner.service_id = range.id;
-        inner.kind = Kind::Listener(Listener::new(range.mask));
+        inner.kind = Kind::Listener(Listener::new(range.mask, scope));
         self.commit(&mut inner, checked, None);
         listening();
         Ok(())
@@ -119,11 +130,13 @@ impl Cep {
     /// Takes this listener out of the listener tables: REQs for its service IDs find it no
     /// more.
     pub(super) fn stop_listening(&self, inner: &CepInner) {
+        let listener = inner.kind.listener();
         let range = ServiceRange {
             id: inner.service_id,
-            mask: inner.kind.listener().map_or(u64::MAX, |l| l.mask),
+            mask: listener.map_or(u64::MAX, |l| l.mask),
         };
-        self.cm.tables.remove_listener(self, range);
+        let scope = listener.map_or(ListenScope::Unscoped, |l| l.scope);
+        self.cm.tables.remove_listener(self, (range, scope));
     }
 
     /// Takes the oldest pending REQ off this listener.

@@ -138,20 +138,31 @@ impl CepmFile {
     }
 
     /// LISTEN's check of a CEP the file names `handle`: if it holds a port, only that port's
-    /// service ID (`EINVAL`), and only if it may hold the port alone (`rdma_listen`'s check
-    /// without REUSEADDR: `EADDRINUSE`, `EADDRNOTAVAIL`). A CEP with no port listens as it
-    /// asks, and reserves nothing.
+    /// service ID (`EINVAL`), scoped by the address it holds the port with, or unscoped
+    /// (`EINVAL` for another address), and only if it may hold the port alone (`rdma_listen`'s
+    /// check without REUSEADDR: `EADDRINUSE`, `EADDRNOTAVAIL`). A CEP with no port listens as
+    /// it asks, and reserves nothing.
     pub(super) fn check_bound_listen(
         &self,
         cep: &Arc<Cep>,
-        handle: u32,
+        req: &uapi::cepm_listen,
         range: &ServiceRange,
     ) -> Result {
-        let Some(key) = cep.bound_port((self, handle))? else {
+        let Some(key) = cep.bound_port((self, req.handle))? else {
             return Ok(());
         };
         let ps = PortSpace::from_value(key.ps).ok_or(EINVAL)?;
         if range.mask != u64::MAX || range.id != ip_service_id(ps, key.port) {
+            return Err(EINVAL);
+        }
+        // The listen's address is the bind's: another would take requests for an address
+        // whose port someone else may hold.
+        let scoped = u32::from(req.scope) != uapi::CEPM_LISTEN_UNSCOPED;
+        let src = BindAddr {
+            v6: u32::from(req.scope) == uapi::CEPM_LISTEN_IPV6,
+            addr: req.addr,
+        };
+        if scoped && !self.cm.ports.holds_with(&key, cep.local_id, &src) {
             return Err(EINVAL);
         }
         self.cm.ports.claim_for_listen(&key, cep.local_id)

@@ -6,11 +6,12 @@
 # (debugfs fail_handle_count: the file's handle numbers ran out), which stays in the backlog;
 # a SIDR_REQ beyond a full backlog is dropped, as a REQ is, not rejected; so is a REQ the
 # backlog had no room for (debugfs fail_backlog_push_count: an atomic allocation failed).
+# Listens scoped by an address take the REQs whose cma_hdr names it.
 # REQs come from ib_umad loopback (cepmctl send-mad).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 17
+ktap_set_plan 23
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
@@ -101,6 +102,52 @@ ktap_check "a SIDR_REQ the backlog had no room for is dropped too ($(($(tx SIDR_
 	sidr_dropped
 kill $pid
 wait $pid 2>/dev/null
+
+# Listens scoped by address (docs/abi.md, CEPM_IOC_LISTEN): on one service ID, a REQ whose
+# cma_hdr names 10.77.0.1 goes to the listener on that address, any other IPv4 one to the
+# wildcard beside it. A wildcard with AFONLY takes no IPv6 REQ, which gets REJ 28 as rdma_cm
+# gives when no listener of a port matches (cma_ib_req_handler failing); a service ID nobody
+# listens on still gets REJ 8, and a listener without an address still takes every REQ.
+SID_S=0x0000000001064e23 SID_U=0x0000000001064e24
+serve_bg "$out.spec" --service-id $SID_S --addr 10.77.0.1 --timeout-ms 20000
+spec=$pid
+serve_bg "$out.wild" --service-id $SID_S --addr 0.0.0.0 --timeout-ms 20000
+wild=$pid
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_S --comm-id 0xabc00021 --cma-dst 10.77.0.9
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_S --comm-id 0xabc00022 --cma-dst 10.77.0.1
+wait $spec
+wait $wild
+show_files "$out.spec" "$out.wild"
+ktap_check "a REQ to 10.77.0.1 reaches the listener on 10.77.0.1, not the wildcard beside it" \
+	sh -c "grep -q 'REQ from comm ID 0xabc00022' '$out.spec' && ! grep -q 'REQ from comm ID 0xabc00021' '$out.spec'"
+ktap_check "... and a REQ to 10.77.0.9 reaches the wildcard" \
+	sh -c "grep -q 'REQ from comm ID 0xabc00021' '$out.wild' && ! grep -q 'REQ from comm ID 0xabc00022' '$out.wild'"
+serve_bg "$out.afonly" --service-id $SID_S --addr 0.0.0.0 --afonly --timeout-ms 20000
+afonly=$pid
+ktap_check "an IPv6 REQ where only an IPv4 wildcard with AFONLY listens gets REJ 28" \
+	test "$(forged_rej v6 --service-id $SID_S --cma-dst fd77::9)" = 28
+ktap_check "a REQ for a service ID nobody listens on still gets REJ 8" \
+	test "$(forged_rej unknown --service-id 0x0000000001064e25 --cma-dst 10.77.0.1)" = 8
+kill $afonly
+wait $afonly 2>/dev/null
+serve_bg "$out.unscoped" --service-id $SID_U --timeout-ms 20000
+"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_U --comm-id 0xabc00023 --cma-dst fd77::9
+wait $pid
+show_files "$out.unscoped"
+ktap_check "a listener without an address takes an IPv6 REQ" \
+	grep -q 'REQ from comm ID 0xabc00023' "$out.unscoped"
+# A SIDR_REQ the same way: to 10.77.0.1, where only a listener for 10.77.0.5 listens, it gets
+# SIDR_REP status 2 (REJECT), as rdma_cm's cm_destroy_id answers one in SIDR_REQ_RCVD, and the
+# listener sees none.
+SID_UDS=0x0000000001114e26
+serve_bg "$out.ud" --service-id $SID_UDS --addr 10.77.0.5 --timeout-ms 20000
+"$CEPMCTL" resolve --service-id $SID_UDS --rdma-cm --peer-ip 10.77.0.1 \
+	--peer-mac "$(cat /sys/class/net/veth0/address)" >"$out.resolve" 2>&1
+kill $pid
+wait $pid 2>/dev/null
+show_files "$out.resolve" "$out.ud"
+ktap_check "a SIDR_REQ to 10.77.0.1 where only 10.77.0.5 listens: status 2, and the listener sees none" \
+	sh -c "grep -q 'status 2,' '$out.resolve' && ! grep -q 'REQ from' '$out.ud'"
 
 # A full backlog drops what comes next, so that the requester retries, as it drops a REQ: a
 # REJECT would be final, and kept for the request's retries.  cepm reloaded with a backlog of

@@ -19,8 +19,6 @@ ktap_set_plan 7
 SID=0x0000000001064e7a
 out=$CEPM_ROOT/out/cep_req_validation.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
-nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
-req_sent_ids() { "$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1 }' | sort; }
 
 # A listener that would reject with 28 anything offered to it, for as long as the test may run
 # (the trap ends it): a fixed 60 s can run out by check 5 in a slow KASAN guest, whose REJ
@@ -29,31 +27,14 @@ req_sent_ids() { "$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1 }' | sort; }
 	--timeout-ms $((300000 * ${CEPM_LIMIT_SCALE:-1})) >"$out.serve" 2>&1 &
 wait_until 10 file_has '^serve: listening' "$out.serve"
 
-# forged NAME SEND_MAD_ARGS...: a CEP of ours in REQ_SENT to nowhere, then a forged REQ
-# for $SID from its comm ID; prints the reason of the REJ that CEP got ("none" if none).
-forged() {
-	local name=$1 before id
-	shift
-	before=$(req_sent_ids)
-	"$CEPMCTL" connect --service-id 0x0000000001064e7b --cm-only --timeout-ms 30000 "${nowhere[@]}" \
-		>"$out.$name" 2>&1 &
-	new_id() { comm -13 <(echo "$before") <(req_sent_ids) | grep -q .; }
-	wait_until 20 new_id
-	id=$(comm -13 <(echo "$before") <(req_sent_ids) | head -1)
-	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --local-comm-id "$id" --service-id $SID "$@"
-	got() { file_has 'got REJ_RECEIVED' "$out.$name"; }
-	wait_until 10 got
-	show_files "$out.$name" >&2
-	sed -n 's/.*got REJ_RECEIVED (status \([0-9]*\)).*/\1/p' "$out.$name" | grep . || echo none
-}
-ktap_check "a REQ for transport RD (2) is rejected with reason 9" test "$(forged rd --transport 2)" = 9
+ktap_check "a REQ for transport RD (2) is rejected with reason 9" test "$(forged_rej rd --service-id $SID --transport 2)" = 9
 ktap_check "a REQ for a reserved transport (3, extended 0) is rejected with reason 9" \
-	test "$(forged reserved --transport 3)" = 9
+	test "$(forged_rej reserved --service-id $SID --transport 3)" = 9
 ktap_check "a REQ for XRC is rejected with reason 9, not offered to the listener" \
-	test "$(forged xrc --transport xrc)" = 9
-ktap_check "a REQ with QPN 0 is rejected with reason 9" test "$(forged qpn0 --qpn 0)" = 9
+	test "$(forged_rej xrc --service-id $SID --transport xrc)" = 9
+ktap_check "a REQ with QPN 0 is rejected with reason 9" test "$(forged_rej qpn0 --service-id $SID --qpn 0)" = 9
 ktap_check "a REQ for a GID rxe0 does not have is rejected with reason 12, not offered to the listener" \
-	test "$(forged badgid --remote-gid ::ffff:10.99.0.1)" = 12
+	test "$(forged_rej badgid --service-id $SID --remote-gid ::ffff:10.99.0.1)" = 12
 show_files "$out.serve"
 kill $(jobs -p) 2>/dev/null
 wait

@@ -392,6 +392,68 @@ TEST_F(cepm, masked_listens)
 	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
 }
 
+/*
+ * A listen scoped by an address (ABI 7): one service ID takes a listener per address and one
+ * per family's wildcard; the same address twice is EBUSY; a scope needs an exact service ID
+ * of an rdma_cm IP port space, a known scope and flags, and zero reserved bytes (EINVAL).
+ */
+TEST_F(cepm, listen_scoped_by_address)
+{
+	struct cepm_listen s = { .service_id = 0x0000000001060000ULL | 50010,
+				 .scope = CEPM_LISTEN_IPV4, .addr = { [12] = 10, 77, 0, 1 } };
+	const size_t first = offsetof(struct cepm_listen, addr);
+	int h[8];
+
+	for (int i = 0; i < 8; i++) {
+		h[i] = create_cep(self->fd, i);
+		ASSERT_GT(h[i], 0);
+	}
+	s.handle = h[0];
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("%s", strerror(errno));
+	s.handle = h[1];
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s));
+	EXPECT_EQ(EBUSY, errno);
+	/* Another address, and the family's wildcard, are other listens. */
+	s.addr[15] = 3;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &s));
+	memset(s.addr, 0, sizeof(s.addr));
+	s.handle = h[2];
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &s));
+	/* So is an unscoped one, the first version's (24 bytes). */
+	ASSERT_EQ(24, first);
+	s.handle = h[3];
+	EXPECT_EQ(0, ioctl(self->fd, _IOC(_IOC_WRITE, CEPM_IOC_MAGIC, _IOC_NR(CEPM_IOC_LISTEN), first),
+			   &s));
+	s.handle = h[4];
+	s.addr[15] = 9;
+	s.service_mask = ~0xffULL;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("a masked scoped listen");
+	EXPECT_EQ(EINVAL, errno);
+	s.service_mask = 0;
+	s.service_id = 0x0000000001070050ULL;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("no IP port space");
+	EXPECT_EQ(EINVAL, errno);
+	s.service_id = 0x0000000001060000ULL | 50011;
+	s.scope = CEPM_LISTEN_IPV6 + 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("scope 3");
+	EXPECT_EQ(EINVAL, errno);
+	s.scope = CEPM_LISTEN_IPV4;
+	s.flags = CEPM_LISTEN_AFONLY << 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("flags 2");
+	EXPECT_EQ(EINVAL, errno);
+	s.flags = 0;
+	s.reserved2[5] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("reserved2");
+	EXPECT_EQ(EINVAL, errno);
+	s.reserved2[5] = 0;
+	/* An unscoped listen with an address is no listen either. */
+	s.scope = CEPM_LISTEN_UNSCOPED;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &s)) TH_LOG("unscoped, with an address");
+	EXPECT_EQ(EINVAL, errno);
+	s.scope = CEPM_LISTEN_IPV4;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &s));
+}
+
 TEST_F(cepm, get_request_without_request)
 {
 	struct cepm_listen l = { .service_id = 0x0000000001060000ULL | 50002 };
@@ -1563,4 +1625,29 @@ TEST_F(cepm, bind_port_zero_shares_by_destination)
 	EXPECT_TRUE(port[5] == 47010 || port[5] == 47011);
 	EXPECT_EQ((ssize_t)strlen(saved), pwrite(fd, saved, strlen(saved), 0));
 	close(fd);
+}
+
+/* A bound CEP listens for the address it holds its port with, or unscoped: no other. */
+TEST_F(cepm, bound_listen_keeps_the_bind_address)
+{
+	struct cepm_listen l = { .scope = CEPM_LISTEN_IPV4 };
+	int h = create_cep(self->fd, 0);
+	__u16 held = 0;
+
+	ASSERT_GT(h, 0);
+	ASSERT_EQ(0, bind_cep(self->fd, h, 1, 0, 0, &held));
+	l.handle = h;
+	l.service_id = ((__u64)CEPM_PS_TCP << 16) | held;
+	l.addr[12] = 10;
+	l.addr[13] = 99;
+	l.addr[15] = 2;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+	memset(l.addr, 0, sizeof(l.addr));
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+	l.addr[12] = 10;
+	l.addr[13] = 99;
+	l.addr[15] = 1;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
 }

@@ -247,6 +247,26 @@ stock_listens() {
 	done < <("${PEER[@]}" rdma resource show cm_id)
 	return 1
 }
+# forged_rej NAME SEND_MAD_ARGS...: a CEP of ours in REQ_SENT to nowhere (10.77.0.99), then
+# a REQ forged with SEND_MAD_ARGS from its comm ID, which ib_umad loops back to rxe0: the REJ
+# it gets goes to that CEP, whose owner prints its reason. Prints the reason ("none" if
+# none); the owner's output is $out.NAME.
+req_sent_ids() { "$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1 }' | sort; }
+forged_rej() {
+	local name=$1 before id nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+	shift
+	before=$(req_sent_ids)
+	"$CEPMCTL" connect --service-id 0x0000000001064e7b --cm-only --timeout-ms 30000 "${nowhere[@]}" \
+		>"$out.$name" 2>&1 &
+	new_id() { comm -13 <(echo "$before") <(req_sent_ids) | grep -q .; }
+	wait_until 20 new_id
+	id=$(comm -13 <(echo "$before") <(req_sent_ids) | head -1)
+	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --local-comm-id "$id" "$@"
+	got() { file_has 'got REJ_RECEIVED' "$out.$name"; }
+	wait_until 10 got
+	show_files "$out.$name" >&2
+	sed -n 's/.*got REJ_RECEIVED (status \([0-9]*\)).*/\1/p' "$out.$name" | grep . || echo none
+}
 # ip_service_id PORT_SPACE PORT: rdma_cm's service ID, e.g. ip_service_id 0x0106 7471 (TCP).
 ip_service_id() { printf '0x%016x' $((($1 << 16) + $2)); }
 # cepm_listens PORT [PORT_SPACE]: a CEP listens on rdma_cm's service ID for PORT (TCP by

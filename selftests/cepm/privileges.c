@@ -5,8 +5,9 @@
  * program only makes the calls and compares their outcome with what it is told to expect.
  * Through include/uapi/cepm.h only.
  *
- *   privileges listen SERVICE_ID MASK --expect E [--context U64] [--hold]
- *       CREATE, then LISTEN on SERVICE_ID under MASK (passed as given: 0 means exact).
+ *   privileges listen SERVICE_ID MASK --expect E [--context U64] [--addr A [--afonly]] [--hold]
+ *       CREATE, then LISTEN on SERVICE_ID under MASK (passed as given: 0 means exact); with
+ *       --addr, scoped by address A (IPv4 or IPv6; 0.0.0.0 or :: is a wildcard).
  *   privileges create N --expect E [--files F] [--wait-go] [--hold] [--send req|sidr]
  *                     [--response-timeout T]
  *       CREATE in F files (default 1) in turn until N CEPs exist or one fails.  --send: then
@@ -63,6 +64,7 @@
  * for the script: "ready" (--hold: what the run made is held until stdin reaches EOF, or a
  * signal), "waiting" (--wait-go: the creates start once a line arrives on stdin), "trace".
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -121,6 +123,8 @@ struct opts {
 	int expect;
 	bool hold;
 	bool listening;
+	const char *addr;
+	bool afonly;
 	bool wait_go;
 	bool claims_after_go;
 	__u64 context;
@@ -147,7 +151,8 @@ struct opts {
 
 static void usage(void)
 {
-	fputs("usage: privileges listen SERVICE_ID MASK --expect E [--context U64] [--hold]\n"
+	fputs("usage: privileges listen SERVICE_ID MASK --expect E [--context U64] [--addr A [--afonly]]\n"
+	      "                  [--hold]\n"
 	      "       privileges create N --expect E [--files F] [--wait-go] [--hold]\n"
 	      "                         [--send req|sidr] [--response-timeout T]\n"
 	      "       privileges listens N --expect E [--files F] [--base SERVICE_ID] [--hold]\n"
@@ -223,6 +228,8 @@ static void parse_option(struct opts *o, const char *name, const char *value)
 		o->have_expect = true;
 	} else if (!strcmp(name, "--context")) {
 		o->context = parse_u64(name, value);
+	} else if (!strcmp(name, "--addr")) {
+		o->addr = value;
 	} else if (!strcmp(name, "--files")) {
 		o->files = parse_u64(name, value);
 		if (o->files < 1 || o->files > MAX_FILES)
@@ -300,7 +307,8 @@ static int create_cep(int fd, __u64 context, __u32 *handle)
 	return err;
 }
 
-static int listen_on(int fd, __u32 handle, __u64 service_id, __u64 mask)
+static int listen_scoped(int fd, __u32 handle, __u64 service_id, __u64 mask,
+			 const struct opts *o)
 {
 	struct cepm_listen l;
 
@@ -308,7 +316,23 @@ static int listen_on(int fd, __u32 handle, __u64 service_id, __u64 mask)
 	l.handle = handle;
 	l.service_id = service_id;
 	l.service_mask = mask;
+	if (o && o->addr) {
+		l.flags = o->afonly ? CEPM_LISTEN_AFONLY : 0;
+		if (inet_pton(AF_INET, o->addr, &l.addr[12]) == 1) {
+			l.scope = CEPM_LISTEN_IPV4;
+		} else if (inet_pton(AF_INET6, o->addr, l.addr) == 1) {
+			l.scope = CEPM_LISTEN_IPV6;
+		} else {
+			fprintf(stderr, "privileges: --addr %s: no IP address\n", o->addr);
+			usage();
+		}
+	}
 	return call(fd, CEPM_IOC_LISTEN, &l);
+}
+
+static int listen_on(int fd, __u32 handle, __u64 service_id, __u64 mask)
+{
+	return listen_scoped(fd, handle, service_id, mask, NULL);
 }
 
 /* The outcome of WHAT against the expectation, in the log; 0 when they agree. */
@@ -359,9 +383,10 @@ static int cmd_listen(const struct opts *o)
 	err = create_cep(fd, o->context, &handle);
 	if (err)
 		setup_failed("CREATE before the LISTEN: %s", errno_name(err));
-	err = listen_on(fd, handle, id, mask);
-	snprintf(what, sizeof(what), "LISTEN on 0x%016llx mask 0x%016llx",
-		 (unsigned long long)id, (unsigned long long)mask);
+	err = listen_scoped(fd, handle, id, mask, o);
+	snprintf(what, sizeof(what), "LISTEN on 0x%016llx mask 0x%016llx%s%s%s",
+		 (unsigned long long)id, (unsigned long long)mask, o->addr ? " for " : "",
+		 o->addr ? o->addr : "", o->afonly ? " (AFONLY)" : "");
 	rc = verdict(what, err, o->expect);
 	if (rc == 0 && err == 0 && o->hold)
 		hold_until_eof();
@@ -1039,6 +1064,8 @@ int main(int argc, char **argv)
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--hold"))
 			o.hold = true;
+		else if (!strcmp(argv[i], "--afonly"))
+			o.afonly = true;
 		else if (!strcmp(argv[i], "--listening"))
 			o.listening = true;
 		else if (!strcmp(argv[i], "--wait-go"))

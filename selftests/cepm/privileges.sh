@@ -24,7 +24,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 87
+ktap_set_plan 97
 
 USER_A=65534
 USER_B=65533
@@ -243,6 +243,35 @@ ktap_check "user A's own masked listen over its listener, with CAP_NET_ADMIN" \
 ktap_check "user B listens on the port next to it (0x1388)" \
 	as b listen 0x0000000001061388 $EXACT --expect ok
 holder_release a_exact
+
+# --- d2. Listens scoped by address ------------------------------------------------------------
+# A listen for an address takes the REQs to it from a wildcard or an unscoped listener of its
+# service ID: not from another user's. Covering another user's listener is allowed: it keeps
+# its REQs. One listener per address and per family's wildcard.
+
+ktap_check "user A holds an IPv4 wildcard listener with AFONLY on TCP port 0x1390" \
+	hold a_wild a listen 0x0000000001061390 $EXACT --addr 0.0.0.0 --afonly --expect ok --hold
+ktap_check "user B, for 10.77.0.1 under it: EADDRINUSE" \
+	as b listen 0x0000000001061390 $EXACT --addr 10.77.0.1 --expect EADDRINUSE
+ktap_check "user B, the IPv4 wildcard again: EBUSY" \
+	as b listen 0x0000000001061390 $EXACT --addr 0.0.0.0 --expect EBUSY
+ktap_check "user B, the IPv6 wildcard with AFONLY beside it" \
+	as b listen 0x0000000001061390 $EXACT --addr :: --afonly --expect ok
+ktap_check "user A's own listen for 10.77.0.1 under its wildcard" \
+	as a listen 0x0000000001061390 $EXACT --addr 10.77.0.1 --expect ok
+holder_release a_wild
+ktap_check "user A holds a listener for 10.77.0.3 on TCP port 0x1391" \
+	hold a_addr a listen 0x0000000001061391 $EXACT --addr 10.77.0.3 --expect ok --hold
+ktap_check "user B's IPv4 wildcard over it" \
+	as b listen 0x0000000001061391 $EXACT --addr 0.0.0.0 --expect ok
+ktap_check "user B's unscoped listen over it" \
+	as b listen 0x0000000001061391 $EXACT --expect ok
+holder_release a_addr
+ktap_check "user A holds an unscoped listener on TCP port 0x1392" \
+	hold a_unscoped a listen 0x0000000001061392 $EXACT --expect ok --hold
+ktap_check "user B's wildcard under it: EADDRINUSE" \
+	as b listen 0x0000000001061392 $EXACT --addr :: --expect EADDRINUSE
+holder_release a_unscoped
 
 # --- e. Masked listens: CAP_NET_ADMIN's, and no one takes a service ID from one -------------
 # A masked listen claims every service ID of its range that no one listens on yet, so that a

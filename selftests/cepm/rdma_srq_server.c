@@ -63,14 +63,9 @@ int main(int argc, char **argv)
 	if (id->qp->srq != id->srq || qp_attr.srq != id->srq)
 		return complain("the QP does not take the ID's SRQ");
 
-	mr = rdma_reg_msgs(id, buf, sizeof(buf));
-	if (!mr)
-		return fail("rdma_reg_msgs");
 	/* With id->srq set, rdma_post_recv posts on the SRQ. */
-	if (rdma_post_recv(id, NULL, buf, sizeof(buf), mr))
-		return fail("rdma_post_recv");
-	if (rdma_accept(id, NULL))
-		return fail("rdma_accept");
+	if (post_recv_and_accept(id, buf, sizeof(buf), &mr))
+		return 1;
 
 	while ((n = rdma_get_recv_comp(id, &wc)) == 0)
 		;
@@ -80,12 +75,8 @@ int main(int argc, char **argv)
 		return complain("the receive did not complete on the connection's QP");
 	printf("received %u bytes through the SRQ\n", wc.byte_len);
 
-	if (rdma_post_send(id, NULL, buf, sizeof(buf), mr, 0))
-		return fail("rdma_post_send");
-	while ((n = rdma_get_send_comp(id, &wc)) == 0)
-		;
-	if (n < 0 || wc.status != IBV_WC_SUCCESS)
-		return complain("the reply did not complete");
+	if (send_back(id, buf, sizeof(buf), mr))
+		return 1;
 
 	rdma_disconnect(id);
 	rdma_dereg_mr(mr);

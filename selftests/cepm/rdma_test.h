@@ -120,4 +120,44 @@ static inline long syscall_of(int tid)
 	return nr;
 }
 
+#ifdef RDMA_VERBS_H
+/*
+ * rdma_server's side of its exchange with rdma_client, before the connection: @len bytes of
+ * @buf registered into *mr, a receive posted for them (on the ID's SRQ if it has one), and
+ * the request on @id accepted.  0, or 1 after saying which call failed.
+ */
+static inline int post_recv_and_accept(struct rdma_cm_id *id, void *buf, size_t len,
+				       struct ibv_mr **mr)
+{
+	*mr = rdma_reg_msgs(id, buf, len);
+	if (!*mr)
+		return fail("rdma_reg_msgs");
+	if (rdma_post_recv(id, NULL, buf, len, *mr))
+		return fail("rdma_post_recv");
+	if (rdma_accept(id, NULL))
+		return fail("rdma_accept");
+	return 0;
+}
+
+/*
+ * ... and once the message has come: the same @len bytes of @buf (registered as @mr) sent
+ * back, and the send's completion taken.  0, or 1 after saying what failed.
+ */
+static inline int send_back(struct rdma_cm_id *id, void *buf, size_t len, struct ibv_mr *mr)
+{
+	struct ibv_wc wc;
+	int n;
+
+	if (rdma_post_send(id, NULL, buf, len, mr, 0))
+		return fail("rdma_post_send");
+	while ((n = rdma_get_send_comp(id, &wc)) == 0)
+		;
+	if (n < 0 || wc.status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "the reply did not complete\n");
+		return 1;
+	}
+	return 0;
+}
+#endif
+
 #endif

@@ -593,6 +593,6 @@ fn set_afonly(this: &Id, af_only: bool) -> Result<(), c_int> {
     if state.phase != Phase::Idle {
         return Err(libc::EINVAL);
     }
-    state.options.af_only = af_only;
+    state.options.af_only = Some(af_only);
     Ok(())
 }

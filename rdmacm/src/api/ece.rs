@@ -9,18 +9,11 @@
 //! application cannot set them any more (`EINVAL`), as in librdmacm.
 
 use core::ffi::{c_int, c_void};
-use std::sync::OnceLock;
 
 use cepm::{sys as cepm_sys, Cepm};
 
 use super::{connection::reject_with_reason, ids::id_of};
 use crate::{errno, id::Id, sys};
-
-/// Whether the module carries ECE in REQ and REP (ABI 7): asked once a process.
-pub(crate) fn module_carries_ece(cepm: &Cepm) -> bool {
-    static CARRIES: OnceLock<bool> = OnceLock::new();
-    *CARRIES.get_or_init(|| cepm.query().is_ok_and(|q| q.abi_version >= 7))
-}
 
 /// `int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)`: the vendor ID and
 /// options this side's REQ or REP is to carry. `EINVAL` for an ID with a QP, a NULL `ece`, a
@@ -94,7 +87,7 @@ pub unsafe extern "C" fn rdma_reject_ece(
 /// The peer's ECE as the module reports it for CEP `handle` (0 and 0 from a module without
 /// ECE).
 pub(crate) fn remote_of(cepm: &Cepm, handle: u32) -> sys::ibv_ece {
-    let (vendor_id, options) = if module_carries_ece(cepm) {
+    let (vendor_id, options) = if crate::abi::carries_ece(cepm) {
         cepm.remote_ece(handle).unwrap_or_default()
     } else {
         (0, 0)
@@ -109,7 +102,7 @@ pub(crate) fn remote_of(cepm: &Cepm, handle: u32) -> sys::ibv_ece {
 /// The ECE fields of a REQ or REP: `(vendor_id, attr_mod)`, 0 and 0 where the module has no
 /// ECE (its struct is shorter: nonzero bytes past it are `E2BIG`).
 pub(crate) fn to_send(cepm: &Cepm, vendor_id: u32, options: u32) -> (u32, u32) {
-    if module_carries_ece(cepm) {
+    if crate::abi::carries_ece(cepm) {
         (vendor_id, options)
     } else {
         (0, 0)

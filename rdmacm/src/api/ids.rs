@@ -173,21 +173,6 @@ fn attach_device(this: &Id, ip: IpAddr) -> Result<(), c_int> {
     Ok(())
 }
 
-/// Whether the module reserves ports at bind (`CEPM_IOC_BIND`, ABI 7): asked once a process.
-pub(crate) fn module_binds(cepm: &cepm::Cepm) -> bool {
-    static BINDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *BINDS.get_or_init(|| cepm.query().is_ok_and(|q| q.abi_version >= 7))
-}
-
-/// Whether an ID bound to `addr` with AFONLY set to `af_only` keeps to its own family, as
-/// rdma_cm decides at bind (`rdma_bind_addr_dst` in drivers/infiniband/core/cma.c): always
-/// for IPv4, and for IPv6 if asked or if `net.ipv6.bindv6only` says so.
-fn afonly(addr: SocketAddr, af_only: bool) -> bool {
-    addr.is_ipv4()
-        || af_only
-        || std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").is_ok_and(|v| v.trim() == "1")
-}
-
 /// Reserves `addr`'s port in the module for `this` (port 0: one the module chooses), as
 /// `rdma_bind_addr` does in the kernel's rdma_cm, with the ID's REUSEADDR and AFONLY; `dst`
 /// for an active ID. Records and returns the address held.
@@ -202,7 +187,7 @@ pub(crate) fn reserve_port(
     if options.reuse_addr {
         flags |= cepm_sys::CEPM_BIND_REUSEADDR as u8;
     }
-    if afonly(addr, options.af_only) {
+    if options.af_only_for(addr.ip()) {
         flags |= cepm_sys::CEPM_BIND_AFONLY as u8;
     }
     let port = this
@@ -243,7 +228,7 @@ pub unsafe extern "C" fn rdma_bind_addr(
             return errno::fail(e);
         }
     }
-    let addr = if module_binds(&this.channel().cepm) {
+    let addr = if crate::abi::binds_ports(&this.channel().cepm) {
         match reserve_port(this, addr, None) {
             Ok(held) => held,
             Err(e) => return errno::fail(e),
@@ -330,7 +315,7 @@ fn resolve_addr(
     // An active ID holds its port too (`resolve_prepare_src` in cma.c binds it): the source
     // given, or the wildcard of the destination's family, with the destination, so that IDs
     // going elsewhere may share the port.
-    if this.state().bound.is_none() && module_binds(&this.channel().cepm) {
+    if this.state().bound.is_none() && crate::abi::binds_ports(&this.channel().cepm) {
         let wildcard = SocketAddr::new(
             if dst.is_ipv4() {
                 IpAddr::from([0u8; 4])
@@ -459,8 +444,9 @@ pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_m
 }
 
 /// `int rdma_listen(struct rdma_cm_id *id, int backlog)`: listens on the service ID of the
-/// bound port in the ID's port space (an ephemeral one for port 0). The backlog is cepm's
-/// (1024 a listener); `backlog` is not used.
+/// bound port in the ID's port space (an ephemeral one for port 0), for the requests to the
+/// bound address (0.0.0.0 if unbound, as rdma_cm binds it). The backlog is cepm's (1024 a
+/// listener); `backlog` is not used.
 ///
 /// # Safety
 ///
@@ -477,7 +463,7 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
     if this.state().phase != Phase::Idle {
         return errno::fail(libc::EINVAL);
     }
-    if module_binds(&this.channel().cepm) {
+    if crate::abi::binds_ports(&this.channel().cepm) {
         return errno::status(listen_bound(this, ps));
     }
     let bound = this
@@ -489,10 +475,10 @@ pub unsafe extern "C" fn rdma_listen(id: *mut sys::rdma_cm_id, _backlog: c_int) 
     let mut tries = 0;
     loop {
         let chosen = if port == 0 { ephemeral_port() } else { port };
-        match channel
+        let listened = channel
             .cepm
-            .listen(this.handle(), ip_service_id(ps, chosen), 0)
-        {
+            .listen(this.handle(), ip_service_id(ps, chosen), 0);
+        match listened {
             Ok(()) => {
                 port = chosen;
                 break;
@@ -535,9 +521,17 @@ fn listen_bound(this: &Id, ps: PortSpace) -> Result<(), c_int> {
             held
         }
     };
+    // Scoped by the bound address, as rdma_cm matches a request to the IDs bound to its port
+    // (`cma_find_listener`): several IDs may listen on one port, each for its own address.
+    let options = this.state().options;
     this.channel()
         .cepm
-        .listen(this.handle(), ip_service_id(ps, held.port()), 0)
+        .listen_on_addr(
+            this.handle(),
+            ip_service_id(ps, held.port()),
+            held.ip(),
+            options.af_only_for(held.ip()),
+        )
         .map_err(|e| match e.raw_os_error() {
             Some(libc::EBUSY) => libc::EADDRINUSE,
             other => other.unwrap_or(libc::EIO),
