@@ -242,6 +242,29 @@ mod tests {
     }
 
     #[test]
+    fn wildcards_are_cma_any_addr_and_loopback() {
+        // `cma_any_addr` is `ipv4_is_zeronet` (0.0.0.0/8) for IPv4, and `cma_loopback_addr`
+        // 127.0.0.0/8; IPv6 `::` and `::1`. The port table's `BindAddr::is_any` agrees.
+        for (a, any) in [
+            ([0, 0, 0, 0], true),
+            ([0, 1, 2, 3], true),
+            ([127, 0, 0, 1], true),
+            ([127, 9, 9, 9], true),
+            ([10, 0, 0, 0], false),
+            ([1, 0, 0, 0], false),
+        ] {
+            assert_eq!(IpAddr::V4(a).is_any(), any, "{a:?}");
+            assert_eq!(crate::port_rules::BindAddr::v4(a).is_any(), any, "{a:?}");
+        }
+        let mut v6 = [0u8; 16];
+        assert!(IpAddr::V6(v6).is_any());
+        v6[15] = 1;
+        assert!(IpAddr::V6(v6).is_any());
+        v6[15] = 2;
+        assert!(!IpAddr::V6(v6).is_any());
+    }
+
+    #[test]
     fn rank_agrees_with_cma_match_private_data() {
         let scopes = [
             U,

@@ -1627,14 +1627,17 @@ TEST_F(cepm, bind_port_zero_shares_by_destination)
 	close(fd);
 }
 
-/* A bound CEP listens for the address it holds its port with, or unscoped: no other. */
+/*
+ * A bound CEP listens for the address and AFONLY it holds its port with, as rdma_cm's listen
+ * is its bind (cma_match_private_data): no other address, no wider scope, no other AFONLY.
+ */
 TEST_F(cepm, bound_listen_keeps_the_bind_address)
 {
 	struct cepm_listen l = { .scope = CEPM_LISTEN_IPV4 };
-	int h = create_cep(self->fd, 0);
-	__u16 held = 0;
+	int h = create_cep(self->fd, 0), w = create_cep(self->fd, 0);
+	__u16 held = 0, wheld = 0;
 
-	ASSERT_GT(h, 0);
+	ASSERT_GT(w, 0);
 	ASSERT_EQ(0, bind_cep(self->fd, h, 1, 0, 0, &held));
 	l.handle = h;
 	l.service_id = ((__u64)CEPM_PS_TCP << 16) | held;
@@ -1646,8 +1649,24 @@ TEST_F(cepm, bound_listen_keeps_the_bind_address)
 	memset(l.addr, 0, sizeof(l.addr));
 	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
 	EXPECT_EQ(EINVAL, errno);
+	/* Unscoped, it would take the requests of every address on the port. */
+	l.scope = CEPM_LISTEN_UNSCOPED;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+	l.scope = CEPM_LISTEN_IPV4;
 	l.addr[12] = 10;
 	l.addr[13] = 99;
 	l.addr[15] = 1;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+
+	/* A wildcard bound without AFONLY listens without it. */
+	ASSERT_EQ(0, bind_cep(self->fd, w, 0, 0, 0, &wheld));
+	memset(l.addr, 0, sizeof(l.addr));
+	l.handle = w;
+	l.service_id = ((__u64)CEPM_PS_TCP << 16) | wheld;
+	l.flags = CEPM_LISTEN_AFONLY;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+	l.flags = 0;
 	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
 }
