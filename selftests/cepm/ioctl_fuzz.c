@@ -918,6 +918,8 @@ static size_t first_size(enum call_id id, size_t len)
 		return offsetof(struct cepm_accept, ece_vendor_id);
 	case C_GET_PRIVATE_DATA:
 		return offsetof(struct cepm_private_data, ece_vendor_id);
+	case C_LISTEN:
+		return offsetof(struct cepm_listen, addr);
 	default:
 		return len;
 	}
