@@ -706,7 +706,7 @@ impl CepmFile {
             return Err(EPERM);
         }
         let cep = self.cep(req.handle)?;
-        self.check_bound_listen(&cep, &req, &range)?;
+        self.check_bound_listen(&cep, req.handle, &range, &scope)?;
         // A test holds this window open: a MIGRATE may move the CEP before it is locked below.
         shim::fault_listen_delay();
         let params = shim::params();

@@ -55,9 +55,14 @@ fn errno(refusal: Refusal) -> Error {
 }
 
 impl PortsInner {
-    /// Makes `owner` an owner of `key`'s port: a new list if no one holds it.
+    /// Makes `owner` an owner of `key`'s port: a new list if no one holds it. A CEP holds a
+    /// port once (`EINVAL`): two BINDs of one CEP racing each other must not both join, since
+    /// the loser's release would take the winner's entry with its own.
     fn join(&mut self, key: PortKey, owner: PortOwner) -> Result {
         if let Some(owners) = self.held.get_mut(&key) {
+            if owners.iter().any(|o| o.id == owner.id) {
+                return Err(EINVAL);
+            }
             owners.push(owner, GFP_KERNEL)?;
             return Ok(());
         }
@@ -120,6 +125,11 @@ impl Ports {
     pub(crate) fn holds_with(&self, key: &PortKey, id: u32, src: &port_rules::BindAddr) -> bool {
         let mut inner = self.inner.lock();
         inner.owner_mut(key, id).is_some_and(|o| o.src == *src)
+    }
+
+    /// How `id` holds `key`, if it does.
+    pub(crate) fn owner(&self, key: &PortKey, id: u32) -> Option<PortOwner> {
+        self.inner.lock().owner_mut(key, id).copied()
     }
 
     /// `rdma_set_reuseaddr` on a bound ID: `id` shares `key` with owners that set it too.

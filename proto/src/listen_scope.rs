@@ -39,7 +39,7 @@ impl IpAddr {
     /// (`cma_any_addr`: `cma_zero_addr` or `cma_loopback_addr`).
     pub fn is_any(&self) -> bool {
         match self {
-            Self::V4(a) => *a == [0; 4] || a[0] == 127,
+            Self::V4(a) => a[0] == 0 || a[0] == 127,
             Self::V6(a) => a[..15] == [0; 15] && a[15] <= 1,
         }
     }

@@ -4,6 +4,8 @@
 //! second check without REUSEADDR. The module keeps the owners of each port; these rules say
 //! whether one more may join them.
 
+use super::listen_scope::IpAddr;
+
 /// An address a CEP binds to, or the destination it connects to.
 ///
 /// IPv4 sits in the last four bytes, the first twelve zero, as in `cma_hdr`.
@@ -34,11 +36,7 @@ impl BindAddr {
     /// Whether the address counts as a wildcard (`cma_any_addr`): the unspecified address,
     /// and loopback too (0.0.0.0/8 and 127.0.0.0/8 for IPv4, `::` and `::1` for IPv6).
     pub fn is_any(&self) -> bool {
-        if self.v6 {
-            self.addr[..15] == [0; 15] && self.addr[15] <= 1
-        } else {
-            self.addr[12] == 0 || self.addr[12] == 127
-        }
+        IpAddr::from_slot(self.v6, &self.addr).is_any()
     }
 
     /// Whether the two differ, their families included (`cma_addr_cmp`).

@@ -20,6 +20,10 @@ use crate::{
     cep::Cep,
     ports::PortKey,
     proto::{
+        listen_scope::{
+            IpAddr,
+            ListenScope, //
+        },
         port_rules::{
             BindAddr,
             PortOwner, //
@@ -138,31 +142,27 @@ impl CepmFile {
     }
 
     /// LISTEN's check of a CEP the file names `handle`: if it holds a port, only that port's
-    /// service ID (`EINVAL`), scoped by the address it holds the port with, or unscoped
-    /// (`EINVAL` for another address), and only if it may hold the port alone (`rdma_listen`'s
-    /// check without REUSEADDR: `EADDRINUSE`, `EADDRNOTAVAIL`). A CEP with no port listens as
-    /// it asks, and reserves nothing.
+    /// service ID, and only for the address and AFONLY it holds it with (`EINVAL`), as
+    /// rdma_cm's listen takes the scope of its bind; and only if it may hold the port alone
+    /// (`rdma_listen`'s check without REUSEADDR: `EADDRINUSE`, `EADDRNOTAVAIL`). A CEP with no
+    /// port listens as it asks, and reserves nothing.
     pub(super) fn check_bound_listen(
         &self,
         cep: &Arc<Cep>,
-        req: &uapi::cepm_listen,
+        handle: u32,
         range: &ServiceRange,
+        scope: &ListenScope,
     ) -> Result {
-        let Some(key) = cep.bound_port((self, req.handle))? else {
+        let Some(key) = cep.bound_port((self, handle))? else {
             return Ok(());
         };
         let ps = PortSpace::from_value(key.ps).ok_or(EINVAL)?;
         if range.mask != u64::MAX || range.id != ip_service_id(ps, key.port) {
             return Err(EINVAL);
         }
-        // The listen's address is the bind's: another would take requests for an address
-        // whose port someone else may hold.
-        let scoped = u32::from(req.scope) != uapi::CEPM_LISTEN_UNSCOPED;
-        let src = BindAddr {
-            v6: u32::from(req.scope) == uapi::CEPM_LISTEN_IPV6,
-            addr: req.addr,
-        };
-        if scoped && !self.cm.ports.holds_with(&key, cep.local_id, &src) {
+        let owner = self.cm.ports.owner(&key, cep.local_id).ok_or(EINVAL)?;
+        let bound = ListenScope::of(IpAddr::from_slot(owner.src.v6, &owner.src.addr), owner.afonly);
+        if *scope != bound {
             return Err(EINVAL);
         }
         self.cm.ports.claim_for_listen(&key, cep.local_id)

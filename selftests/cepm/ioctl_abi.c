@@ -1521,7 +1521,9 @@ TEST_F(cepm, bind_reserves_the_port)
 TEST_F(cepm, bind_reuseaddr_and_listen)
 {
 	int a = create_cep(self->fd, 0), b = create_cep(self->fd, 0), c = create_cep(self->fd, 0);
-	struct cepm_listen l = { .handle = a, .service_id = (0x0106ULL << 16) | 47002 };
+	/* The listen's scope is the bind's: 10.99.0.1. */
+	struct cepm_listen l = { .handle = a, .service_id = (0x0106ULL << 16) | 47002,
+				 .scope = CEPM_LISTEN_IPV4, .addr = { [12] = 10, [13] = 99, [15] = 1 } };
 	struct cepm_destroy d = { .handle = b };
 
 	ASSERT_GT(c, 0);
