@@ -33,10 +33,7 @@ use crate::{
         pdata::PrivateData,
         rej::Rej,
         rej_match::RejTarget,
-        req::{
-            Req,
-            Transport, //
-        },
+        req::Req,
         sidr_rep::SidrRep,
         state::{
             stateless_reply,
@@ -158,10 +155,6 @@ fn req_received(
     req: &Req,
     tid: u64,
 ) -> Option<Unmatched> {
-    // XRC is not served here (no XRC target QPs): REJ 9 before anything else.
-    if req.transport == Transport::Xrc {
-        return Some(Unmatched::ReqInvalidTransport);
-    }
     let tables = &port.cm().tables;
     if let Some(cep) = tables.find_peer(
         PeerTable::CommId,

@@ -21,7 +21,7 @@
  * CEPM_IOC_MIGRATE and CEPM_IOC_POST_EVENT; 6 grew struct cepm_get_request
  * by local_psn (QP attributes for RTR before PREPARE_REP).
  */
-#define CEPM_ABI_VERSION 6
+#define CEPM_ABI_VERSION 7
 
 #define CEPM_IOC_MAGIC 0xCE
 
@@ -126,6 +126,7 @@ struct cepm_listen {
 /* Transport services: cepm_req_info.transport, cepm_connect.qp_type. */
 #define CEPM_TRANSPORT_RC 0
 #define CEPM_TRANSPORT_UC 1
+#define CEPM_TRANSPORT_XRC 2 /* CONNECT: an XRC initiator; a REQ: for an XRC target */
 
 /*
  * A REQ as the passive side sees it.  The new CEP is parked, unclaimed and

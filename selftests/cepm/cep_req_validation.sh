@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# REQ validation: a REQ for a transport cepm does not serve (RD, reserved, XRC) or with QPN 0
+# REQ validation: a REQ for a transport cepm does not serve (RD, reserved) or with QPN 0
 # is rejected with reason 9 (Invalid Transport Type), not dropped (the peer would retry it
 # for minutes) nor offered to the listener.  A REQ whose primary path names a GID the port
 # does not have is rejected with reason 12 (Invalid GID; Linux's cm_req_handler puts the
@@ -14,7 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 7
+ktap_set_plan 6
 
 SID=0x0000000001064e7a
 out=$CEPM_ROOT/out/cep_req_validation.$$
@@ -49,8 +49,6 @@ forged() {
 ktap_check "a REQ for transport RD (2) is rejected with reason 9" test "$(forged rd --transport 2)" = 9
 ktap_check "a REQ for a reserved transport (3, extended 0) is rejected with reason 9" \
 	test "$(forged reserved --transport 3)" = 9
-ktap_check "a REQ for XRC is rejected with reason 9, not offered to the listener" \
-	test "$(forged xrc --transport xrc)" = 9
 ktap_check "a REQ with QPN 0 is rejected with reason 9" test "$(forged qpn0 --qpn 0)" = 9
 ktap_check "a REQ for a GID rxe0 does not have is rejected with reason 12, not offered to the listener" \
 	test "$(forged badgid --remote-gid ::ffff:10.99.0.1)" = 12
