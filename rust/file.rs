@@ -791,7 +791,7 @@ impl CepmFile {
         check_path(&req.path)?;
         if !matches!(
             u32::from(req.qp_type),
-            uapi::CEPM_TRANSPORT_RC | uapi::CEPM_TRANSPORT_UC
+            uapi::CEPM_TRANSPORT_RC | uapi::CEPM_TRANSPORT_UC | uapi::CEPM_TRANSPORT_XRC
         ) || req.max_cm_retries > 15
         {
             return Err(EINVAL);

@@ -35,10 +35,7 @@ use crate::{
         pdata::PrivateData,
         rej::Rej,
         rej_match::RejTarget,
-        req::{
-            Req,
-            Transport, //
-        },
+        req::Req,
         sidr_rep::SidrRep,
         state::{
             stateless_reply,
@@ -164,10 +161,6 @@ fn req_received(
     tid: u64,
     attr_mod: u32,
 ) -> Option<Unmatched> {
-    // XRC is not served here (no XRC target QPs): REJ 9 before anything else.
-    if req.transport == Transport::Xrc {
-        return Some(Unmatched::ReqInvalidTransport);
-    }
     let tables = &port.cm().tables;
     if let Some(cep) = tables.find_peer(
         PeerTable::CommId,

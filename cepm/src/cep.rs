@@ -30,6 +30,8 @@ pub struct ReqInfo {
     pub rnr_retry_count: u8,
     /// Whether this is a SIDR_REQ (then `remote_comm_id` is its request ID).
     pub sidr: u8,
+    /// The REQ's transport (`CEPM_TRANSPORT_*`): with XRC this side is an XRC target.
+    pub transport: u8,
     /// Device and port the REQ arrived on.
     pub device: String,
     /// Port number.
@@ -57,6 +59,7 @@ impl ReqInfo {
             retry_count: r.retry_count,
             rnr_retry_count: r.rnr_retry_count,
             sidr: r.sidr,
+            transport: r.transport,
             device: crate::device_name::decode(&r.dev_name),
             port: r.port_num,
             private_data: r.pdata[..usize::from(r.pdata_len).min(r.pdata.len())].to_vec(),

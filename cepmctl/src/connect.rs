@@ -78,6 +78,8 @@ pub(crate) struct Config {
     /// Active side with `rdma_cm`: the `cma_hdr` version byte (0; anything else is refused by
     /// the peer).
     pub(crate) cma_version: u8,
+    /// CM only: an XRC connection (active: an XRC initiator; passive: an XRC target).
+    pub(crate) xrc: bool,
 }
 
 /// The QPN a CM-only connection announces: any non-zero 24-bit value will do, but a second
@@ -237,6 +239,11 @@ pub(crate) fn connect_args(
         retry_count: 7,
         rnr_retry_count: 7,
         max_cm_retries: config.max_cm_retries,
+        qp_type: if config.xrc {
+            sys::CEPM_TRANSPORT_XRC
+        } else {
+            sys::CEPM_TRANSPORT_RC
+        } as u8,
         ..Default::default()
     };
     let mut len = 0;
@@ -334,6 +341,22 @@ fn to_init(cepm: &Cepm, handle: u32, qp: &RcQp) -> io::Result<()> {
         a.pkey_index,
         AccessFlags::from_bits_truncate(a.qp_access_flags),
     )
+}
+
+/// With `--xrc`, prints the `IB_QP_*` masks of INIT, RTR and RTS that cepm gives out for
+/// this side's role (they are what an XRC QP would be modified with).
+fn trace_xrc_masks(cepm: &Cepm, handle: u32, config: &Config, trace: &mut Trace) -> io::Result<()> {
+    if !config.xrc {
+        return Ok(());
+    }
+    let mask = |state| cepm.qp_attr(handle, state).map(|a| a.attr_mask);
+    trace.push(format!(
+        "QP attribute masks: INIT {:#x}, RTR {:#x}, RTS {:#x}",
+        mask(sys::CEPM_QPS_INIT)?,
+        mask(sys::CEPM_QPS_RTR)?,
+        mask(sys::CEPM_QPS_RTS)?
+    ));
+    Ok(())
 }
 
 /// Waits for event `want`; MRAs on the way are traced and waited past.
@@ -467,6 +490,7 @@ pub(crate) fn active(config: &Config) -> io::Result<Outcome> {
         "QP {qpn:#x} in RTS, connected to QP {:#x} (send PSN {:#x}, receive PSN {:#x}, ACK timeout {}, retries {}, RNR retries {})",
         rtr.dest_qp_num, rts.sq_psn, rtr.rq_psn, rts.timeout, rts.retry_cnt, rts.rnr_retry
     ));
+    trace_xrc_masks(&cepm, handle, config, &mut trace)?;
     cepm.send_rtu(handle, &config.rtu_data)?;
     let info = cepm.query_cep(handle)?;
     trace.push(format!(
@@ -612,11 +636,26 @@ pub(crate) fn passive(config: &Config) -> io::Result<Outcome> {
         std::thread::sleep(config.claim_delay);
     }
     let (handle, req) = cepm.get_request(listener, 0x5e55_0000)?;
+    let transport = match u32::from(req.transport) {
+        sys::CEPM_TRANSPORT_RC => "RC",
+        sys::CEPM_TRANSPORT_UC => "UC",
+        sys::CEPM_TRANSPORT_XRC => "XRC",
+        _ => "unknown",
+    };
     trace.push(format!(
-        "REQ claimed as CEP {handle}: from QPN {:#x}, private data {:?}",
+        "REQ claimed as CEP {handle}: from QPN {:#x}, transport {transport}, private data {:?}",
         req.remote_qpn,
         String::from_utf8_lossy(&req.private_data).trim_end_matches('\0')
     ));
+    // An XRC target takes only XRC REQs, as a QP of one type serves one transport.
+    if config.xrc != (u32::from(req.transport) == sys::CEPM_TRANSPORT_XRC) {
+        cepm.reject(handle, 9, &[], b"")?;
+        return Err(io::Error::other(format!(
+            "rejected the {transport} REQ with reason 9: accept{} takes {} REQs only",
+            if config.xrc { " --xrc" } else { "" },
+            if config.xrc { "XRC" } else { "RC and UC" }
+        )));
+    }
     if config.rdma_cm {
         check_cma_hdr(&cepm, handle, &req.private_data, &mut trace)?;
     }
@@ -655,6 +694,7 @@ pub(crate) fn passive(config: &Config) -> io::Result<Outcome> {
     cepm.prepare_rep(&rep)?;
     // The prepare/send split: the QP is in RTR before the REP leaves.
     let (pp, _) = to_rtr(&cepm, handle, qp.as_ref(), config)?;
+    trace_xrc_masks(&cepm, handle, config, &mut trace)?;
     trace.push(format!(
         "REP prepared; QP {qpn:#x} in RTR before the REP is sent"
     ));

@@ -361,6 +361,11 @@ struct ConnectArgs {
     /// (connect, needs --peer-ip), and is required in the REQ (accept: else REJ 28).
     #[arg(long)]
     rdma_cm: bool,
+    /// With --cm-only: an XRC connection (connect: an XRC initiator; accept: an XRC target,
+    /// refusing other REQs with REJ 9).  rxe has no XRC QPs, so no data moves; both print the
+    /// QP attribute masks cepm gives out.
+    #[arg(long, requires = "cm_only")]
+    xrc: bool,
     /// connect --rdma-cm: the cma_hdr version byte (rdma_cm refuses anything but 0).
     #[arg(long, default_value_t = 0)]
     cma_version: u8,
@@ -416,6 +421,7 @@ impl ConnectArgs {
             establish_early: self.establish_early,
             rdma_cm: self.rdma_cm,
             cma_version: self.cma_version,
+            xrc: self.xrc,
         }
     }
 }

@@ -456,6 +456,7 @@ impl<'o> Client<'o> {
             establish_early: false,
             rdma_cm: false,
             cma_version: 0,
+            xrc: false,
         }
     }
 

@@ -183,6 +183,7 @@ struct cepm_bind {
 /* Transport services: cepm_req_info.transport, cepm_connect.qp_type. */
 #define CEPM_TRANSPORT_RC 0
 #define CEPM_TRANSPORT_UC 1
+#define CEPM_TRANSPORT_XRC 2 /* CONNECT: an XRC initiator; a REQ: for an XRC target */
 
 /*
  * A REQ as the passive side sees it.  The new CEP is parked, unclaimed and

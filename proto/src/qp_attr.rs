@@ -189,10 +189,7 @@ impl Negotiated {
 
     /// The active side after receiving `rep` (`cm_rep_handler`, `cm.c`).
     pub fn apply_received_rep(&mut self, rep: &Rep) {
-        self.remote_qpn = Some(match self.qp_type {
-            QpType::XrcIni => rep.local_eecn,
-            _ => rep.local_qpn,
-        });
+        self.remote_qpn = Some(rep.sender_qpn(self.qp_type == QpType::XrcIni));
         self.initiator_depth = rep.responder_resources;
         self.responder_resources = rep.initiator_depth;
         self.sq_psn = Some(rep.starting_psn);

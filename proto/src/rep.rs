@@ -103,6 +103,29 @@ cm_message! {
 }
 
 impl Rep {
+    /// The REP of an XRC target (`cm_format_rep`, `cm.c`): its QPN moves to LocalEECN,
+    /// LocalQPN is 0, the SRQ bit is set (a target QP receives through an XRC SRQ), and it
+    /// announces no initiator depth or end-to-end flow control (it sends nothing).
+    #[must_use]
+    pub fn for_xrc_target(mut self) -> Self {
+        self.local_eecn = self.local_qpn;
+        self.local_qpn = 0;
+        self.srq = true;
+        self.initiator_depth = 0;
+        self.end_to_end_flow_control = false;
+        self
+    }
+
+    /// The QPN the REP names: LocalEECN for an XRC initiator, whose target puts its QPN
+    /// there, LocalQPN otherwise (`cm_format_rep_event`, `cm.c`).
+    pub fn sender_qpn(&self, xrc_initiator: bool) -> u32 {
+        if xrc_initiator {
+            self.local_eecn
+        } else {
+            self.local_qpn
+        }
+    }
+
     /// A REP names a QP by its QPN or, for an XRC target, by its EECN.
     fn validate_wire(mad: &Mad) -> Result<(), DecodeError> {
         if fields::LOCAL_QPN.get(mad) == 0 && fields::LOCAL_EECN.get(mad) == 0 {

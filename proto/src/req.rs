@@ -214,6 +214,20 @@ impl Req {
         }
     }
 
+    /// The REQ as its transport has it sent (`cm_format_req`, `cm.c`): an XRC initiator
+    /// has no receive queue and nothing to retry towards, so its REQ announces no responder
+    /// resources, retry counts or SRQ. Other transports are left as they are.
+    #[must_use]
+    pub fn for_transport(mut self) -> Self {
+        if self.transport == Transport::Xrc {
+            self.responder_resources = 0;
+            self.retry_count = 0;
+            self.rnr_retry_count = 0;
+            self.srq = false;
+        }
+        self
+    }
+
     /// A QPN that is not 0, refused before the MAD is touched.
     fn validate(&self) -> Result<(), EncodeError> {
         if self.local_qpn == 0 {

@@ -880,7 +880,7 @@ pub enum StatelessReply {
 pub enum Unmatched {
     /// REQ for a service ID nobody listens on (`cm_match_req` in `cm.c`: REJ 8).
     ReqNoListener,
-    /// REQ for a transport this CM does not serve (XRC, RD or reserved), or with QPN 0: REJ 9
+    /// REQ for a transport this CM does not serve (RD or reserved), or with QPN 0: REJ 9
     /// ([`super::req::Req::invalid_transport`]).
     ReqInvalidTransport,
     /// REQ whose primary path names a GID the receiving port does not have (`cm_req_handler`

@@ -4,7 +4,7 @@
 mod gen;
 
 use cepm_proto::qp_attr::*;
-use cepm_proto::req::Transport;
+use cepm_proto::req::{Req, Transport};
 use cepm_proto::state::State;
 use cepm_proto::timing::*;
 use gen::Rng;
@@ -128,19 +128,15 @@ fn negotiate(seed: u64, transport: Transport) -> (Negotiated, Negotiated, u32, u
     let mut req = gen::req(&mut r);
     req.transport = transport;
     let mut rep = gen::rep(&mut r);
-    if transport == Transport::Xrc {
-        rep.local_eecn = rep.local_qpn;
-        rep.local_qpn = 0;
-    }
+    let passive_qpn = rep.local_qpn;
     let mut active = Negotiated::active(&req, 16, 0, 1);
-    let mut passive = Negotiated::passive(&req, 0, 1);
+    let sent = req.for_transport();
+    let mut passive = Negotiated::passive(&sent, 0, 1);
     passive.apply_sent_rep(&rep);
+    if transport == Transport::Xrc {
+        rep = rep.for_xrc_target();
+    }
     active.apply_received_rep(&rep);
-    let passive_qpn = if transport == Transport::Xrc {
-        rep.local_eecn
-    } else {
-        rep.local_qpn
-    };
     (active, passive, req.local_qpn, passive_qpn)
 }
 
@@ -222,6 +218,102 @@ fn masks_per_transport_follow_linux() {
     assert_ne!(
         derive(State::RepSent, QpState::Rtr, &xp).unwrap().mask & MASK_MAX_DEST_RD_ATOMIC,
         0
+    );
+}
+
+/// What an XRC initiator's REQ and an XRC target's REP leave out or move (`cm_format_req`,
+/// `cm_format_rep`): the other transports' messages are left as they are.
+#[test]
+fn xrc_messages_as_linux_formats_them() {
+    let mut r = Rng::new(7);
+    let mut req = gen::req(&mut r);
+    req.responder_resources = 4;
+    req.retry_count = 5;
+    req.rnr_retry_count = 6;
+    req.srq = true;
+    // (transport, responder resources, retry count, RNR retry count, SRQ) sent.
+    let table = [
+        (Transport::Rc, 4, 5, 6, true),
+        (Transport::Uc, 4, 5, 6, true),
+        (Transport::Xrc, 0, 0, 0, false),
+    ];
+    for (transport, rr, retry, rnr, srq) in table {
+        let sent = Req { transport, ..req }.for_transport();
+        let got = (
+            sent.responder_resources,
+            sent.retry_count,
+            sent.rnr_retry_count,
+            sent.srq,
+        );
+        assert_eq!(got, (rr, retry, rnr, srq), "{transport:?}");
+        assert_eq!(sent.local_qpn, req.local_qpn);
+        assert_eq!(sent.initiator_depth, req.initiator_depth);
+    }
+
+    let mut rep = gen::rep(&mut r);
+    rep.local_qpn = 0x00a1c2;
+    rep.local_eecn = 0;
+    rep.initiator_depth = 3;
+    rep.end_to_end_flow_control = true;
+    rep.srq = false;
+    let tgt = rep.for_xrc_target();
+    assert_eq!((tgt.local_qpn, tgt.local_eecn), (0, 0x00a1c2));
+    assert_eq!(
+        (tgt.initiator_depth, tgt.end_to_end_flow_control, tgt.srq),
+        (0, false, true)
+    );
+    assert_eq!(tgt.responder_resources, rep.responder_resources);
+    assert_eq!(tgt.starting_psn, rep.starting_psn);
+    // The initiator reads the QPN where its target put it; anyone else reads LocalQPN.
+    assert_eq!(tgt.sender_qpn(true), 0x00a1c2);
+    assert_eq!(rep.sender_qpn(false), 0x00a1c2);
+    assert_eq!(tgt.sender_qpn(false), 0);
+}
+
+/// The XRC roles' masks in full: an initiator's RTR has no responder resources or RNR timer,
+/// a target's RTS no retry counts or initiator depth (`cm_init_qp_rtr_attr`,
+/// `cm_init_qp_rts_attr`); INIT is the same for both.
+#[test]
+fn xrc_masks_per_role() {
+    let (xa, xp, ..) = negotiate(5, Transport::Xrc);
+    let init = MASK_STATE | MASK_ACCESS_FLAGS | MASK_PKEY_INDEX | MASK_PORT;
+    let rtr = MASK_STATE | MASK_AV | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN;
+    let rts = MASK_STATE | MASK_SQ_PSN | MASK_TIMEOUT;
+    // (negotiated, state, [INIT, RTR, RTS] masks)
+    let table = [
+        (
+            &xa,
+            State::RepRcvd,
+            [
+                init,
+                rtr,
+                rts | MASK_RETRY_CNT | MASK_RNR_RETRY | MASK_MAX_QP_RD_ATOMIC,
+            ],
+        ),
+        (
+            &xp,
+            State::ReqRcvd,
+            [
+                init,
+                rtr | MASK_MAX_DEST_RD_ATOMIC | MASK_MIN_RNR_TIMER,
+                rts,
+            ],
+        ),
+    ];
+    for (n, state, masks) in table {
+        for (target, mask) in [QpState::Init, QpState::Rtr, QpState::Rts]
+            .into_iter()
+            .zip(masks)
+        {
+            let got = derive(state, target, n).unwrap().mask;
+            assert_eq!(got, mask, "{:?} {target:?}: {got:#x}", n.qp_type);
+        }
+    }
+    // The numbers cep_xrc.sh checks on the wire's far side, through INIT_QP_ATTR.
+    assert_eq!(rtr, 0x10_1181);
+    assert_eq!(
+        rts | MASK_RETRY_CNT | MASK_RNR_RETRY | MASK_MAX_QP_RD_ATOMIC,
+        0x1_2e01
     );
 }
 

@@ -23,7 +23,8 @@ use crate::{
         pdata::PrivateData,
         qp_attr::{
             Negotiated,
-            QpState, //
+            QpState,
+            QpType, //
         },
         rej::Rej,
         rej_match::RejTarget,
@@ -90,8 +91,7 @@ impl Cep {
         info.transport = match req.transport {
             Transport::Rc => uapi::CEPM_TRANSPORT_RC,
             Transport::Uc => uapi::CEPM_TRANSPORT_UC,
-            // Answered with REJ 9 before any CEP is made (`recv::req_received`).
-            Transport::Xrc => return Err(EINVAL),
+            Transport::Xrc => uapi::CEPM_TRANSPORT_XRC,
         } as u8;
         info.remote_cm_response_timeout = req.remote_cm_response_timeout;
         info.local_cm_response_timeout = req.local_cm_response_timeout;
@@ -182,7 +182,7 @@ impl Cep {
     ) -> Result {
         let path = &args.path;
         let route = Route::new(path, &port)?;
-        let req = KBox::new(
+        let mut req = KBox::new(
             Req {
                 local_comm_id: self.local_id,
                 service_id: args.service_id,
@@ -191,10 +191,10 @@ impl Cep {
                 responder_resources: args.responder_resources,
                 initiator_depth: args.initiator_depth,
                 remote_cm_response_timeout: args.remote_cm_response_timeout,
-                transport: if u32::from(args.qp_type) == uapi::CEPM_TRANSPORT_UC {
-                    Transport::Uc
-                } else {
-                    Transport::Rc
+                transport: match u32::from(args.qp_type) {
+                    uapi::CEPM_TRANSPORT_UC => Transport::Uc,
+                    uapi::CEPM_TRANSPORT_XRC => Transport::Xrc,
+                    _ => Transport::Rc,
                 },
                 starting_psn: args.starting_psn,
                 local_cm_response_timeout: args.local_cm_response_timeout,
@@ -224,8 +224,11 @@ impl Cep {
             },
             GFP_KERNEL_ACCOUNT,
         )?;
-        Self::check_encodable(CmMsg::Req(*req))?;
+        // The QP keeps what the user asked for (`ib_send_cm_req` keeps its parameters), the
+        // REQ only what its transport sends.
         let negotiated = Negotiated::active(&req, path.packet_life_time, 0, route.ah_info.port_num);
+        *req = req.for_transport();
+        Self::check_encodable(CmMsg::Req(*req))?;
         let request = FirstRequest {
             event: Event::SendReq,
             service_id: args.service_id,
@@ -275,7 +278,12 @@ impl Cep {
         {
             return;
         }
-        let qpn_key = PeerId::by_guid(rep.local_qpn, rep.local_ca_guid);
+        let xrc_initiator = inner
+            .kind
+            .connection()
+            .and_then(|c| c.negotiated.as_ref())
+            .is_some_and(|n| n.qp_type == QpType::XrcIni);
+        let qpn_key = PeerId::by_guid(rep.sender_qpn(xrc_initiator), rep.local_ca_guid);
         if let Some(old) =
             self.cm
                 .tables
@@ -357,13 +365,21 @@ impl Cep {
         if let Some(n) = c.negotiated.as_ref() {
             n.check_rep_psn(rep.starting_psn).map_err(|_| EINVAL)?;
         }
-        *rep_msg = rep;
-        c.rep_msg = Some(rep_msg);
         c.local_qpn = args.local_qpn;
         c.ece_attr_mod = args.ece_attr_mod;
+        // The QP keeps the user's parameters (`ib_send_cm_rep`), the REP what an XRC target
+        // sends.
+        let mut xrc_target = false;
         if let Some(n) = c.negotiated.as_mut() {
             n.apply_sent_rep(&rep);
+            xrc_target = n.qp_type == QpType::XrcTgt;
         }
+        *rep_msg = if xrc_target {
+            rep.for_xrc_target()
+        } else {
+            rep
+        };
+        c.rep_msg = Some(rep_msg);
         self.commit(&mut inner, checked, None);
         Ok(())
     }

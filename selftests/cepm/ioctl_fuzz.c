@@ -1722,6 +1722,8 @@ static void op_get_private_data(struct file *f, struct cep *t)
 
 static void connect_fields(struct cepm_connect *k, uint32_t handle)
 {
+	uint32_t t;
+
 	k->service_id = pick_service(false);
 	k->handle = handle;
 	k->port_num = RXE_PORT;
@@ -1737,7 +1739,8 @@ static void connect_fields(struct cepm_connect *k, uint32_t handle)
 	k->rnr_retry_count = rnd(8);
 	k->max_cm_retries = rnd(4);
 	k->srq = rnd(2);
-	k->qp_type = chance(85) ? CEPM_TRANSPORT_RC : CEPM_TRANSPORT_UC;
+	t = rnd(100);
+	k->qp_type = t < 85 ? CEPM_TRANSPORT_RC : t < 93 ? CEPM_TRANSPORT_UC : CEPM_TRANSPORT_XRC;
 	k->pdata_len = pdata_len(CEPM_REQ_PDATA_MAX);
 	fill_random(k->pdata, sizeof(k->pdata));
 	if (chance(30)) {
@@ -1760,8 +1763,8 @@ static const struct mutation connect_mutation[] = {
 	MUST_FAIL(PROV_E2BIG, "pdata_len over CEPM_REQ_PDATA_MAX",
 		  SET(struct cepm_connect, pdata_len, OVER(CEPM_REQ_PDATA_MAX))),
 	BROKEN_PATH(struct cepm_connect),
-	MUST_FAIL(0, "a qp_type that is neither RC nor UC",
-		  SET(struct cepm_connect, qp_type, RANGE(2, 254))),
+	MUST_FAIL(0, "a qp_type that is neither RC, UC nor XRC",
+		  SET(struct cepm_connect, qp_type, RANGE(3, 254))),
 	TOO_MANY_RETRIES(struct cepm_connect),
 	ANOTHER_PORT(struct cepm_connect),
 	MUST_FAIL(0, "ece_vendor_id over 24 bits",
