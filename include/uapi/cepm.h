@@ -20,10 +20,11 @@
  * or grow, so that userspace can tell what the module offers: 5 added
  * CEPM_IOC_MIGRATE and CEPM_IOC_POST_EVENT; 6 grew struct cepm_get_request
  * by local_psn (QP attributes for RTR before PREPARE_REP); 7 added
- * CEPM_IOC_BIND (rdma_cm's port reservation) and grew struct cepm_connect, struct cepm_accept and struct cepm_private_data by the ECE
- * fields (Enhanced Connection Establishment: REQ and REP VendorID and the
- * MAD's attribute modifier), and struct cepm_listen by an address scope
- * (several listeners on one service ID).
+ * CEPM_IOC_BIND (rdma_cm's port reservation) and CEPM_TRANSPORT_XRC, grew
+ * struct cepm_connect, struct cepm_accept and struct cepm_private_data by
+ * the ECE fields (Enhanced Connection Establishment: REQ and REP VendorID
+ * and the MAD's attribute modifier), and struct cepm_listen by an address
+ * scope (several listeners on one service ID).
  */
 #define CEPM_ABI_VERSION 7
 

@@ -161,7 +161,10 @@ impl CepmFile {
             return Err(EINVAL);
         }
         let owner = self.cm.ports.owner(&key, cep.local_id).ok_or(EINVAL)?;
-        let bound = ListenScope::of(IpAddr::from_slot(owner.src.v6, &owner.src.addr), owner.afonly);
+        let bound = ListenScope::of(
+            IpAddr::from_slot(owner.src.v6, &owner.src.addr),
+            owner.afonly,
+        );
         if *scope != bound {
             return Err(EINVAL);
         }
