@@ -254,7 +254,11 @@ mod tests {
             ([1, 0, 0, 0], false),
         ] {
             assert_eq!(IpAddr::V4(a).is_any(), any, "{a:?}");
-            assert_eq!(crate::port_rules::BindAddr::v4(a).is_any(), any, "{a:?}");
+            assert_eq!(
+                super::super::port_rules::BindAddr::v4(a).is_any(),
+                any,
+                "{a:?}"
+            );
         }
         let mut v6 = [0u8; 16];
         assert!(IpAddr::V6(v6).is_any());
