@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# proto/check.sh: everything issue 3 asks `make check` to run for the protocol core.
+# proto/check.sh: everything `make check` runs for the protocol core.
 #
 #   1. cargo test (unit, integration, property tests) + clippy + rustdoc, all -D warnings
 #   2. source rules the kernel build relies on (no float, no `crate::`, no unsafe)

@@ -78,7 +78,7 @@ void cepm_shim_local_port_range(u64 net, u16 *low, u16 *high)
 {
 	int lo, hi;
 
-	/* One namespace for now: every net key is 0, init_net's (issue 42 adds the rest). */
+	/* Every net key is 0, init_net: the port table is not per namespace (docs/rdmacm.md). */
 	(void)net;
 	inet_get_local_port_range(&init_net, &lo, &hi);
 	*low = clamp(lo, 1, 65535);

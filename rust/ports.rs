@@ -24,7 +24,8 @@ use crate::{
     shim,
 };
 
-/// A port of a port space, in a network namespace (always 0: issue 42 names them).
+/// A port of a port space, in a network namespace (0, the initial one: the table is not per
+/// namespace).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct PortKey {
     pub(crate) net: u64,

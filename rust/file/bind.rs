@@ -41,7 +41,8 @@ use crate::{
     },
 };
 
-/// The network namespace of every port: the initial one (issue 42 adds the others).
+/// The network namespace of every port: the initial one, since the port table is not per
+/// namespace (docs/rdmacm.md, "Known gaps").
 const NET: u64 = 0;
 
 /// Ports below this need `CAP_NET_BIND_SERVICE` (`PROT_SOCK`).
