@@ -1035,12 +1035,13 @@ fn listen_scope(req: &uapi::cepm_listen, range: ServiceRange) -> Result<ListenSc
         uapi::CEPM_LISTEN_UNSCOPED if req.addr == [0; 16] && !afonly => {
             return Ok(ListenScope::Unscoped)
         }
-        uapi::CEPM_LISTEN_IPV4 if req.addr[..12] == [0; 12] => false,
+        uapi::CEPM_LISTEN_IPV4 => false,
         uapi::CEPM_LISTEN_IPV6 => true,
         _ => return Err(EINVAL),
     };
+    let addr = IpAddr::checked_slot(v6, &req.addr).ok_or(EINVAL)?;
     if range.mask != u64::MAX || parse_ip_service_id(range.id).is_none() {
         return Err(EINVAL);
     }
-    Ok(ListenScope::of(IpAddr::from_slot(v6, &req.addr), afonly))
+    Ok(ListenScope::of(addr, afonly))
 }

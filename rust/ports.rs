@@ -16,10 +16,13 @@ use kernel::{
 };
 
 use crate::{
-    proto::port_rules::{
-        self,
-        PortOwner,
-        Refusal, //
+    proto::{
+        listen_scope::IpAddr,
+        port_rules::{
+            self,
+            PortOwner,
+            Refusal, //
+        },
     },
     shim,
 };
@@ -123,7 +126,7 @@ impl Ports {
     }
 
     /// Whether `id` holds `key` with the address `src` (and its family).
-    pub(crate) fn holds_with(&self, key: &PortKey, id: u32, src: &port_rules::BindAddr) -> bool {
+    pub(crate) fn holds_with(&self, key: &PortKey, id: u32, src: &IpAddr) -> bool {
         let mut inner = self.inner.lock();
         inner.owner_mut(key, id).is_some_and(|o| o.src == *src)
     }

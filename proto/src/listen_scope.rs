@@ -20,7 +20,7 @@ use super::{
     service_id::parse_ip_service_id,
 };
 
-/// An IP address, as a listen or a request names it, in network order.
+/// An IP address, as a listen, a bind or a request names it, in network order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum IpAddr {
     /// IPv4.
@@ -53,6 +53,12 @@ impl IpAddr {
         }
     }
 
+    /// The 16 bytes of a listen's or a bind's address: `None` for IPv4 with bytes before its
+    /// last four, which must be zero, as in `cma_hdr`.
+    pub fn checked_slot(v6: bool, addr: &[u8; 16]) -> Option<Self> {
+        (v6 || addr[..12] == [0; 12]).then(|| Self::from_slot(v6, addr))
+    }
+
     /// `addr` as the 16 bytes of a `cma_hdr` slot or a listen's address: IPv4 in the last 4.
     pub fn from_slot(v6: bool, addr: &[u8; 16]) -> Self {
         if v6 {
@@ -60,6 +66,13 @@ impl IpAddr {
         } else {
             Self::V4([addr[12], addr[13], addr[14], addr[15]])
         }
+    }
+}
+
+/// The IPv4 unspecified address, what an owner of a port names when it names none.
+impl Default for IpAddr {
+    fn default() -> Self {
+        Self::V4([0; 4])
     }
 }
 
@@ -244,7 +257,7 @@ mod tests {
     #[test]
     fn wildcards_are_cma_any_addr_and_loopback() {
         // `cma_any_addr` is `ipv4_is_zeronet` (0.0.0.0/8) for IPv4, and `cma_loopback_addr`
-        // 127.0.0.0/8; IPv6 `::` and `::1`. The port table's `BindAddr::is_any` agrees.
+        // 127.0.0.0/8; IPv6 `::` and `::1`. The port table uses the same test.
         for (a, any) in [
             ([0, 0, 0, 0], true),
             ([0, 1, 2, 3], true),
@@ -254,11 +267,6 @@ mod tests {
             ([1, 0, 0, 0], false),
         ] {
             assert_eq!(IpAddr::V4(a).is_any(), any, "{a:?}");
-            assert_eq!(
-                super::super::port_rules::BindAddr::v4(a).is_any(),
-                any,
-                "{a:?}"
-            );
         }
         let mut v6 = [0u8; 16];
         assert!(IpAddr::V6(v6).is_any());

@@ -6,54 +6,15 @@
 
 use super::listen_scope::IpAddr;
 
-/// An address a CEP binds to, or the destination it connects to.
-///
-/// IPv4 sits in the last four bytes, the first twelve zero, as in `cma_hdr`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct BindAddr {
-    /// IPv6 (else IPv4).
-    pub v6: bool,
-    /// The address, in network order.
-    pub addr: [u8; 16],
-}
-
-impl BindAddr {
-    /// An IPv4 address.
-    pub const fn v4(a: [u8; 4]) -> Self {
-        let mut addr = [0; 16];
-        addr[12] = a[0];
-        addr[13] = a[1];
-        addr[14] = a[2];
-        addr[15] = a[3];
-        Self { v6: false, addr }
-    }
-
-    /// An IPv6 address.
-    pub const fn v6(addr: [u8; 16]) -> Self {
-        Self { v6: true, addr }
-    }
-
-    /// Whether the address counts as a wildcard (`cma_any_addr`): the unspecified address,
-    /// and loopback too (0.0.0.0/8 and 127.0.0.0/8 for IPv4, `::` and `::1` for IPv6).
-    pub fn is_any(&self) -> bool {
-        IpAddr::from_slot(self.v6, &self.addr).is_any()
-    }
-
-    /// Whether the two differ, their families included (`cma_addr_cmp`).
-    fn differs(&self, other: &Self) -> bool {
-        self != other
-    }
-}
-
 /// One holder of a port, or one that asks to become one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct PortOwner {
     /// Who it is (the module's local comm ID): an owner never conflicts with itself.
     pub id: u32,
     /// The address it binds to.
-    pub src: BindAddr,
+    pub src: IpAddr,
     /// Where it connects to, for an active CEP; the wildcard for none.
-    pub dst: BindAddr,
+    pub dst: IpAddr,
     /// The port it connects to; 0 for none.
     pub dst_port: u16,
     /// `RDMA_OPTION_ID_REUSEADDR`: shares the port with owners that set it too.
@@ -83,13 +44,13 @@ pub fn check_port<'a>(
         if cur.id == new.id || (reuseaddr && cur.reuseaddr) {
             continue;
         }
-        if new.afonly && cur.afonly && new.src.v6 != cur.src.v6 {
+        if new.afonly && cur.afonly && new.src.is_v6() != cur.src.is_v6() {
             continue;
         }
         if new.src.is_any() || cur.src.is_any() {
             return Err(Refusal::NotAvailable);
         }
-        if !new.src.differs(&cur.src) {
+        if new.src == cur.src {
             return Err(Refusal::InUse);
         }
     }
@@ -102,8 +63,8 @@ pub fn is_unique<'a>(owners: impl IntoIterator<Item = &'a PortOwner>, new: &Port
     owners.into_iter().all(|cur| {
         cur.id == new.id
             || (new.dst_port != 0 && cur.dst_port != 0 && new.dst_port != cur.dst_port)
-            || (!new.src.is_any() && !cur.src.is_any() && new.src.differs(&cur.src))
-            || (!new.dst.is_any() && !cur.dst.is_any() && new.dst.differs(&cur.dst))
+            || (!new.src.is_any() && !cur.src.is_any() && new.src != cur.src)
+            || (!new.dst.is_any() && !cur.dst.is_any() && new.dst != cur.dst)
     })
 }
 
@@ -130,14 +91,14 @@ pub fn candidates(low: u16, high: u16, start: u16, last_used: u16) -> impl Itera
 mod tests {
     use super::*;
 
-    const A: BindAddr = BindAddr::v4([10, 0, 0, 1]);
-    const B: BindAddr = BindAddr::v4([10, 0, 0, 2]);
-    const ANY4: BindAddr = BindAddr::v4([0, 0, 0, 0]);
-    const LO4: BindAddr = BindAddr::v4([127, 0, 0, 1]);
-    const ANY6: BindAddr = BindAddr::v6([0; 16]);
-    const A6: BindAddr = BindAddr::v6([0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    const A: IpAddr = IpAddr::V4([10, 0, 0, 1]);
+    const B: IpAddr = IpAddr::V4([10, 0, 0, 2]);
+    const ANY4: IpAddr = IpAddr::V4([0, 0, 0, 0]);
+    const LO4: IpAddr = IpAddr::V4([127, 0, 0, 1]);
+    const ANY6: IpAddr = IpAddr::V6([0; 16]);
+    const A6: IpAddr = IpAddr::V6([0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
 
-    fn owner(id: u32, src: BindAddr, reuseaddr: bool, afonly: bool) -> PortOwner {
+    fn owner(id: u32, src: IpAddr, reuseaddr: bool, afonly: bool) -> PortOwner {
         PortOwner {
             id,
             src,
@@ -152,17 +113,17 @@ mod tests {
         for (addr, any) in [
             (ANY4, true),
             (LO4, true),
-            (BindAddr::v4([0, 1, 2, 3]), true),
+            (IpAddr::V4([0, 1, 2, 3]), true),
             (A, false),
             (ANY6, true),
             (
-                BindAddr::v6([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+                IpAddr::V6([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
                 true,
             ),
             (A6, false),
             // A v4-mapped address is IPv6, and specific.
             (
-                BindAddr::v6([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1]),
+                IpAddr::V6([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1]),
                 false,
             ),
         ] {

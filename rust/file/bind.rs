@@ -24,10 +24,7 @@ use crate::{
             IpAddr,
             ListenScope, //
         },
-        port_rules::{
-            BindAddr,
-            PortOwner, //
-        },
+        port_rules::PortOwner,
         service_id::{
             ip_service_id,
             PortSpace,
@@ -48,14 +45,6 @@ const NET: u64 = 0;
 /// Ports below this need `CAP_NET_BIND_SERVICE` (`PROT_SOCK`).
 const PROT_SOCK: u16 = 1024;
 
-/// An address of a BIND: `EINVAL` for an IPv4 one with bytes outside the last four.
-fn bind_addr(v6: bool, addr: [u8; 16]) -> Result<BindAddr> {
-    if !v6 && addr[..12] != [0; 12] {
-        return Err(EINVAL);
-    }
-    Ok(BindAddr { v6, addr })
-}
-
 impl CepmFile {
     pub(super) fn bind(&self, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_bind = arg.read()?;
@@ -73,8 +62,8 @@ impl CepmFile {
             return Err(EINVAL);
         }
         let reuseaddr = req.flags & uapi::CEPM_BIND_REUSEADDR as u8 != 0;
-        let src = bind_addr(v6, req.addr)?;
-        let dst = bind_addr(v6, req.dst_addr)?;
+        let src = IpAddr::checked_slot(v6, &req.addr).ok_or(EINVAL)?;
+        let dst = IpAddr::checked_slot(v6, &req.dst_addr).ok_or(EINVAL)?;
         if req.port != 0 && req.port < PROT_SOCK && !self.opener.net_bind_service {
             return Err(EACCES);
         }
@@ -131,7 +120,7 @@ impl CepmFile {
         cep: &Arc<Cep>,
         key: &PortKey,
         req: &uapi::cepm_bind,
-        src: &BindAddr,
+        src: &IpAddr,
     ) -> Result {
         let same = key.ps == req.port_space
             && (req.port == 0 || req.port == key.port)
@@ -162,10 +151,7 @@ impl CepmFile {
             return Err(EINVAL);
         }
         let owner = self.cm.ports.owner(&key, cep.local_id).ok_or(EINVAL)?;
-        let bound = ListenScope::of(
-            IpAddr::from_slot(owner.src.v6, &owner.src.addr),
-            owner.afonly,
-        );
+        let bound = ListenScope::of(owner.src, owner.afonly);
         if *scope != bound {
             return Err(EINVAL);
         }
