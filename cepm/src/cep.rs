@@ -223,16 +223,12 @@ impl Cepm {
             },
             ..Default::default()
         };
-        match addr {
-            std::net::IpAddr::V4(a) => {
-                l.scope = sys::CEPM_LISTEN_IPV4 as u8;
-                l.addr[12..].copy_from_slice(&a.octets());
-            }
-            std::net::IpAddr::V6(a) => {
-                l.scope = sys::CEPM_LISTEN_IPV6 as u8;
-                l.addr = a.octets();
-            }
-        }
+        l.scope = if addr.is_ipv4() {
+            sys::CEPM_LISTEN_IPV4
+        } else {
+            sys::CEPM_LISTEN_IPV6
+        } as u8;
+        l.addr = addr_bytes(addr);
         self.ioctl(sys::CEPM_IOCTL_LISTEN, &mut l)
     }
 
@@ -451,7 +447,7 @@ impl CepInfo {
     }
 }
 
-/// An address as BIND takes it: IPv4 in the last four bytes, as in `cma_hdr`.
+/// An address as BIND and LISTEN take it: IPv4 in the last four bytes, as in `cma_hdr`.
 fn addr_bytes(ip: std::net::IpAddr) -> [u8; 16] {
     match ip {
         std::net::IpAddr::V4(v4) => {
