@@ -62,7 +62,7 @@ client_id=0xabc10001
 "$CEPMCTL" accept --service-id $SID_T --cm-only --timeout-ms 60000 >"$out.accept" 2>&1 &
 apid=$!
 wait_until 10 listening
-"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id $SID_T --comm-id $client_id --ca-guid $guid
+send_req_counted --valid --service-id $SID_T --comm-id $client_id --ca-guid $guid
 wait_until 20 list_has_state REP_SENT
 ktap_check "the passive CEP answered the REQ and resends its REP" list_has_state REP_SENT
 spoof --local-comm-id $client_id --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
@@ -83,13 +83,13 @@ sink_case() {
 	"$CEPMCTL" serve --service-id "$sid" --count 2 "$option" --timeout-ms 60000 >"$file" 2>&1 &
 	spid=$!
 	wait_until 10 file_has '^serve: listening' "$file"
-	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id "$sid" --comm-id "$comm" --ca-guid $guid
+	send_req_counted --valid --service-id "$sid" --comm-id "$comm" --ca-guid $guid
 	wait_until 20 file_has "$ready" "$file"
 	spoof --local-comm-id "$comm" --remote-comm-id 0 --msg-rejected OTHER --reason 4 --ari "${guid#0x}"
 	# Past the first request: the sink either carried on or gave up.
 	past_first() { { file_has "$past" "$file" && file_has 'peer ended' "$file"; } || exited $spid; }
 	wait_until 20 past_first
-	"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ --valid --service-id "$sid" --comm-id $((comm + 1)) --ca-guid $guid
+	send_req_counted --valid --service-id "$sid" --comm-id $((comm + 1)) --ca-guid $guid
 	wait $spid
 	src=$?
 	show_files "$file"

@@ -95,6 +95,21 @@ mad_barrier() {
 		wait_until 10 counter_reaches rx DREP $((n + 1))
 }
 
+# send_req_counted ARGS...: a forged REQ (cepmctl send-mad $RXE_DEV 1 REQ ARGS...), sent again
+# unchanged, as a client resends it, while cepm has not counted it: rxe can drop a MAD on a busy
+# host, and a REQ that never arrived says nothing about cepm. Three sends at most, 5 s apart;
+# says so on stderr and returns 1 if none arrived.
+send_req_counted() {
+	local n attempt
+	n=$(rx REQ)
+	for attempt in 1 2 3; do
+		"$CEPMCTL" send-mad "$RXE_DEV" 1 REQ "$@" || return
+		wait_until 5 counter_reaches rx REQ $((n + 1)) 2>/dev/null && return 0
+		echo "# send_req_counted: cepm has not counted REQ send $attempt ($*)" >&2
+	done
+	return 1
+}
+
 # established_ceps: how many CEPs cepm lists in ESTABLISHED.
 established_ceps() { "$CEPMCTL" list | awk '$2 == "ESTABLISHED"' | wc -l; }
 # hold_pair SERVICE_ID OUT: a CM-only connection, both ends holding it until their next event
