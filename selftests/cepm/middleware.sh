@@ -39,13 +39,13 @@ ON_SERVER_OVER_CEPM=("${SERVER[@]}" env LD_LIBRARY_PATH="$LIB")
 # UCX: one message each mode; its server serves until stopped. Its output is line-buffered so
 # that what it printed survives the stop.
 export UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_TLS=rc_verbs
+ucx_ok() { [ "$crc" = 0 ] && file_has '^UCX data message was received' "$out.$1-s" && file_has 'UCP TEST SUCCESS' "$out.$1-s"; }
 for mode in tag stream am; do
-	stop_server=1 tool_pair ucx-$mode "cepm_listens 13337" -- \
+	stop_server=1 again_if_ucx_aborted ucx-$mode ucx_ok tool_pair ucx-$mode "cepm_listens 13337" -- \
 		"${ON_SERVER_OVER_CEPM[@]}" UCX_NET_DEVICES="$SERVER_DEV:1" timeout 120 \
 		stdbuf -oL "$UCP" -l $ADDR -p 13337 -c $mode -- \
 		"${OVER_CEPM[@]}" UCX_NET_DEVICES="$RXE_DEV:1" timeout 120 "$UCP" -a $ADDR -p 13337 -c $mode
-	ucx_ok() { [ "$crc" = 0 ] && file_has '^UCX data message was received' "$out.ucx-$mode-s" && file_has 'UCP TEST SUCCESS' "$out.ucx-$mode-s"; }
-	ktap_check "UCX ucp_client_server -c $mode over UCX's rdmacm CM: the client exits 0, the server received its message ($crc)" ucx_ok
+	ktap_check "UCX ucp_client_server -c $mode over UCX's rdmacm CM: the client exits 0, the server received its message ($crc)" ucx_ok ucx-$mode
 done
 
 # fi_pingpong's server listens on its TCP control port (47592) before it opens any endpoint.

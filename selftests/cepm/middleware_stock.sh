@@ -21,11 +21,11 @@ ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_
 export UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_TLS=rc_verbs
 UCX_PORT=13338
 ucx_ok() { [ "$crc" = 0 ] && file_has '^UCX data message was received' "$out.$1-s" && file_has 'UCP TEST SUCCESS' "$out.$1-s"; }
-stop_server=1 tool_pair ucx-to "stock_listens $UCX_PORT" -- \
+stop_server=1 again_if_ucx_aborted ucx-to ucx_ok tool_pair ucx-to "stock_listens $UCX_PORT" -- \
 	"${PEER[@]}" env UCX_NET_DEVICES=rxe1:1 timeout 120 stdbuf -oL "$UCP" -l $STOCK -p $UCX_PORT -c tag -- \
 	"${OVER_CEPM[@]}" UCX_NET_DEVICES=rxe0:1 timeout 120 "$UCP" -a $STOCK -p $UCX_PORT -c tag
 ktap_check "UCX client over cepm -> stock UCX server: the client exits 0, the server received its message ($crc)" ucx_ok ucx-to
-stop_server=1 tool_pair ucx-from "cepm_listens $UCX_PORT" -- \
+stop_server=1 again_if_ucx_aborted ucx-from ucx_ok tool_pair ucx-from "cepm_listens $UCX_PORT" -- \
 	"${OVER_CEPM[@]}" UCX_NET_DEVICES=rxe0:1 timeout 120 stdbuf -oL "$UCP" -l $OURS -p $UCX_PORT -c tag -- \
 	"${PEER[@]}" env UCX_NET_DEVICES=rxe1:1 timeout 120 "$UCP" -a $OURS -p $UCX_PORT -c tag
 ktap_check "stock UCX client -> UCX server over cepm: the client exits 0, the server received its message ($crc)" ucx_ok ucx-from
