@@ -21,8 +21,12 @@
 #include "rdma_test.h"
 
 #define MSG_LEN 16
-/* How long the server waits for a completion, in 10 ms naps. */
-#define COMPLETION_NAPS 6000
+/*
+ * How long the server waits for a completion, in 10 ms naps: longer than the selftests' own
+ * bound on a tool (timeout 120), which then stops a server hung on a lost ACK as it stops
+ * rdma_server, with the status lib.sh's rxe_lost_ack looks for.
+ */
+#define COMPLETION_NAPS 15000
 
 static int complain(const char *what)
 {
