@@ -1672,3 +1672,70 @@ TEST_F(cepm, bound_listen_keeps_the_bind_address)
 	l.flags = 0;
 	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
 }
+
+/* LISTEN of @handle on TCP port @port, for 10.99.0.@host (0: IPv4's wildcard; -1: unscoped). */
+static int listen_tcp(int fd, int handle, int host, __u16 port)
+{
+	struct cepm_listen l = { .handle = handle, .service_id = ((__u64)CEPM_PS_TCP << 16) | port,
+				 .scope = host < 0 ? CEPM_LISTEN_UNSCOPED : CEPM_LISTEN_IPV4 };
+
+	if (host > 0) {
+		l.addr[12] = 10;
+		l.addr[13] = 99;
+		l.addr[15] = host;
+	}
+	return ioctl(fd, CEPM_IOC_LISTEN, &l) ? errno : 0;
+}
+
+/*
+ * A LISTEN on a CEP that never bound holds the port of its rdma_cm service ID, for its
+ * address, as rdma_listen binds an unbound ID first: it cannot take a port that another CEP
+ * holds by BIND, and a BIND cannot take its port. Listeners on one port are told apart by the
+ * listen table as before (SPDK's portals listen on one port with several addresses).
+ */
+TEST_F(cepm, listen_holds_its_port)
+{
+	struct cepm_listen l = { .service_id = 0x1000000000047008ULL };
+	int other = open("/dev/cepm", O_RDWR), b, r[4], i;
+	struct cepm_destroy d = { 0 };
+
+	ASSERT_GE(other, 0);
+	b = create_cep(self->fd, 0);
+	ASSERT_GT(b, 0);
+	for (i = 0; i < 4; i++) {
+		r[i] = create_cep(other, 0);
+		ASSERT_GT(r[i], 0);
+	}
+	/* Port 47006 is bound to 10.99.0.1 by another file's CEP. */
+	ASSERT_EQ(0, bind_cep(self->fd, b, 1, 47006, 0, NULL));
+	EXPECT_EQ(EADDRINUSE, listen_tcp(other, r[0], 1, 47006));
+	EXPECT_EQ(EADDRNOTAVAIL, listen_tcp(other, r[0], 0, 47006));
+	EXPECT_EQ(EADDRNOTAVAIL, listen_tcp(other, r[0], -1, 47006));
+	EXPECT_EQ(0, listen_tcp(other, r[0], 2, 47006));
+
+	/* Port 47007 is listened on by its wildcard and by 10.99.0.3: no BIND takes it. */
+	EXPECT_EQ(0, listen_tcp(other, r[1], 0, 47007));
+	EXPECT_EQ(0, listen_tcp(other, r[2], 3, 47007));
+	b = create_cep(self->fd, 0);
+	ASSERT_GT(b, 0);
+	EXPECT_EQ(EADDRNOTAVAIL, bind_cep(self->fd, b, 4, 47007, 0, NULL));
+	/* A listener shares its port with no REUSEADDR binding. */
+	EXPECT_EQ(EADDRNOTAVAIL, bind_cep(self->fd, b, 3, 47007, CEPM_BIND_REUSEADDR, NULL));
+	/* Each listener's DESTROY frees its part of the port. */
+	d.handle = r[1];
+	EXPECT_EQ(0, ioctl(other, CEPM_IOC_DESTROY, &d));
+	EXPECT_EQ(EADDRINUSE, bind_cep(self->fd, b, 3, 47007, 0, NULL));
+	EXPECT_EQ(0, bind_cep(self->fd, b, 4, 47007, 0, NULL));
+
+	/* A service ID outside rdma_cm's port spaces holds no port. */
+	l.handle = r[3];
+	EXPECT_EQ(0, ioctl(other, CEPM_IOC_LISTEN, &l));
+	/* The file's close frees every port its listeners held. */
+	close(other);
+	b = create_cep(self->fd, 0);
+	ASSERT_GT(b, 0);
+	EXPECT_EQ(0, bind_cep(self->fd, b, 2, 47006, 0, NULL));
+	b = create_cep(self->fd, 0);
+	ASSERT_GT(b, 0);
+	EXPECT_EQ(0, bind_cep(self->fd, b, 3, 47007, 0, NULL));
+}
