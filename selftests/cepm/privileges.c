@@ -34,6 +34,9 @@
  *   privileges list [--expect-own N] [--expect-other N] [--min-other N] [--want-service ID]
  *       LIST_CEPS: entries with a handle are this file's own, those without are others'.
  *       N may be "any".  Always fails if another file's CEP shows a user_context.
+ *   privileges query [--expect-ceps N] [--min-ceps N] [--expect-traffic yes|no]
+ *       QUERY: its num_ceps, and whether any managed port's counters show traffic (any
+ *       received or sent MAD counted).
  *   privileges monitor [--count N] [--timeout-ms T] [--hold]
  *       MONITOR, then read records until N of them, T ms without one, or (--hold) stdin's
  *       EOF; each record is one "trace SERVICE_ID ..." line.
@@ -147,6 +150,9 @@ struct opts {
 	long ns_pid;
 	unsigned long ns_uid;
 	unsigned long ns_outside_uid;
+	long expect_ceps;
+	long min_ceps;
+	const char *expect_traffic;
 };
 
 static void usage(void)
@@ -158,6 +164,7 @@ static void usage(void)
 	      "       privileges listens N --expect E [--files F] [--base SERVICE_ID] [--hold]\n"
 	      "       privileges list [--expect-own N|any] [--expect-other N|any] [--min-other N]\n"
 	      "                       [--want-service ID]\n"
+	      "       privileges query [--expect-ceps N] [--min-ceps N] [--expect-traffic yes|no]\n"
 	      "       privileges monitor [--count N] [--timeout-ms T] [--hold]\n"
 	      "       privileges migrate N --expect E [--listening] [--others M] [--drop-to UID]\n"
 	      "                          [--across-ns PID:N:UID]\n"
@@ -240,6 +247,14 @@ static void parse_option(struct opts *o, const char *name, const char *value)
 		o->expect_own = parse_count_or_any(name, value);
 	} else if (!strcmp(name, "--expect-other")) {
 		o->expect_other = parse_count_or_any(name, value);
+	} else if (!strcmp(name, "--expect-ceps")) {
+		o->expect_ceps = parse_count_or_any(name, value);
+	} else if (!strcmp(name, "--min-ceps")) {
+		o->min_ceps = parse_count_or_any(name, value);
+	} else if (!strcmp(name, "--expect-traffic")) {
+		if (strcmp(value, "yes") && strcmp(value, "no"))
+			usage();
+		o->expect_traffic = value;
 	} else if (!strcmp(name, "--min-other")) {
 		o->min_other = parse_count_or_any(name, value);
 	} else if (!strcmp(name, "--want-service")) {
@@ -715,6 +730,43 @@ static int cmd_list(const struct opts *o)
 	return ok ? 0 : 1;
 }
 
+/* QUERY, as the caller sees it: how many CEPs, and whether the ports' counters show traffic. */
+static int cmd_query(const struct opts *o)
+{
+	struct cepm_port_info ports[16];
+	struct cepm_query q = { .port_capacity = 16, .ports = (uintptr_t)ports };
+	unsigned long traffic = 0, i, n;
+	int fd = open_cepm(0), err, a;
+	bool ok;
+
+	memset(ports, 0, sizeof(ports));
+	err = call(fd, CEPM_IOC_QUERY, &q);
+	if (err)
+		setup_failed("QUERY: %s", errno_name(err));
+	n = q.num_ports < 16 ? q.num_ports : 16;
+	for (i = 0; i < n; i++) {
+		const struct cepm_port_info *p = &ports[i];
+
+		for (a = 0; a < CEPM_ATTR_SLOTS; a++)
+			traffic += p->rx_by_attr[a] + p->tx_by_attr[a];
+		traffic += p->rx_other_attr + p->rx_malformed + p->rx_invalid + p->rx_duplicates +
+			   p->tx_errors;
+	}
+	printf("# uid %u: QUERY: %u CEP(s), %u port(s), %lu MAD(s) counted\n", geteuid(),
+	       q.num_ceps, q.num_ports, traffic);
+	ok = count_matches("CEPs", q.num_ceps, o->expect_ceps);
+	if (o->min_ceps != ANY && q.num_ceps < (unsigned long)o->min_ceps) {
+		printf("# CEPs: %u, expected at least %ld\n", q.num_ceps, o->min_ceps);
+		ok = false;
+	}
+	if (o->expect_traffic && (traffic > 0) != !strcmp(o->expect_traffic, "yes")) {
+		printf("# counters: %lu MADs, expected %s\n", traffic,
+		       traffic ? "none" : "some");
+		ok = false;
+	}
+	return ok ? 0 : 1;
+}
+
 /* Every record queued now (the file is O_NONBLOCK), one "trace" line each. */
 static unsigned long read_records(int fd)
 {
@@ -1030,6 +1082,7 @@ int main(int argc, char **argv)
 		{ "create", cmd_create, 1, true },
 		{ "listens", cmd_listens, 1, true },
 		{ "list", cmd_list, 0, false },
+		{ "query", cmd_query, 0, false },
 		{ "monitor", cmd_monitor, 0, false },
 		{ "monitors", cmd_monitors, 1, true },
 		{ "connect-sgid", cmd_connect_sgid, 1, true },
@@ -1054,6 +1107,8 @@ int main(int argc, char **argv)
 	o.expect_own = ANY;
 	o.expect_other = ANY;
 	o.min_other = ANY;
+	o.expect_ceps = ANY;
+	o.min_ceps = ANY;
 	o.timeout_ms = -1;
 	o.wait_event_ms = -1;
 	o.drop_to = -1;

@@ -24,7 +24,7 @@ ktap_print_header
 
 HELPER=$CEPM_ROOT/out/selftests/privileges
 [ -x "$HELPER" ] || ktap_exit_fail_msg "$HELPER is missing: make selftest-progs"
-ktap_set_plan 97
+ktap_set_plan 101
 
 USER_A=65534
 USER_B=65533
@@ -762,4 +762,15 @@ ktap_check "... which count against no limit of root's: root creates 6" \
 	as root create 6 --files 2 --expect ok
 holder_release r_ceps
 ktap_check "the namespaces end, and cepm is reloaded with its default limits" namespaces_ended
+
+# QUERY shows a user what LIST_CEPS shows it: its own CEPs, and the ports' traffic only with
+# CAP_NET_ADMIN (the counters are every user's MADs).
+query_setup() { hold a_query a create 4 --files 2 --expect ok --hold && mad_barrier; }
+ktap_check "user A holds 4 CEPs in two files, and the port has counted a MAD" query_setup
+ktap_check "user B's QUERY counts none of them, nor any MAD" \
+	as b query --expect-ceps 0 --expect-traffic no
+ktap_check "... user A's counts its 4, nor any MAD" as a query --expect-ceps 4 --expect-traffic no
+ktap_check "... and with CAP_NET_ADMIN, user B's counts every CEP and the MADs" \
+	as b+net_admin query --min-ceps 4 --expect-traffic yes
+holder_release a_query
 ktap_finished
