@@ -751,6 +751,27 @@ impl Cep {
         Ok(())
     }
 
+    /// Forgets that the CEP holds `key`, if `file` names it `handle` and it is still idle
+    /// (`EINVAL` if not); then `cleared` runs under the CEP's lock, as `set_bound`'s does.
+    pub(crate) fn clear_bound(
+        &self,
+        key: PortKey,
+        (file, handle): (&CepmFile, u32),
+        cleared: impl FnOnce(),
+    ) -> Result {
+        let mut inner = self.inner.lock();
+        inner.owner_named(file, handle).ok_or(EINVAL)?;
+        if inner.bound != Some(key)
+            || inner.sm.state != State::Idle
+            || !matches!(inner.kind, Kind::Idle)
+        {
+            return Err(EINVAL);
+        }
+        inner.bound = None;
+        cleared();
+        Ok(())
+    }
+
     /// Whether the CEP is idle and holds no port: it may bind.
     pub(crate) fn may_bind(&self) -> bool {
         let inner = self.inner.lock();

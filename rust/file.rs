@@ -706,7 +706,23 @@ impl CepmFile {
             return Err(EPERM);
         }
         let cep = self.cep(req.handle)?;
-        self.check_bound_listen(&cep, req.handle, &range, &scope)?;
+        let taken = self.listen_port(&cep, req.handle, &range, &scope)?;
+        let listened = self.listen_as(&cep, req.handle, range, scope);
+        if let (Err(_), Some(key)) = (&listened, taken) {
+            self.release_listen_port(&cep, req.handle, key);
+        }
+        listened
+    }
+
+    /// LISTEN's second half, once its port is settled: counts the listen and makes `cep` a
+    /// listener.
+    fn listen_as(
+        &self,
+        cep: &Arc<Cep>,
+        handle: u32,
+        range: ServiceRange,
+        scope: ListenScope,
+    ) -> Result {
         // A test holds this window open: a MIGRATE may move the CEP before it is locked below.
         shim::fault_listen_delay();
         let params = shim::params();
@@ -719,8 +735,8 @@ impl CepmFile {
         )?;
         // The charge joins the handle under the CEP's lock: the CEP is this file's then, and
         // cannot move before it is counted here.
-        cep.listen((range, scope), &self.opener, (self, req.handle), || {
-            if let Some(handle) = self.inner.lock().handles.get_mut(&req.handle) {
+        cep.listen((range, scope), &self.opener, (self, handle), || {
+            if let Some(handle) = self.inner.lock().handles.get_mut(&handle) {
                 handle.listen = Some(counted);
             }
         })

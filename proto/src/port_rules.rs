@@ -22,6 +22,10 @@ pub struct PortOwner {
     /// `RDMA_OPTION_ID_AFONLY`: an owner of the other family does not conflict, if both
     /// set it.
     pub afonly: bool,
+    /// It holds the port for a LISTEN on a CEP that never bound, as `rdma_listen` binds an
+    /// unbound ID first. Two such owners do not conflict here: the module's listen table
+    /// tells their listens apart, by scope and user, as it did before ports were held.
+    pub listen_only: bool,
 }
 
 /// Why an owner may not join a port.
@@ -41,7 +45,8 @@ pub fn check_port<'a>(
     reuseaddr: bool,
 ) -> Result<(), Refusal> {
     for cur in owners {
-        if cur.id == new.id || (reuseaddr && cur.reuseaddr) {
+        if cur.id == new.id || (reuseaddr && cur.reuseaddr) || (new.listen_only && cur.listen_only)
+        {
             continue;
         }
         if new.afonly && cur.afonly && new.src.is_v6() != cur.src.is_v6() {
@@ -234,6 +239,31 @@ mod tests {
         for (i, (held, asked, reuse, want)) in cases.iter().enumerate() {
             assert_eq!(check_port([held], asked, *reuse), *want, "case {i}");
         }
+        // Listen-only owners leave each other to the listen table, and no one else.
+        let listening = |id, src| PortOwner {
+            listen_only: true,
+            ..owner(id, src, false, false)
+        };
+        assert_eq!(
+            check_port([&listening(1, ANY4)], &listening(2, A), false),
+            Ok(())
+        );
+        assert_eq!(
+            check_port([&listening(1, A)], &listening(2, A), false),
+            Ok(())
+        );
+        assert_eq!(
+            check_port([&listening(1, ANY4)], &owner(2, A, true, false), true),
+            Err(NotAvailable)
+        );
+        assert_eq!(
+            check_port([&owner(1, A, true, false)], &listening(2, A), false),
+            Err(InUse)
+        );
+        assert_eq!(
+            check_port([&owner(1, A, false, false)], &listening(2, ANY4), false),
+            Err(NotAvailable)
+        );
         // The first conflict decides.
         let held = [owner(1, A, false, true), owner(2, ANY4, false, true)];
         assert_eq!(

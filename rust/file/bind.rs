@@ -2,7 +2,8 @@
 
 //! `CEPM_IOC_BIND`: an idle CEP takes a port of an rdma_cm port space, as `rdma_bind_addr`
 //! does in the kernel's rdma_cm (drivers/infiniband/core/cma.c, `cma_get_port`), and keeps it
-//! until its destroy; and LISTEN's check of a bound CEP (`rdma_listen`).
+//! until its destroy; and LISTEN's port (`rdma_listen`): a bound CEP's, or the one an
+//! unbound CEP's LISTEN takes.
 //!
 //! The port is counted against the file's account (`max_ports_per_user`, `EDQUOT`) in its
 //! handle, as a listen is: MIGRATE moves the count with the CEP.
@@ -27,6 +28,7 @@ use crate::{
         port_rules::PortOwner,
         service_id::{
             ip_service_id,
+            parse_ip_service_id,
             PortSpace,
             ServiceRange, //
         },
@@ -74,6 +76,31 @@ impl CepmFile {
             req.port = key.port;
             return arg.write(&req);
         }
+        let owner = PortOwner {
+            id: cep.local_id,
+            src,
+            dst,
+            dst_port: req.dst_port,
+            reuseaddr,
+            afonly: req.flags & uapi::CEPM_BIND_AFONLY as u8 != 0,
+            listen_only: false,
+        };
+        req.port = self
+            .hold_port(&cep, req.handle, req.port_space, req.port, owner)?
+            .port;
+        arg.write(&req)
+    }
+
+    /// Makes the idle, unbound CEP the file names `handle` an owner of `port` of `ps` (0: one
+    /// chosen), counted against the file's account. Returns the port held.
+    fn hold_port(
+        &self,
+        cep: &Arc<Cep>,
+        handle: u32,
+        ps: u16,
+        port: u16,
+        owner: PortOwner,
+    ) -> Result<PortKey> {
         // Refused before a port is taken; checked again as the port is recorded.
         if !cep.may_bind() {
             return Err(EINVAL);
@@ -85,23 +112,11 @@ impl CepmFile {
             u32::MAX,
             shim::params().max_ports_per_user,
         )?;
-        let owner = PortOwner {
-            id: cep.local_id,
-            src,
-            dst,
-            dst_port: req.dst_port,
-            reuseaddr,
-            afonly: req.flags & uapi::CEPM_BIND_AFONLY as u8 != 0,
-        };
-        let port = self.cm.ports.bind(NET, req.port_space, req.port, owner)?;
-        let key = PortKey {
-            net: NET,
-            ps: req.port_space,
-            port,
-        };
+        let port = self.cm.ports.bind(NET, ps, port, owner)?;
+        let key = PortKey { net: NET, ps, port };
         // The count joins the handle under the CEP's lock, as LISTEN's does.
-        let recorded = cep.set_bound(key, me, || {
-            if let Some(handle) = self.inner.lock().handles.get_mut(&req.handle) {
+        let recorded = cep.set_bound(key, (self, handle), || {
+            if let Some(handle) = self.inner.lock().handles.get_mut(&handle) {
                 handle.port = Some(counted);
             }
         });
@@ -109,8 +124,7 @@ impl CepmFile {
             self.cm.ports.release(&key, cep.local_id);
             return Err(e);
         }
-        req.port = port;
-        arg.write(&req)
+        Ok(key)
     }
 
     /// BIND on a CEP that holds `key` already: only REUSEADDR may be added, for the same
@@ -131,30 +145,94 @@ impl CepmFile {
         self.cm.ports.set_reuseaddr(key, cep.local_id)
     }
 
-    /// LISTEN's check of a CEP the file names `handle`: if it holds a port, only that port's
+    /// LISTEN's port, for the CEP the file names `handle`. If it holds one, only that port's
     /// service ID, and only for the address and AFONLY it holds it with (`EINVAL`), as
     /// rdma_cm's listen takes the scope of its bind; and only if it may hold the port alone
-    /// (`rdma_listen`'s check without REUSEADDR: `EADDRINUSE`, `EADDRNOTAVAIL`). A CEP with no
-    /// port listens as it asks, and reserves nothing.
-    pub(super) fn check_bound_listen(
+    /// (`rdma_listen`'s check without REUSEADDR: `EADDRINUSE`, `EADDRNOTAVAIL`). If it holds
+    /// none, and `range` is one port of an rdma_cm port space, it takes that port for its
+    /// scope's address, as `rdma_listen` binds an unbound ID first, so that no LISTEN takes a
+    /// port that a BIND holds, nor the reverse. Returns the port taken here, which the caller
+    /// gives back ([`Self::release_listen_port`]) if the listen then fails.
+    pub(super) fn listen_port(
         &self,
         cep: &Arc<Cep>,
         handle: u32,
         range: &ServiceRange,
         scope: &ListenScope,
-    ) -> Result {
+    ) -> Result<Option<PortKey>> {
         let Some(key) = cep.bound_port((self, handle))? else {
-            return Ok(());
+            return self.hold_listen_port(cep, handle, range, scope);
         };
         let ps = PortSpace::from_value(key.ps).ok_or(EINVAL)?;
         if range.mask != u64::MAX || range.id != ip_service_id(ps, key.port) {
             return Err(EINVAL);
         }
         let owner = self.cm.ports.owner(&key, cep.local_id).ok_or(EINVAL)?;
-        let bound = ListenScope::of(owner.src, owner.afonly);
-        if *scope != bound {
+        // A port a LISTEN took: any scope that takes it for the same address may listen.
+        let fits = if owner.listen_only {
+            listen_address(scope) == (owner.src, owner.afonly)
+        } else {
+            *scope == ListenScope::of(owner.src, owner.afonly)
+        };
+        if !fits {
             return Err(EINVAL);
         }
-        self.cm.ports.claim_for_listen(&key, cep.local_id)
+        self.cm.ports.claim_for_listen(&key, cep.local_id)?;
+        Ok(None)
+    }
+
+    /// The port an unbound CEP's exact LISTEN on an rdma_cm service ID takes; none for
+    /// another service ID, a masked range (for `CAP_NET_ADMIN` only) or port 0, which no
+    /// BIND holds.
+    fn hold_listen_port(
+        &self,
+        cep: &Arc<Cep>,
+        handle: u32,
+        range: &ServiceRange,
+        scope: &ListenScope,
+    ) -> Result<Option<PortKey>> {
+        let Some((ps, port)) = parse_ip_service_id(range.id) else {
+            return Ok(None);
+        };
+        if range.mask != u64::MAX || port == 0 {
+            return Ok(None);
+        }
+        let (src, afonly) = listen_address(scope);
+        let owner = PortOwner {
+            id: cep.local_id,
+            src,
+            afonly,
+            listen_only: true,
+            ..Default::default()
+        };
+        self.hold_port(cep, handle, ps.value(), port, owner)
+            .map(Some)
+    }
+
+    /// Gives back `key`, which a LISTEN that failed took ([`Self::listen_port`]), with its
+    /// count. A CEP that moved meanwhile (`CEPM_IOC_MIGRATE`) keeps it, and its new file the
+    /// count: its destroy frees both.
+    pub(super) fn release_listen_port(&self, cep: &Arc<Cep>, handle: u32, key: PortKey) {
+        let mut counted = None;
+        let cleared = cep.clear_bound(key, (self, handle), || {
+            if let Some(handle) = self.inner.lock().handles.get_mut(&handle) {
+                counted = handle.port.take();
+            }
+        });
+        drop(counted);
+        if cleared.is_ok() {
+            self.cm.ports.release(&key, cep.local_id);
+        }
+    }
+}
+
+/// The address and AFONLY for which a LISTEN of `scope` holds its port: an unscoped listen
+/// takes requests to every address, as a wildcard of either family does.
+fn listen_address(scope: &ListenScope) -> (IpAddr, bool) {
+    match *scope {
+        ListenScope::Unscoped => (IpAddr::default(), false),
+        ListenScope::Wildcard { v6: false, afonly } => (IpAddr::default(), afonly),
+        ListenScope::Wildcard { v6: true, afonly } => (IpAddr::V6([0; 16]), afonly),
+        ListenScope::Addr(addr) => (addr, false),
     }
 }
