@@ -504,7 +504,7 @@ impl CepmFile {
         let (cmd, arg) =
             ioctl_arg::find(cmd, UserPtr::from_addr(arg), &KNOWN_IOCTLS).ok_or(ENOTTY)?;
         match cmd {
-            uapi::CEPM_IOCTL_QUERY => query(&self.cm, arg),
+            uapi::CEPM_IOCTL_QUERY => self.query(arg),
             uapi::CEPM_IOCTL_CREATE => self.create(arg),
             uapi::CEPM_IOCTL_DESTROY => self.destroy(arg),
             uapi::CEPM_IOCTL_LISTEN => self.listen(arg),
@@ -902,6 +902,43 @@ impl CepmFile {
         send(&self.cep(req.handle)?, pdata)
     }
 
+    /// `CEPM_IOC_QUERY`: the ABI version and the managed ports with their counters, and the
+    /// CEPs, as `LIST_CEPS` shows them: every user's, and the counters of every user's MADs,
+    /// only to `CAP_NET_ADMIN`; to others their own CEPs and zeroed counters.
+    fn query(&self, arg: IoctlArg) -> Result {
+        let mut q: cepm_query = arg.read()?;
+        if q.reserved != 0 || q.reserved2 != 0 {
+            return Err(EINVAL);
+        }
+        let mut infos = self.cm.devices.port_infos()?;
+        let sees_all = self.opener.sees_all();
+        if !sees_all {
+            infos.iter_mut().for_each(port_info_without_counters);
+        }
+        let filled = infos.len().min(q.port_capacity as usize);
+        if filled > 0 {
+            let ports = UserPtr::from_addr(usize::try_from(q.ports).map_err(|_| EFAULT)?);
+            let len = filled
+                .checked_mul(size_of::<cepm_port_info>())
+                .ok_or(EINVAL)?;
+            let mut out = UserSlice::new(ports, len).writer();
+            for info in &infos[..filled] {
+                out.write(info)?;
+            }
+        }
+        let ceps = if sees_all {
+            self.cm.tables.count_local()
+        } else {
+            let mut ceps = self.cm.tables.all_ceps()?;
+            ceps.retain(|cep| self.opener.sees(cep.owner_uid()));
+            ceps.len()
+        };
+        q.abi_version = uapi::CEPM_ABI_VERSION;
+        q.num_ports = u32::try_from(infos.len()).map_err(|_| EOVERFLOW)?;
+        q.num_ceps = u32::try_from(ceps).unwrap_or(u32::MAX);
+        arg.write(&q)
+    }
+
     fn list_ceps(&self, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_list = arg.read()?;
         let mut ceps = self.cm.tables.all_ceps()?;
@@ -998,28 +1035,16 @@ impl CepmFile {
     }
 }
 
-/// `CEPM_IOC_QUERY`: the ABI version and the managed ports with their counters.
-fn query(cm: &Cm, arg: IoctlArg) -> Result {
-    let mut q: cepm_query = arg.read()?;
-    if q.reserved != 0 || q.reserved2 != 0 {
-        return Err(EINVAL);
-    }
-    let infos = cm.devices.port_infos()?;
-    let filled = infos.len().min(q.port_capacity as usize);
-    if filled > 0 {
-        let ports = UserPtr::from_addr(usize::try_from(q.ports).map_err(|_| EFAULT)?);
-        let len = filled
-            .checked_mul(size_of::<cepm_port_info>())
-            .ok_or(EINVAL)?;
-        let mut out = UserSlice::new(ports, len).writer();
-        for info in &infos[..filled] {
-            out.write(info)?;
-        }
-    }
-    q.abi_version = uapi::CEPM_ABI_VERSION;
-    q.num_ports = u32::try_from(infos.len()).map_err(|_| EOVERFLOW)?;
-    q.num_ceps = u32::try_from(cm.tables.count_local()).unwrap_or(u32::MAX);
-    arg.write(&q)
+/// `info` with its traffic counters zeroed: what a port shows a user who may not see every
+/// user's MADs.
+fn port_info_without_counters(info: &mut cepm_port_info) {
+    info.rx_by_attr = [0; uapi::CEPM_ATTR_SLOTS as usize];
+    info.rx_other_attr = 0;
+    info.rx_malformed = 0;
+    info.rx_invalid = 0;
+    info.rx_duplicates = 0;
+    info.tx_by_attr = [0; uapi::CEPM_ATTR_SLOTS as usize];
+    info.tx_errors = 0;
 }
 
 /// The checks a path from userspace passes before any CEP sees it (CONNECT and SIDR_REQ

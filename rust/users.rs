@@ -225,7 +225,12 @@ impl Opener {
 
     /// Whether this file may see `owner`'s CEPs (`None`: a CEP nobody owns yet).
     pub(crate) fn sees(&self, owner: Option<Kuid>) -> bool {
-        self.net_admin || owner == Some(self.uid)
+        self.sees_all() || owner == Some(self.uid)
+    }
+
+    /// Whether every user's CEPs and traffic are its to see (`CAP_NET_ADMIN`).
+    pub(crate) fn sees_all(&self) -> bool {
+        self.net_admin
     }
 
     /// Whether this file's account is `other`'s: their files count against the same limits.

@@ -66,7 +66,9 @@ struct cepm_port_info {
  * Out: abi_version, num_ports = ports managed right now.  The first
  *      min(num_ports, port_capacity) entries are filled in.  num_ceps =
  *      connection endpoints alive in the whole module (all files, plus
- *      unclaimed ones), for leak checks.
+ *      unclaimed ones), for leak checks.  Without CAP_NET_ADMIN, as for
+ *      CEPM_IOC_LIST_CEPS, num_ceps counts only the caller's own CEPs and
+ *      every port's counters read 0.
  */
 struct cepm_query {
 	__u32 abi_version;
