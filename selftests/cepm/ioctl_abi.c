@@ -14,6 +14,7 @@
 #include <time.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1380,6 +1381,8 @@ static int debugfs_write(const char *name, long value)
 TEST_F_TIMEOUT(cepm, listen_racing_migrate_fails_and_leaves_nothing, 60)
 {
 	struct cepm_listen l = { .service_id = 0x0000000001060000ULL | 50007 };
+	struct cepm_bind b = { .port_space = CEPM_PS_TCP, .port = 50007, .family = 4 };
+	struct cepm_destroy d = { 0 };
 	struct cepm_cep_info info = { 0 };
 	int other = open("/dev/cepm", O_RDWR), h = create_cep(self->fd, 3), moved, status = 0;
 	long entered;
@@ -1413,6 +1416,11 @@ TEST_F_TIMEOUT(cepm, listen_racing_migrate_fails_and_leaves_nothing, 60)
 	info.handle = moved;
 	ASSERT_EQ(0, ioctl(other, CEPM_IOC_QUERY_CEP, &info));
 	EXPECT_EQ(CEPM_STATE_IDLE, info.state);
+	/* Nor its port: the raced LISTEN gave it back, wherever the CEP went. */
+	b.handle = create_cep(self->fd, 0);
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_BIND, &b)) TH_LOG("BIND: %s", strerror(errno));
+	d.handle = b.handle;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
 	/* Nothing holds the service ID, and the new file may listen on it. */
 	l.handle = moved;
 	EXPECT_EQ(0, ioctl(other, CEPM_IOC_LISTEN, &l)) TH_LOG("LISTEN after the move: %s", strerror(errno));
@@ -1727,6 +1735,18 @@ TEST_F(cepm, listen_holds_its_port)
 	EXPECT_EQ(EADDRINUSE, bind_cep(self->fd, b, 3, 47007, 0, NULL));
 	EXPECT_EQ(0, bind_cep(self->fd, b, 4, 47007, 0, NULL));
 
+	/* A LISTEN that fails (the listen table's EBUSY) gives back the port it took. */
+	b = create_cep(other, 0);
+	ASSERT_GT(b, 0);
+	EXPECT_EQ(EBUSY, listen_tcp(other, b, 2, 47006));
+	d.handle = r[0];
+	EXPECT_EQ(0, ioctl(other, CEPM_IOC_DESTROY, &d));
+	b = create_cep(self->fd, 0);
+	ASSERT_GT(b, 0);
+	EXPECT_EQ(0, bind_cep(self->fd, b, 2, 47006, 0, NULL));
+	d.handle = b;
+	EXPECT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+
 	/* A service ID outside rdma_cm's port spaces holds no port. */
 	l.handle = r[3];
 	EXPECT_EQ(0, ioctl(other, CEPM_IOC_LISTEN, &l));
@@ -1738,4 +1758,32 @@ TEST_F(cepm, listen_holds_its_port)
 	b = create_cep(self->fd, 0);
 	ASSERT_GT(b, 0);
 	EXPECT_EQ(0, bind_cep(self->fd, b, 3, 47007, 0, NULL));
+}
+
+/*
+ * A BIND whose answer cannot be written back (EFAULT) holds nothing: the caller never learns
+ * the port, as GET_REQUEST's caller never learns a handle it could not be given.
+ */
+TEST_F(cepm, bind_that_faults_holds_nothing)
+{
+	int a = create_cep(self->fd, 0), c = create_cep(self->fd, 0);
+	struct cepm_bind *b;
+
+	ASSERT_GT(c, 0);
+	b = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, b);
+	b->handle = a;
+	b->port_space = CEPM_PS_TCP;
+	b->port = 47009;
+	b->family = 4;
+	b->addr[12] = 10;
+	b->addr[13] = 99;
+	b->addr[15] = 1;
+	ASSERT_EQ(0, mprotect(b, 4096, PROT_READ));
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_BIND, b));
+	EXPECT_EQ(EFAULT, errno);
+	munmap(b, 4096);
+	/* The port is free, and the CEP unbound. */
+	EXPECT_EQ(0, bind_cep(self->fd, c, 1, 47009, 0, NULL));
+	EXPECT_EQ(0, bind_cep(self->fd, a, 2, 47010, 0, NULL));
 }
