@@ -108,7 +108,8 @@ use crate::{
         PeerId,
         PeerTable, //
     },
-    uapi, //
+    uapi,
+    users::Charge, //
 };
 
 /// Who a CEP's events go to.
@@ -751,16 +752,11 @@ impl Cep {
         Ok(())
     }
 
-    /// Forgets that the CEP holds `key`, if `file` names it `handle` and it is still idle
-    /// (`EINVAL` if not); then `cleared` runs under the CEP's lock, as `set_bound`'s does.
-    pub(crate) fn clear_bound(
-        &self,
-        key: PortKey,
-        (file, handle): (&CepmFile, u32),
-        cleared: impl FnOnce(),
-    ) -> Result {
+    /// Forgets that the CEP holds `key`, if it still does and is idle (`EINVAL` if not), in
+    /// whichever file owns it now (a MIGRATE may have moved it): returns the port's count,
+    /// taken from its owner's handle under the CEP's lock, for the caller to drop.
+    pub(crate) fn clear_bound(&self, key: PortKey) -> Result<Option<Charge>> {
         let mut inner = self.inner.lock();
-        inner.owner_named(file, handle).ok_or(EINVAL)?;
         if inner.bound != Some(key)
             || inner.sm.state != State::Idle
             || !matches!(inner.kind, Kind::Idle)
@@ -768,8 +764,10 @@ impl Cep {
             return Err(EINVAL);
         }
         inner.bound = None;
-        cleared();
-        Ok(())
+        Ok(inner
+            .owner
+            .as_ref()
+            .and_then(|o| o.file.take_port_charge(o.handle)))
     }
 
     /// Whether the CEP is idle and holds no port: it may bind.

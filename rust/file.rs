@@ -102,6 +102,7 @@ use crate::{
     },
     context::Cm,
     port::CmPort,
+    ports::PortKey,
     proto::{
         listen_scope::{
             IpAddr,
@@ -650,6 +651,12 @@ impl CepmFile {
         Some((removed.cep.clone(), removed.events_reported))
     }
 
+    /// The count of the port the CEP this file names `handle` holds, taken out of its handle
+    /// as the CEP lets go of the port ([`Cep::clear_bound`], under the CEP's lock).
+    pub(crate) fn take_port_charge(&self, handle: u32) -> Option<Charge> {
+        self.inner.lock().handles.get_mut(&handle)?.port.take()
+    }
+
     /// Destroys `cep`, which this file names `handle`, and forgets the handle: for a CEP made
     /// in a call that then failed, so that it does not outlive the call.
     fn forget(&self, cep: &Arc<Cep>, handle: u32) {
@@ -706,10 +713,10 @@ impl CepmFile {
             return Err(EPERM);
         }
         let cep = self.cep(req.handle)?;
-        let taken = self.listen_port(&cep, req.handle, &range, &scope)?;
-        let listened = self.listen_as(&cep, req.handle, range, scope);
-        if let (Err(_), Some(key)) = (&listened, taken) {
-            self.release_listen_port(&cep, req.handle, key);
+        let port = self.listen_port(&cep, req.handle, &range, &scope)?;
+        let listened = self.listen_as(&cep, req.handle, (range, scope), port.key);
+        if let (Err(_), Some(key), true) = (&listened, port.key, port.taken) {
+            self.give_back_port(&cep, key);
         }
         listened
     }
@@ -720,8 +727,8 @@ impl CepmFile {
         &self,
         cep: &Arc<Cep>,
         handle: u32,
-        range: ServiceRange,
-        scope: ListenScope,
+        (range, scope): (ServiceRange, ListenScope),
+        bound: Option<PortKey>,
     ) -> Result {
         // A test holds this window open: a MIGRATE may move the CEP before it is locked below.
         shim::fault_listen_delay();
@@ -735,7 +742,7 @@ impl CepmFile {
         )?;
         // The charge joins the handle under the CEP's lock: the CEP is this file's then, and
         // cannot move before it is counted here.
-        cep.listen((range, scope), &self.opener, (self, handle), || {
+        cep.listen((range, scope), &self.opener, (self, handle), bound, || {
             if let Some(handle) = self.inner.lock().handles.get_mut(&handle) {
                 handle.listen = Some(counted);
             }

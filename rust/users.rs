@@ -56,7 +56,7 @@ pub(crate) enum Resource {
     Events,
     /// Files that monitor (a user's only).
     Monitors,
-    /// Ports held (`CEPM_IOC_BIND`).
+    /// Ports held (`CEPM_IOC_BIND`, or `CEPM_IOC_LISTEN` of a CEP with no port).
     Ports,
 }
 

@@ -13,6 +13,7 @@ use crate::{
         ring::Ring,
         CepmFile, //
     },
+    ports::PortKey,
     proto::listen_scope::ListenScope,
     proto::service_id::ServiceRange,
     proto::state::{
@@ -46,14 +47,15 @@ impl Cep {
     }
 
     /// Starts listening on `range` for the requests `scope` takes, for `opener`'s user, if
-    /// `file` names the CEP `handle` (`EINVAL` if it has moved meanwhile); then `listening`
-    /// runs under the CEP's lock, so that the listen is counted where the CEP is before it can
-    /// move (`CEPM_IOC_MIGRATE`).
+    /// `file` names the CEP `handle` and it holds `bound` (`EINVAL` if it has moved or its
+    /// port changed meanwhile); then `listening` runs under the CEP's lock, so that the
+    /// listen is counted where the CEP is before it can move (`CEPM_IOC_MIGRATE`).
     pub(crate) fn listen(
         self: &Arc<Self>,
         (range, scope): (ServiceRange, ListenScope),
         opener: &Opener,
         (file, handle): (&CepmFile, u32),
+        bound: Option<PortKey>,
         listening: impl FnOnce(),
     ) -> Result {
         // Allocated here, where sleeping is allowed: the tables take it under their locks.
@@ -64,6 +66,11 @@ impl Cep {
         };
         let mut inner = self.inner.lock();
         inner.owner_named(file, handle).ok_or(EINVAL)?;
+        // The port the caller settled for this listen, unlocked: another call on the CEP may
+        // have given it back or taken one since.
+        if inner.bound != bound {
+            return Err(EINVAL);
+        }
         let checked = inner.check(Event::Listen)?;
         self.cm
             .tables

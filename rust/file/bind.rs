@@ -85,10 +85,14 @@ impl CepmFile {
             afonly: req.flags & uapi::CEPM_BIND_AFONLY as u8 != 0,
             listen_only: false,
         };
-        req.port = self
-            .hold_port(&cep, req.handle, req.port_space, req.port, owner)?
-            .port;
-        arg.write(&req)
+        let key = self.hold_port(&cep, req.handle, req.port_space, req.port, owner)?;
+        req.port = key.port;
+        let written = arg.write(&req);
+        // The caller cannot learn the port: the CEP must not hold it.
+        if written.is_err() {
+            self.give_back_port(&cep, key);
+        }
+        written
     }
 
     /// Makes the idle, unbound CEP the file names `handle` an owner of `port` of `ps` (0: one
@@ -150,18 +154,22 @@ impl CepmFile {
     /// rdma_cm's listen takes the scope of its bind; and only if it may hold the port alone
     /// (`rdma_listen`'s check without REUSEADDR: `EADDRINUSE`, `EADDRNOTAVAIL`). If it holds
     /// none, and `range` is one port of an rdma_cm port space, it takes that port for its
-    /// scope's address, as `rdma_listen` binds an unbound ID first, so that no LISTEN takes a
-    /// port that a BIND holds, nor the reverse. Returns the port taken here, which the caller
-    /// gives back ([`Self::release_listen_port`]) if the listen then fails.
+    /// scope's address, as `rdma_listen` binds an unbound ID first, so that no LISTEN takes
+    /// an address whose port a BIND holds, nor the reverse. A port taken here is given back
+    /// ([`Self::give_back_port`]) if the listen then fails.
     pub(super) fn listen_port(
         &self,
         cep: &Arc<Cep>,
         handle: u32,
         range: &ServiceRange,
         scope: &ListenScope,
-    ) -> Result<Option<PortKey>> {
+    ) -> Result<ListenPort> {
         let Some(key) = cep.bound_port((self, handle))? else {
-            return self.hold_listen_port(cep, handle, range, scope);
+            let key = self.hold_listen_port(cep, handle, range, scope)?;
+            return Ok(ListenPort {
+                key,
+                taken: key.is_some(),
+            });
         };
         let ps = PortSpace::from_value(key.ps).ok_or(EINVAL)?;
         if range.mask != u64::MAX || range.id != ip_service_id(ps, key.port) {
@@ -178,7 +186,10 @@ impl CepmFile {
             return Err(EINVAL);
         }
         self.cm.ports.claim_for_listen(&key, cep.local_id)?;
-        Ok(None)
+        Ok(ListenPort {
+            key: Some(key),
+            taken: false,
+        })
     }
 
     /// The port an unbound CEP's exact LISTEN on an rdma_cm service ID takes; none for
@@ -209,21 +220,25 @@ impl CepmFile {
             .map(Some)
     }
 
-    /// Gives back `key`, which a LISTEN that failed took ([`Self::listen_port`]), with its
-    /// count. A CEP that moved meanwhile (`CEPM_IOC_MIGRATE`) keeps it, and its new file the
-    /// count: its destroy frees both.
-    pub(super) fn release_listen_port(&self, cep: &Arc<Cep>, handle: u32, key: PortKey) {
-        let mut counted = None;
-        let cleared = cep.clear_bound(key, (self, handle), || {
-            if let Some(handle) = self.inner.lock().handles.get_mut(&handle) {
-                counted = handle.port.take();
-            }
-        });
-        drop(counted);
-        if cleared.is_ok() {
+    /// Gives back `key`, which this call took for `cep` (a BIND that could not answer, a
+    /// LISTEN that failed: [`Self::listen_port`]), with its count, wherever the CEP is now
+    /// (a MIGRATE may have moved it). A CEP that another call has made a listener meanwhile
+    /// keeps it.
+    pub(super) fn give_back_port(&self, cep: &Arc<Cep>, key: PortKey) {
+        if let Ok(counted) = cep.clear_bound(key) {
+            drop(counted);
             self.cm.ports.release(&key, cep.local_id);
         }
     }
+}
+
+/// The port a LISTEN listens with ([`CepmFile::listen_port`]).
+pub(super) struct ListenPort {
+    /// The port its CEP holds for it, if any: the listen goes ahead only if the CEP still
+    /// holds it then.
+    pub(super) key: Option<PortKey>,
+    /// Whether this LISTEN took it, and so gives it back if it fails.
+    pub(super) taken: bool,
 }
 
 /// The address and AFONLY for which a LISTEN of `scope` holds its port: an unscoped listen

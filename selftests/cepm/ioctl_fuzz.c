@@ -150,7 +150,8 @@ enum call_id {
  *                           shorter struct
  *                ENOMEM     out of memory (never here, but documented)
  *   LISTEN       EBUSY      a second identical listen
- *                EADDRINUSE, EADDRNOTAVAIL  a bound CEP whose port another CEP holds too
+ *                EADDRINUSE, EADDRNOTAVAIL  its port (a bound CEP's, or the one an unbound CEP's
+ *                           listen takes) is held by another CEP too
  *   BIND         EADDRINUSE, EADDRNOTAVAIL  another CEP holds the port
  *   CREATE       EBUSY      the file is a monitor
  *   GET_REQUEST  EAGAIN     no request pending
