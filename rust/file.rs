@@ -1042,16 +1042,14 @@ impl CepmFile {
     }
 }
 
-/// `info` with its traffic counters zeroed: what a port shows a user who may not see every
-/// user's MADs.
+/// `info` as a port shows itself to a user who may not see every user's MADs: what it is,
+/// and nothing it counted (all else zero, fields added later included).
 fn port_info_without_counters(info: &mut cepm_port_info) {
-    info.rx_by_attr = [0; uapi::CEPM_ATTR_SLOTS as usize];
-    info.rx_other_attr = 0;
-    info.rx_malformed = 0;
-    info.rx_invalid = 0;
-    info.rx_duplicates = 0;
-    info.tx_by_attr = [0; uapi::CEPM_ATTR_SLOTS as usize];
-    info.tx_errors = 0;
+    let mut shown: cepm_port_info = pin_init::zeroed();
+    shown.dev_name = info.dev_name;
+    shown.port_num = info.port_num;
+    shown.flags = info.flags;
+    *info = shown;
 }
 
 /// The checks a path from userspace passes before any CEP sees it (CONNECT and SIDR_REQ
