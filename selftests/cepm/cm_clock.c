@@ -13,7 +13,10 @@
  * again_if_void). Each call then goes to the librdmacm that follows in the search order.
  *
  * With CEPM_LATE_LISTEN=N:MS in the environment, the Nth rdma_listen starts MS milliseconds
- * late: the early client's window, opened at will (rdmacm_tools check 11).
+ * late: the early client's window, opened at will (rdmacm_tools check 11). With
+ * CEPM_LATE_ACCEPT=MS, every rdma_accept starts MS milliseconds late, as an application slow
+ * to accept a request it has taken (rdmacm_failures.sh, the MRA armed for it):
+ *   cm_clock: accept N starts MS ms late
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -59,6 +62,23 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (rc == 0)
 		say("listen", n, "done");
 	return rc;
+}
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	static int calls;
+	int (*next)(struct rdma_cm_id *, struct rdma_conn_param *) =
+		(int (*)(struct rdma_cm_id *, struct rdma_conn_param *))next_symbol("rdma_accept");
+	const char *spec = getenv("CEPM_LATE_ACCEPT");
+	int ms, n = __atomic_add_fetch(&calls, 1, __ATOMIC_SEQ_CST);
+
+	if (spec && sscanf(spec, "%d", &ms) == 1 && ms > 0) {
+		struct timespec delay = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+		fprintf(stderr, "cm_clock: accept %d starts %d ms late\n", n, ms);
+		nanosleep(&delay, NULL);
+	}
+	return next(id, param);
 }
 
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)

@@ -7,7 +7,11 @@
 #     UNREACHABLE, after the REQ and one retry, about 1 s each (CEPM_RDMACM_CM_RETRIES=1 and
 #     CEPM_RDMACM_CM_RESPONSE_TIMEOUT=17 keep that short);
 #   - a consumer reject: REJECTED with status 28 and the server's private data;
-#   - kill -9 of an application mid-connection: its peer sees the disconnect, no CEP is left.
+#   - kill -9 of an application mid-connection: its peer sees the disconnect, no CEP is left;
+#   - an application slow to accept a request it has taken (4 s), and a client that gives up
+#     after its REQ and one retry: the retry finds the MRA the library armed as it took the
+#     request, as rdma_cm arms one (cma_ib_req_handler, ib_prepare_cm_mra), and the client
+#     waits for the accept.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
@@ -16,8 +20,8 @@ for tool in ucmatose rping; do
 	command -v "$tool" >/dev/null || { ktap_skip_all "$tool missing"; exit "$KSFT_SKIP"; }
 done
 need_library
-need_progs rdma_reject_client
-ktap_set_plan 6
+need_progs rdma_reject_client cm_clock.so
+ktap_set_plan 7
 
 out=$CEPM_ROOT/out/rdmacm_failures.$$
 trap 'kill $(jobs -p) 2>/dev/null; wait; drop_rx 0 0; topology_down; rm -f "$out".*' EXIT
@@ -73,6 +77,24 @@ killed_cleanly() {
 ktap_check "kill -9 of rping -c mid-connection: the server sees the disconnect and exits" killed_cleanly
 wait $spid 2>/dev/null
 show rping9-s "$out.rping9-s" 2
+
+# A slow accept (cm_clock.so's CEPM_LATE_ACCEPT) against a client that gives up after about
+# 2 s. rxe can lose the exchange's last ACK (lib.sh, rxe_lost_ack_mark).
+mra0=$("$CEPMCTL" tx-count "$SERVER_DEV" 1 MRA)
+rxe_lost_ack_mark "$RXE_DEV" "$SERVER_DEV"
+linger=20 tool_pair slow "cepm_listens 7194" -- \
+	"${ON_SERVER_OVER_CEPM[@]}" CEPM_LATE_ACCEPT=4000 LD_PRELOAD="$progs/cm_clock.so" \
+	timeout 120 rdma_server -s $ADDR -p 7194 -- \
+	"${OVER_CEPM[@]}" CEPM_RDMACM_CM_RETRIES=1 CEPM_RDMACM_CM_RESPONSE_TIMEOUT=17 \
+	timeout 120 rdma_client -s $ADDR -p 7194
+mras_sent() { echo $(($("$CEPMCTL" tx-count "$SERVER_DEV" 1 MRA) - mra0)); }
+ktap_print_msg "the server's cepm sent $(mras_sent) MRA(s)"
+slow_ok() {
+	[ "$crc" = 0 ] && [ "$src" = 0 ] && file_has '^rdma_client: end 0' "$out.slow-c" &&
+		file_has '^cm_clock: accept 1 starts 4000 ms late' "$out.slow-s" && [ "$(mras_sent)" -ge 1 ]
+}
+check_unless_lost_ack "a server 4 s slow to accept: the client's retry gets an MRA, and both end 0 ($crc, $src)" \
+	slow '^rdma_client: end 0' '^rdma_server: end 0' slow_ok
 
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null
