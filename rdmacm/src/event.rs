@@ -360,6 +360,10 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         );
         return Some(event);
     }
+    // An MRA armed for the request, as rdma_cm arms one for every REQ it passes up
+    // (`cma_ib_req_handler`, `ib_prepare_cm_mra`): a retry of the REQ then gets it, while the
+    // application takes its time to accept.
+    let _ = channel.cepm.prepare_mra(handle);
     event.set_conn_pdata(
         info.private_data.get(CMA_HDR_SIZE..).unwrap_or_default(),
         REQ_USER_PDATA,
@@ -390,6 +394,9 @@ fn connect_response(channel: &Channel, id: &Id) -> Box<Event> {
     let remote_ece = ece::remote_of(&channel.cepm, id.handle());
     let qp: *mut sys::ibv_qp = id.public().qp;
     if qp.is_null() {
+        // Likewise for the REP (`cma_ib_handler`): the application sends the RTU when it
+        // calls `rdma_establish`, and a retry of the REP meanwhile gets an MRA.
+        let _ = channel.cepm.prepare_mra(id.handle());
         id.state().remote_ece = remote_ece;
         let mut event = Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
         event.set_conn_pdata(&pdata, REP_PDATA);
