@@ -66,12 +66,16 @@ static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *id)
 	if (post_recv_and_accept(id, buf, sizeof(buf), &mr) ||
 	    wait_event(channel, id, RDMA_CM_EVENT_ESTABLISHED))
 		return 1;
+	/* Each step said on stderr, unbuffered: a server stopped in a hang says where it was. */
+	fprintf(stderr, "rdma_portals: established\n");
 	while ((n = rdma_get_recv_comp(id, &wc)) == 0)
 		;
 	if (n < 0 || wc.status != IBV_WC_SUCCESS)
 		return complain("the receive did not complete");
+	fprintf(stderr, "rdma_portals: received\n");
 	if (send_back(id, buf, sizeof(buf), mr))
 		return 1;
+	fprintf(stderr, "rdma_portals: sent\n");
 	/* The client may have disconnected first: either way, DISCONNECTED follows. */
 	rdma_disconnect(id);
 	if (wait_event(channel, id, RDMA_CM_EVENT_DISCONNECTED))

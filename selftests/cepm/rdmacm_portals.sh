@@ -57,8 +57,18 @@ server() {
 	up() { file_has '^listening' "$out.$name" || ! kill -0 "$1" 2>/dev/null; }
 	wait_until 30 up $!
 }
-# client NAME ADDRESS: rdma_client to ADDRESS:PORT, its output in $out.NAME-c; its status.
-client() { "${OVER_CEPM[@]}" timeout 60 rdma_client -s "$2" -p $PORT >"$out.$1-c" 2>&1; }
+# client NAME ADDRESS: rdma_client to ADDRESS:PORT, its output in $out.NAME-c (line-buffered,
+# so that a client stopped in a hang keeps what it printed); its status.
+client() { "${OVER_CEPM[@]}" timeout 60 stdbuf -oL rdma_client -s "$2" -p $PORT >"$out.$1-c" 2>&1; }
+# rxe's retransmission counters on both ends, logged after each case: a hang in an exchange
+# shows whose rxe retried and whether the other saw it (lib.sh, rxe_lost_ack).
+rxe_retries() {
+	local dev
+	for dev in "$RXE_DEV" "$SERVER_DEV"; do
+		printf '%s: completer_retry_err %s, duplicate_request %s; ' "$dev" \
+			"$(rxe_counter "$dev" completer_retry_err)" "$(rxe_counter "$dev" duplicate_request)"
+	done
+}
 # served NAME PORTAL: the server's output says PORTAL took a request, and the exchange on
 # it ended well for rdma_client.
 served() { file_has "^portal $2: request from " "$out.$1" && file_has '^rdma_client: end 0' "$out.$1-$2-c"; }
@@ -70,6 +80,7 @@ server one 2 $A1 $A2
 client one-$A2 $A2
 client one-$A1 $A1
 show_files "$out.one" "$out.one-$A2-c" "$out.one-$A1-c"
+ktap_print_msg "rxe: $(rxe_retries)"
 ktap_check "one process, two portals: $A2's request reaches portal $A2" served one $A2
 ktap_check "... and $A1's reaches portal $A1" served one $A1
 ktap_check "... and the server ends after its two exchanges" ended one
@@ -85,6 +96,7 @@ server second 1 $A2
 client second-$A2 $A2
 client first-$A1 $A1
 show_files "$out.first" "$out.second" "$out.first-$A1-c" "$out.second-$A2-c"
+ktap_print_msg "rxe: $(rxe_retries)"
 ktap_check "two processes: $A2's request reaches the second one's portal" served second $A2
 ktap_check "... and $A1's the first one's" served first $A1
 both_ended() { ended first && ended second; }
@@ -96,6 +108,7 @@ server six 2 $A1 $A2 ::+afonly
 client six-:: "$ADDR6"
 client six-$A1 $A1
 show_files "$out.six" "$out.six-::-c" "$out.six-$A1-c"
+ktap_print_msg "rxe: $(rxe_retries)"
 six_served() { served six :: && served six $A1 && ended six; }
 ktap_check "[::] with AFONLY beside $A1 and $A2: the IPv6 client reaches [::], $A1's client $A1" \
 	six_served
