@@ -124,10 +124,11 @@ fi
 BASELINE_EXPECTED=$(baseline_snapshot)
 echo "1..${#tests[@]}"
 n=0 failed=0 digest=()
-# What a test said of why it failed (its "not ok" lines, a bail-out, its totals, given-up
-# waits, what it left running; builtins only: no process per line) and what the runner found
-# after it, and how many of those lines the digest at the end repeats.
-said=$out/.said.$$ digest_lines=20
+# What a test said of why it failed (its "not ok" lines and what it printed just before the
+# first, a bail-out, its totals, given-up waits, what it left running; builtins only: no
+# process per line) and what the runner found after it, and how many of those lines the
+# digest at the end repeats.
+said=$out/.said.$$ digest_lines=48 context_lines=24
 # for_digest LINE: LINE among what the test just run said of why it failed.
 for_digest() { printf '#   %s\n' "$1" >>"$said"; }
 # runner_says LINE: the runner's judgement of the test just run, in the log and the digest.
@@ -179,12 +180,23 @@ for t in "${tests[@]}"; do
 		# already).
 		baseline_kill_tagged "$tag" || { [ $test_rc != 0 ] && [ $test_rc != 4 ]; } || test_rc=1
 		exit $test_rc
-	) 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
-		printf '# %s\n' "$line"
-		[[ $line == 'not ok '* || $line == 'Bail out!'* || $line == '# Totals:'* ||
-			$line == '# wait_until: still false'* || $line == '# baseline: killed processes'* ]] &&
-			for_digest "$line"
-	done
+	) 2>&1 | {
+		# What the test printed since its previous result, of which the digest keeps the
+		# last $context_lines before the first failing check: what a hung exchange said.
+		recent=() first_failure=1
+		while IFS= read -r line || [ -n "$line" ]; do
+			printf '# %s\n' "$line"
+			if [[ $line == 'not ok '* ]] && [ $first_failure = 1 ]; then
+				first_failure=0
+				skip=$((${#recent[@]} > context_lines ? ${#recent[@]} - context_lines : 0))
+				for l in "${recent[@]:skip}"; do for_digest "$l"; done
+			fi
+			case $line in 'ok '* | 'not ok '*) recent=() ;; *) recent+=("$line") ;; esac
+			[[ $line == 'not ok '* || $line == 'Bail out!'* || $line == '# Totals:'* ||
+				$line == '# wait_until: still false'* || $line == '# baseline: killed processes'* ]] &&
+				for_digest "$line"
+		done
+	}
 	rc=${PIPESTATUS[0]}
 	took="$((SECONDS - start))s"
 	read -r _ _ _ _ pid_after </proc/loadavg
