@@ -33,6 +33,13 @@
  * listener fail to join its backlog as if the atomic allocation that makes
  * room there had failed.
  *
+ * The next fail_device_list_count devices added fail to join cepm's device
+ * list, as if the allocation that makes room there had failed.
+ *
+ * port_release_delay_ms makes the release of every managed port sleep that
+ * long before it unregisters the port's MAD agents, where ib_mad may wait for
+ * deferred MADs; port_release_delayed counts the releases that entered it.
+ *
  * While pretend_ib is set, devices added are taken for native InfiniBand
  * ones (the VM has only RoCE and iWARP devices).
  */
@@ -54,6 +61,9 @@ static atomic_t cepm_drop_rx_count = ATOMIC_INIT(0);
 static atomic_t cepm_rx_dropped = ATOMIC_INIT(0);
 static atomic_t cepm_fail_handle_count = ATOMIC_INIT(0);
 static atomic_t cepm_fail_backlog_push_count = ATOMIC_INIT(0);
+static atomic_t cepm_fail_device_list_count = ATOMIC_INIT(0);
+static u32 cepm_port_release_delay_ms;
+static atomic_t cepm_port_release_delayed = ATOMIC_INIT(0);
 static bool cepm_pretend_ib;
 
 void cepm_shim_fault_create(void)
@@ -71,6 +81,12 @@ void cepm_shim_fault_create(void)
 	debugfs_create_atomic_t("fail_handle_count", 0600, cepm_debugfs, &cepm_fail_handle_count);
 	debugfs_create_atomic_t("fail_backlog_push_count", 0600, cepm_debugfs,
 				&cepm_fail_backlog_push_count);
+	debugfs_create_atomic_t("fail_device_list_count", 0600, cepm_debugfs,
+				&cepm_fail_device_list_count);
+	debugfs_create_u32("port_release_delay_ms", 0600, cepm_debugfs,
+			   &cepm_port_release_delay_ms);
+	debugfs_create_atomic_t("port_release_delayed", 0400, cepm_debugfs,
+				&cepm_port_release_delayed);
 	debugfs_create_bool("pretend_ib", 0600, cepm_debugfs, &cepm_pretend_ib);
 }
 
@@ -124,6 +140,11 @@ void cepm_shim_fault_request_delay(void)
 	cepm_fault_delay(READ_ONCE(cepm_request_delay_ms), &cepm_request_delayed);
 }
 
+void cepm_shim_fault_port_release_delay(void)
+{
+	cepm_fault_delay(READ_ONCE(cepm_port_release_delay_ms), &cepm_port_release_delayed);
+}
+
 bool cepm_shim_fault_fail_handle(void)
 {
 	return atomic_dec_if_positive(&cepm_fail_handle_count) >= 0;
@@ -132,4 +153,9 @@ bool cepm_shim_fault_fail_handle(void)
 bool cepm_shim_fault_fail_backlog_push(void)
 {
 	return atomic_dec_if_positive(&cepm_fail_backlog_push_count) >= 0;
+}
+
+bool cepm_shim_fault_fail_device_list(void)
+{
+	return atomic_dec_if_positive(&cepm_fail_device_list_count) >= 0;
 }

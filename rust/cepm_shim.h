@@ -284,10 +284,14 @@ void cepm_shim_fault_destroy_delay(void);
 void cepm_shim_fault_listen_delay(void);
 /* CONNECT's and SIDR_REQ's window between finding their port and using it (request_delay_ms). */
 void cepm_shim_fault_request_delay(void);
+/* A managed port's release, before its agents go (port_release_delay_ms).  Process context. */
+void cepm_shim_fault_port_release_delay(void);
 /* Whether this handle reservation is to fail (fail_handle_count). */
 bool cepm_shim_fault_fail_handle(void);
 /* Whether this push onto a listener's backlog is to fail (fail_backlog_push_count). */
 bool cepm_shim_fault_fail_backlog_push(void);
+/* Whether this device is to fail to join the device list (fail_device_list_count). */
+bool cepm_shim_fault_fail_device_list(void);
 
 /* The shim's own: whether to drop this received MAD (drop_rx_count, drop_rx_attr). */
 bool cepm_fault_drop_rx(const struct ib_mad_recv_wc *recv_wc);

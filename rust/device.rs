@@ -12,6 +12,7 @@ use crate::{
     context::Cm,
     port::CmPort,
     shim::{
+        self,
         AgentRole,
         DeviceName,
         IbDevice,
@@ -37,6 +38,7 @@ struct ManagedPort {
 
 impl Drop for ManagedPort {
     fn drop(&mut self) {
+        shim::fault_port_release_delay();
         drop(self.agents.take());
         drop(self.send_only_agent.take());
         cep::release_port(&self.port);

@@ -67,7 +67,13 @@ impl Devices {
         }
         // Agent registration sleeps, so it happens before the device is listed.
         let device = KBox::new(CmDevice::new(cm, device)?, GFP_KERNEL)?;
-        self.list.lock().push(device, GFP_KERNEL)?;
+        let mut devices = self.list.lock();
+        if shim::fault_fail_device_list() {
+            // What `push` does when its allocation fails: the device goes with it.
+            drop(device);
+            return Err(ENOMEM);
+        }
+        devices.push(device, GFP_KERNEL)?;
         Ok(())
     }
 

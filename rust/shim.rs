@@ -38,8 +38,10 @@ mod rdma;
 pub(crate) use fault::{
     fault_destroy_delay,
     fault_fail_backlog_push,
+    fault_fail_device_list,
     fault_fail_handle,
     fault_listen_delay,
+    fault_port_release_delay,
     fault_request_delay,
     FaultInjection, //
 };

@@ -63,6 +63,16 @@ pub(crate) fn fault_request_delay() {
     }
 }
 
+/// Sleeps for `port_release_delay_ms` (0, no sleep, unless a test set it), counting the sleep
+/// in `port_release_delayed`. Process context only.
+pub(crate) fn fault_port_release_delay() {
+    #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
+    {
+        // SAFETY: No preconditions beyond process context, which the caller guarantees.
+        unsafe { super::bindings::cepm_shim_fault_port_release_delay() };
+    }
+}
+
 /// Whether this handle reservation is to fail (`fail_handle_count`, 0 unless a test set it).
 pub(crate) fn fault_fail_handle() -> bool {
     #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
@@ -81,6 +91,18 @@ pub(crate) fn fault_fail_backlog_push() -> bool {
     {
         // SAFETY: No preconditions: it only counts down an atomic of the shim's.
         unsafe { super::bindings::cepm_shim_fault_fail_backlog_push() }
+    }
+    #[cfg(not(CONFIG_FAULT_INJECTION_DEBUG_FS))]
+    false
+}
+
+/// Whether this device is to fail to join the device list as a failed allocation would
+/// (`fail_device_list_count`, 0 unless a test set it).
+pub(crate) fn fault_fail_device_list() -> bool {
+    #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
+    {
+        // SAFETY: No preconditions: it only counts down an atomic of the shim's.
+        unsafe { super::bindings::cepm_shim_fault_fail_device_list() }
     }
     #[cfg(not(CONFIG_FAULT_INJECTION_DEBUG_FS))]
     false
