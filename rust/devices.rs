@@ -67,12 +67,15 @@ impl Devices {
         }
         // Agent registration sleeps, so it happens before the device is listed.
         let device = KBox::new(CmDevice::new(cm, device)?, GFP_KERNEL)?;
+        // Declared after `device`, the guard goes first: a device that cannot be listed is
+        // released (its agents unregistered, which may wait for deferred MADs) after the
+        // unlock.
         let mut devices = self.list.lock();
         if shim::fault_fail_device_list() {
-            // What `push` does when its allocation fails: the device goes with it.
-            drop(device);
             return Err(ENOMEM);
         }
+        devices.reserve(1, GFP_KERNEL)?;
+        // The room is there: this push allocates nothing and cannot fail.
         devices.push(device, GFP_KERNEL)?;
         Ok(())
     }
