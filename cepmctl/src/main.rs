@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod bindings;
 mod connect;
 mod forge;
+mod frame;
 mod fuzz_mad;
 mod many;
 mod rng;
@@ -92,15 +93,16 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         timeout_ms: u64,
     },
-    /// Print how many MADs with one attribute a port has received.
+    /// Print how many MADs with one attribute a port has received, or how many it dropped as
+    /// malformed (no MAD header, or cut short) or invalid (not a valid CM message).
     RxCount {
         /// RDMA device, e.g. rxe0.
         device: String,
         /// Port number.
         port: u32,
-        /// Attribute: a name (REQ, SIDR_REQ, ...) or an ID (0x10).
-        #[arg(value_parser = parse_attr)]
-        attr: AttrId,
+        /// Attribute: a name (REQ, SIDR_REQ, ...) or an ID (0x10); or "malformed" or "invalid".
+        #[arg(value_parser = parse_received)]
+        what: Received,
     },
     /// Print how many MADs with one attribute a port has sent.
     TxCount {
@@ -139,6 +141,28 @@ enum Command {
         /// IPv6 addresses [default: the port's first IPv4 GID]
         #[arg(long)]
         from_gid: Option<std::net::Ipv6Addr>,
+        #[command(flatten)]
+        forge: forge::Fields,
+    },
+    /// A peer without a CM: send a CM MAD (built as send-mad builds it) as a raw RoCE v2 frame
+    /// written to NETDEV through an AF_PACKET socket (needs CAP_NET_RAW), to QP1 of the host
+    /// whose IPv4 address is --to. Its MAC must be in the neighbour table. Unlike the MAD
+    /// layer, a frame can carry a MAD cut short (--cut-at).
+    SendFrame {
+        /// The netdev to write the frame to, e.g. veth1, whose other end is the receiver's.
+        netdev: String,
+        /// Attribute: a name (REQ, SIDR_REQ, ...) or an ID (0x10).
+        #[arg(value_parser = parse_attr)]
+        attr: AttrId,
+        /// The receiver's IPv4 address, which its RoCE v2 GID maps.
+        #[arg(long)]
+        to: std::net::Ipv4Addr,
+        /// The source IPv4 address the frame claims.
+        #[arg(long)]
+        from: std::net::Ipv4Addr,
+        /// Send only the MAD's first N bytes (1 to 256).
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..=256))]
+        cut_at: u16,
         #[command(flatten)]
         forge: forge::Fields,
     },
@@ -499,6 +523,22 @@ fn parse_attr(s: &str) -> Result<AttrId, String> {
             AttrId::from_u16(n)
         })
         .ok_or_else(|| format!("unknown CM attribute '{s}'"))
+}
+
+/// What `rx-count` counts: MADs of one attribute, or those dropped for their form.
+#[derive(Clone, Copy, Debug)]
+enum Received {
+    Attr(AttrId),
+    Malformed,
+    Invalid,
+}
+
+fn parse_received(s: &str) -> Result<Received, String> {
+    match s {
+        "malformed" => Ok(Received::Malformed),
+        "invalid" => Ok(Received::Invalid),
+        _ => parse_attr(s).map(Received::Attr),
+    }
 }
 
 /// "REQ=1 DREQ=2", or "none", for the non-zero counts of `count`.
@@ -863,8 +903,14 @@ fn run(cli: Cli) -> std::io::Result<()> {
             );
             q.ports.iter().for_each(print_port);
         }
-        Command::RxCount { device, port, attr } => {
-            println!("{}", find_port(&device, port)?.rx(attr))
+        Command::RxCount { device, port, what } => {
+            let p = find_port(&device, port)?;
+            let count = match what {
+                Received::Attr(attr) => p.rx(attr),
+                Received::Malformed => p.rx_malformed,
+                Received::Invalid => p.rx_invalid,
+            };
+            println!("{count}")
         }
         Command::TxCount { device, port, attr } => {
             println!("{}", find_port(&device, port)?.tx(attr))
@@ -899,6 +945,32 @@ fn run(cli: Cli) -> std::io::Result<()> {
                     );
                 }
             }
+        }
+        Command::SendFrame {
+            netdev,
+            attr,
+            to,
+            from,
+            cut_at,
+            forge,
+        } => {
+            let mad = forge
+                .mad(attr, 0, &to.to_ipv6_mapped().octets())
+                .map_err(invalid_input)?;
+            let route = frame::Route {
+                src_mac: frame::netdev_mac(&netdev)?,
+                dst_mac: frame::neighbour_mac(&netdev, to)?,
+                src_ip: from,
+                dst_ip: to,
+            };
+            let bytes = &mad[..usize::from(cut_at)];
+            frame::FrameSocket::open(&netdev)?
+                .send(&frame::roce_v2_frame(&route, 0, bytes), route.dst_mac)?;
+            println!(
+                "send-frame: sent {} bytes of a {} to {to} on {netdev}",
+                bytes.len(),
+                attr.name()
+            );
         }
         Command::FuzzMad {
             device,
