@@ -155,13 +155,28 @@ struct cepm_unresolved_mad {
 	struct ib_mad_recv_wc *recv_wc;
 };
 
+/*
+ * How many bytes of the MAD arrived.  ib_mad's mad_len is the size of its receive buffer, not
+ * what came in it: the receive's byte count is, less the room for the GRH that every UD
+ * receive starts with (ib_mad_recv_done, drivers/infiniband/core/mad.c, sets the one and
+ * leaves the other in the work completion).
+ */
+static size_t cepm_received_len(const struct ib_mad_recv_wc *recv_wc)
+{
+	u32 len = recv_wc->wc->byte_len;
+
+	if (len < sizeof(struct ib_grh))
+		return 0;
+	return min_t(size_t, len - sizeof(struct ib_grh), recv_wc->mad_len);
+}
+
 static void cepm_agent_handle(struct ib_mad_agent *agent, struct ib_mad_recv_wc *recv_wc)
 {
 	struct cepm_agent_ctx *actx = agent->context;
 
-	/* CM MADs are never RMPP: one 256-byte segment. */
+	/* CM MADs are never RMPP: one 256-byte segment, or less if it came cut short. */
 	actx->recv(actx->ctx, agent, recv_wc, (const u8 *)recv_wc->recv_buf.mad,
-		   recv_wc->mad_len);
+		   cepm_received_len(recv_wc));
 	ib_free_recv_mad(recv_wc);
 }
 

@@ -129,7 +129,7 @@ pub(crate) struct CmPort {
     rx: AttrCounters,
     /// Attribute ID at or above [`ATTR_SLOTS`].
     rx_other_attr: Atomic<u64>,
-    /// Too short to hold a MAD header.
+    /// Shorter than a whole MAD (256 bytes): no header, or cut short.
     rx_malformed: Atomic<u64>,
     /// A header, but not a valid CM message.
     rx_invalid: Atomic<u64>,
@@ -384,9 +384,12 @@ unsafe impl MadHandler for CmPort {
     }
 
     fn mad_received(self: &Arc<Self>, mad: &ReceivedMad<'_>) {
+        // A MAD cut short is counted by its form, not by the attribute its header claims.
         let counter = match MadHeader::decode(mad.bytes()) {
-            Ok(hdr) => self.rx.get(hdr.attr_id).unwrap_or(&self.rx_other_attr),
-            Err(_) => &self.rx_malformed,
+            Ok(hdr) if mad.bytes().len() >= MAD_SIZE => {
+                self.rx.get(hdr.attr_id).unwrap_or(&self.rx_other_attr)
+            }
+            _ => &self.rx_malformed,
         };
         counter.add(1, Relaxed);
         recv::mad_received(self, mad);

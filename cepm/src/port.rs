@@ -22,7 +22,7 @@ pub struct PortInfo {
     pub rx_by_attr: [u64; ATTR_SLOTS],
     /// Received CM MADs whose attribute ID is at least [`ATTR_SLOTS`].
     pub rx_other_attr: u64,
-    /// Received MADs too short for a MAD header.
+    /// Received MADs shorter than a whole MAD (256 bytes): no header, or cut short.
     pub rx_malformed: u64,
     /// Received MADs with a header that were not valid CM messages.
     pub rx_invalid: u64,

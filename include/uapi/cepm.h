@@ -51,7 +51,7 @@ struct cepm_port_info {
 	__u32 flags;                         /* CEPM_PORT_* */
 	__u64 rx_by_attr[CEPM_ATTR_SLOTS];   /* received CM MADs, by attribute ID */
 	__u64 rx_other_attr;                 /* received, attribute ID >= CEPM_ATTR_SLOTS */
-	__u64 rx_malformed;                  /* shorter than a MAD header */
+	__u64 rx_malformed;                  /* shorter than a whole MAD */
 	__u64 rx_invalid;                    /* not a valid CM message (dropped) */
 	__u64 rx_duplicates;                 /* duplicates of a message already handled */
 	__u64 tx_by_attr[CEPM_ATTR_SLOTS];   /* CM MADs posted, by attribute ID */
