@@ -86,15 +86,15 @@ pub(crate) struct CmDevice {
 }
 
 impl CmDevice {
-    /// Registers a CM agent on every port of `ib` that speaks the IB CM protocol.
+    /// Registers a CM agent on every port of `ib`, called `raw_name`, that speaks the IB CM
+    /// protocol.
     ///
     /// The device is all or nothing: if any port cannot be claimed (typically because the in-tree
     /// `ib_cm` owns it), no agent is kept and the device is skipped with one log line. So is a
     /// device with a native InfiniBand port (`EOPNOTSUPP`): cepm has no IB addressing yet (LIDs,
     /// P_Key indexes, SA path records), and declining the whole device leaves it to `ib_cm`,
     /// which claims all of a device's ports or none.
-    pub(crate) fn new(cm: &Arc<Cm>, ib: IbDevice) -> Result<Self> {
-        let raw_name = ib.name();
+    pub(crate) fn new(cm: &Arc<Cm>, ib: IbDevice, raw_name: DeviceName) -> Result<Self> {
         let name = CStr::from_bytes_until_nul(&raw_name).unwrap_or(c"?");
         let guid = ib.node_guid();
         let mut ports = KVec::new();

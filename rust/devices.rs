@@ -21,6 +21,7 @@ use crate::{
     device::CmDevice,
     shim::{
         self,
+        DeviceName,
         IbDevice, //
     },
     uapi, //
@@ -52,11 +53,10 @@ impl Devices {
         })
     }
 
-    /// Takes `device` under management for `cm` (which owns `self`): registers its CM agents
-    /// and lists it. Devices not named in the `devices` parameter are declined (`EOPNOTSUPP`),
-    /// which leaves them to `ib_cm`.
-    pub(crate) fn add_device(&self, cm: &Arc<Cm>, device: IbDevice) -> Result {
-        let name = device.name();
+    /// Takes `device`, called `name`, under management for `cm` (which owns `self`): registers
+    /// its CM agents and lists it. Devices not named in the `devices` parameter are declined
+    /// (`EOPNOTSUPP`), which leaves them to `ib_cm`.
+    pub(crate) fn add_device(&self, cm: &Arc<Cm>, device: IbDevice, name: DeviceName) -> Result {
         if !selected(shim::devices_param().to_bytes(), &name) {
             let shown = name.split(|&b| b == 0).next().unwrap_or_default();
             pr_info!(
@@ -66,7 +66,7 @@ impl Devices {
             return Err(EOPNOTSUPP);
         }
         // Agent registration sleeps, so it happens before the device is listed.
-        let device = KBox::new(CmDevice::new(cm, device)?, GFP_KERNEL)?;
+        let device = KBox::new(CmDevice::new(cm, device, name)?, GFP_KERNEL)?;
         // Declared after `device`, the guard goes first: a device that cannot be listed is
         // released (its agents unregistered, which may wait for deferred MADs) after the
         // unlock.
@@ -91,9 +91,8 @@ impl Devices {
         drop(removed);
     }
 
-    /// The device `device` is now called by its new name (the `rename` callback).
-    pub(crate) fn rename_device(&self, device: &IbDevice) {
-        let name = device.name();
+    /// The device `device` is now called `name` (the `rename` callback).
+    pub(crate) fn rename_device(&self, device: &IbDevice, name: DeviceName) {
         let mut devices = self.list.lock();
         if let Some(managed) = devices
             .iter_mut()

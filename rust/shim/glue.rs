@@ -49,7 +49,10 @@ unsafe extern "C" fn cepm_rust_add_device(
         return EINVAL.to_errno();
     };
     // INVARIANT: We are in `add`; the registry drops the device in `remove` at the latest.
-    match cm.devices.add_device(&cm, IbDevice { ptr }) {
+    let device = IbDevice { ptr };
+    // SAFETY: ib_core holds `devices_rwsem` around `add`: no rename runs.
+    let name = unsafe { device.name() };
+    match cm.devices.add_device(&cm, device, name) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -84,7 +87,10 @@ unsafe extern "C" fn cepm_rust_rename_device(cm: *mut c_void, device: *mut bindi
     };
     // INVARIANT: ib_core calls `rename` only for a device whose `add` succeeded, before its
     // `remove`; this value does not outlive the callback.
-    cm.devices.rename_device(&IbDevice { ptr });
+    let device = IbDevice { ptr };
+    // SAFETY: ib_core holds `devices_rwsem` around `rename`, once the new name is in place.
+    let name = unsafe { device.name() };
+    cm.devices.rename_device(&device, name);
 }
 
 /// `open` of `/dev/cepm`: the file's context, or an `ERR_PTR`.

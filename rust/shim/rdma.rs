@@ -54,8 +54,10 @@ pub(crate) struct IbDevice {
     pub(super) ptr: NonNull<bindings::ib_device>,
 }
 
-// SAFETY: The shim functions called through `IbDevice` only read immutable device attributes
-// (port range, capabilities) or take the device's own locks, so any thread may call them.
+// SAFETY: The shim functions called through `IbDevice`'s safe methods only read immutable
+// device attributes (port range, capabilities) or take the device's own locks, so any thread
+// may call them. The name, which a rename replaces, is read only by the `unsafe` `name`, whose
+// callers hold renames off.
 unsafe impl Send for IbDevice {}
 // SAFETY: See `Send`; `&IbDevice` offers nothing that needs exclusive access.
 unsafe impl Sync for IbDevice {}
@@ -71,12 +73,17 @@ impl IbDevice {
         self.ptr.as_ptr()
     }
 
-    /// The device's name. Devices can be renamed while registered: this is only read in the
-    /// client's `add` and `rename` callbacks, where ib_core holds the rename lock
-    /// (`devices_rwsem`); the registry keeps what it read.
-    pub(crate) fn name(&self) -> DeviceName {
+    /// The device's name.
+    ///
+    /// # Safety
+    ///
+    /// The device cannot be renamed during the call: the caller runs inside the client's
+    /// `add` or `rename` callback, where ib_core holds `devices_rwsem` (a rename frees the old
+    /// name). The registry keeps what these callbacks read.
+    pub(super) unsafe fn name(&self) -> DeviceName {
         let mut name = [0u8; 64];
-        // SAFETY: The device is valid by the type invariant, and the buffer's length is passed.
+        // SAFETY: The device is valid by the type invariant, the buffer's length is passed, and
+        // by the function's safety requirements the name is not being replaced.
         unsafe {
             bindings::cepm_shim_device_name(self.ptr.as_ptr(), name.as_mut_ptr(), name.len())
         };
