@@ -128,7 +128,7 @@ n=0 failed=0 digest=()
 # first, a bail-out, its totals, given-up waits, what it left running; builtins only: no
 # process per line) and what the runner found after it, and how many of those lines the
 # digest at the end repeats.
-said=$out/.said.$$ digest_lines=48 context_lines=24
+said=$out/.said.$$ digest_lines=56 context_lines=32
 # for_digest LINE: LINE among what the test just run said of why it failed.
 for_digest() { printf '#   %s\n' "$1" >>"$said"; }
 # runner_says LINE: the runner's judgement of the test just run, in the log and the digest.

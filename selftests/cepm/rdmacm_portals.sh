@@ -46,6 +46,10 @@ second_addr() {
 }
 ktap_check "a second address $A2 and its GID are up on $SERVER_DEV" second_addr
 PORT=7520
+# What crosses veth0, for wire_trace (on loopback nothing does). dumpcap itself is the job.
+if [ "$TOPOLOGY" != loopback ]; then
+	dumpcap -q -i veth0 -f "udp port 4791" -w "$out.pcap" >/dev/null 2>&1 &
+fi
 
 # server NAME COUNT ADDRESS...: rdma_portals in the background on the server's host, its
 # output in $out.NAME and its PID in $spid_NAME, once it listens (or has exited).
@@ -59,15 +63,50 @@ server() {
 }
 # client NAME ADDRESS: rdma_client to ADDRESS:PORT, its output in $out.NAME-c (line-buffered,
 # so that a client stopped in a hang keeps what it printed); its status.
-client() { "${OVER_CEPM[@]}" timeout 60 stdbuf -oL rdma_client -s "$2" -p $PORT >"$out.$1-c" 2>&1; }
-# rxe's retransmission counters on both ends, logged after each case: a hang in an exchange
-# shows whose rxe retried and whether the other saw it (lib.sh, rxe_lost_ack).
+# A client still running after 15 s has hung: the RC QPs of both ends (state, PSNs, as rdma
+# res shows them) are logged then, while the hung ones exist.
+client() {
+	local pid i
+	"${OVER_CEPM[@]}" timeout 60 stdbuf -oL rdma_client -s "$2" -p $PORT >"$out.$1-c" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 150; i++)); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+	kill -0 $pid 2>/dev/null && rc_qps | while IFS= read -r i; do ktap_print_msg "hung $1: $i"; done
+	wait $pid
+}
+rc_qps() {
+	rdma -d res show qp link "$RXE_DEV/1" | grep ' type RC '
+	on_server rdma -d res show qp link "$SERVER_DEV/1" | grep ' type RC '
+}
+# rxe's counters on both ends, logged after each case: a hang in an exchange shows whose rxe
+# retried, and whether the other saw the retries as duplicates or as out of sequence (a PSN
+# other than the one its QP expects), or not at all (lib.sh, rxe_lost_ack).
 rxe_retries() {
 	local dev
 	for dev in "$RXE_DEV" "$SERVER_DEV"; do
-		printf '%s: completer_retry_err %s, duplicate_request %s; ' "$dev" \
-			"$(rxe_counter "$dev" completer_retry_err)" "$(rxe_counter "$dev" duplicate_request)"
+		printf '%s: completer_retry_err %s, duplicate_request %s, out_of_seq_request %s; ' \
+			"$dev" "$(rxe_counter "$dev" completer_retry_err)" \
+			"$(rxe_counter "$dev" duplicate_request)" "$(rxe_counter "$dev" out_of_seq_request)"
 	done
+}
+# wire_trace: when a case's exchange hung, what crossed veth0 at its end: the last RC packets
+# (source, destination, opcode, destination QP, PSN) and the last REQs' and REPs' QPNs and
+# starting PSNs, the CM's word on what each end expects.
+wire_trace() {
+	local line
+	[ "$TOPOLOGY" != loopback ] || return 0
+	# One line per packet: time, source, destination, BTH opcode, destination QP, PSN, then a
+	# CM MAD's attribute, local QPN and starting PSN; a run of the same packet is one line
+	# with its count.
+	tshark -r "$out.pcap" -T fields -e frame.time_relative -e ip.src -e ip.dst \
+		-e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn \
+		-e infiniband.mad.attributeid -e infiniband.cm.req.localqpn \
+		-e infiniband.cm.req.startpsn -e infiniband.cm.rep.localqpn \
+		-e infiniband.cm.rep.startpsn 2>/dev/null |
+		awk -F'\t' '{ k = $2 " " $3 " " $4 " " $5 " " $6 " " $7 " " $8 $9 " " $10 $11 }
+			k == last { n++; next }
+			{ if (NR > 1) print t, last, "x" n; last = k; t = sprintf("%.2f", $1); n = 1 }
+			END { if (NR) print t, last, "x" n }' | tail -n 24 |
+		while IFS= read -r line; do ktap_print_msg "wire: $line"; done
 }
 # served NAME PORTAL: the server's output says PORTAL took a request, and the exchange on
 # it ended well for rdma_client.
@@ -81,6 +120,7 @@ client one-$A2 $A2
 client one-$A1 $A1
 show_files "$out.one" "$out.one-$A2-c" "$out.one-$A1-c"
 ktap_print_msg "rxe: $(rxe_retries)"
+{ served one $A2 && served one $A1; } || wire_trace
 ktap_check "one process, two portals: $A2's request reaches portal $A2" served one $A2
 ktap_check "... and $A1's reaches portal $A1" served one $A1
 ktap_check "... and the server ends after its two exchanges" ended one
@@ -97,6 +137,7 @@ client second-$A2 $A2
 client first-$A1 $A1
 show_files "$out.first" "$out.second" "$out.first-$A1-c" "$out.second-$A2-c"
 ktap_print_msg "rxe: $(rxe_retries)"
+{ served second $A2 && served first $A1; } || wire_trace
 ktap_check "two processes: $A2's request reaches the second one's portal" served second $A2
 ktap_check "... and $A1's the first one's" served first $A1
 both_ended() { ended first && ended second; }
@@ -109,6 +150,7 @@ client six-:: "$ADDR6"
 client six-$A1 $A1
 show_files "$out.six" "$out.six-::-c" "$out.six-$A1-c"
 ktap_print_msg "rxe: $(rxe_retries)"
+{ served six :: && served six $A1; } || wire_trace
 six_served() { served six :: && served six $A1 && ended six; }
 ktap_check "[::] with AFONLY beside $A1 and $A2: the IPv6 client reaches [::], $A1's client $A1" \
 	six_served
