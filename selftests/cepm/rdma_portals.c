@@ -15,6 +15,7 @@
  * failed call first, as perror prints it).
  */
 #include <arpa/inet.h>
+#include <poll.h>
 #include <string.h>
 #include <rdma/rdma_verbs.h>
 #include "rdma_test.h"
@@ -48,6 +49,34 @@ static int wait_event(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 	return !ok;
 }
 
+/*
+ * Waits for the reply's send completion or for a CM event on @channel, whichever comes
+ * first: 0 for a successful completion, 2 for an event (left on the channel), 1 after saying
+ * what failed.  rdma_client disconnects as soon as it has the reply, and rxe may then never
+ * acknowledge it (docs/interop.md, "rxe's lost ACK"): its sender retransmits for ever, and
+ * would never see the client's DREQ, which stock ib_cm answers only when the server
+ * disconnects.  The client's DREQ says the reply arrived.
+ */
+static int await_reply(struct rdma_event_channel *channel, struct rdma_cm_id *id)
+{
+	struct pollfd cm = { .fd = channel->fd, .events = POLLIN };
+	struct ibv_wc wc;
+	int n;
+
+	for (;;) {
+		n = ibv_poll_cq(id->send_cq, 1, &wc);
+		if (n < 0)
+			return fail("ibv_poll_cq");
+		if (n == 1)
+			return wc.status == IBV_WC_SUCCESS ? 0 : complain("the reply did not complete");
+		n = poll(&cm, 1, 10);
+		if (n < 0)
+			return fail("poll");
+		if (n == 1)
+			return 2;
+	}
+}
+
 /* rdma_server's exchange on the requested @id, then the disconnect: 0, or 1. */
 static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *id)
 {
@@ -73,15 +102,22 @@ static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *id)
 	if (n < 0 || wc.status != IBV_WC_SUCCESS)
 		return complain("the receive did not complete");
 	fprintf(stderr, "rdma_portals: received\n");
-	if (send_back(id, buf, sizeof(buf), mr))
+	if (rdma_post_send(id, NULL, buf, sizeof(buf), mr, 0))
+		return fail("rdma_post_send");
+	n = await_reply(channel, id);
+	if (n == 1)
 		return 1;
-	fprintf(stderr, "rdma_portals: sent\n");
-	/* The client may have disconnected first: either way, DISCONNECTED follows. */
+	fprintf(stderr, "rdma_portals: %s\n", n ? "disconnected before the reply's ACK" : "sent");
+	/*
+	 * The client may have disconnected first: either way, DISCONNECTED follows.  Our
+	 * disconnect moves the QP to the error state, which ends a retransmission, and answers the
+	 * client's DREQ.
+	 */
 	rdma_disconnect(id);
 	if (wait_event(channel, id, RDMA_CM_EVENT_DISCONNECTED))
 		return 1;
-	rdma_dereg_mr(mr);
 	rdma_destroy_qp(id);
+	rdma_dereg_mr(mr);
 	rdma_destroy_id(id);
 	return 0;
 }
