@@ -40,12 +40,17 @@
  * long before it unregisters the port's MAD agents, where ib_mad may wait for
  * deferred MADs; port_release_delayed counts the releases that entered it.
  *
+ * listen_shards lists how many service IDs have exact listeners in each shard
+ * of the listener table, one count per line: whether listens that a user chose
+ * to collide under a known hash did collide.
+ *
  * While pretend_ib is set, devices added are taken for native InfiniBand
  * ones (the VM has only RoCE and iWARP devices).
  */
 #include <linux/atomic.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
+#include <linux/seq_file.h>
 #include <rdma/ib_mad.h>
 
 #include "cepm_shim.h"
@@ -66,7 +71,20 @@ static u32 cepm_port_release_delay_ms;
 static atomic_t cepm_port_release_delayed = ATOMIC_INIT(0);
 static bool cepm_pretend_ib;
 
-void cepm_shim_fault_create(void)
+/* The listener table's shard counts, from the CM context the file was made with. */
+static int cepm_listen_shards_show(struct seq_file *m, void *unused)
+{
+	u32 counts[CEPM_LISTEN_SHARDS];
+	unsigned int i;
+
+	cepm_rust_listen_shards(m->private, counts, CEPM_LISTEN_SHARDS);
+	for (i = 0; i < CEPM_LISTEN_SHARDS; i++)
+		seq_printf(m, "%u\n", counts[i]);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(cepm_listen_shards);
+
+void cepm_shim_fault_create(void *cm_ctx)
 {
 	/* Best effort, like all of debugfs: no directory, no fault injection. */
 	cepm_debugfs = debugfs_create_dir("cepm", NULL);
@@ -88,6 +106,7 @@ void cepm_shim_fault_create(void)
 	debugfs_create_atomic_t("port_release_delayed", 0400, cepm_debugfs,
 				&cepm_port_release_delayed);
 	debugfs_create_bool("pretend_ib", 0600, cepm_debugfs, &cepm_pretend_ib);
+	debugfs_create_file("listen_shards", 0400, cepm_debugfs, cm_ctx, &cepm_listen_shards_fops);
 }
 
 void cepm_shim_fault_remove(void)

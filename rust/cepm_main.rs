@@ -95,7 +95,7 @@ struct CepmModule {
 impl kernel::Module for CepmModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let cm = context::Cm::new()?;
-        let faults = shim::FaultInjection::new();
+        let faults = shim::FaultInjection::new(cm.clone());
         InitStep::Client.inject_failure()?;
         let client = shim::CmRegistration::client(cm.clone())?;
         // Last: once it exists, userspace can open it and pin the module, so nothing after

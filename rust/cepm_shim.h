@@ -106,6 +106,15 @@ cepm_ioctl_fn cepm_rust_ioctl;
 cepm_read_fn cepm_rust_read;
 cepm_poll_fn cepm_rust_poll;
 
+/*
+ * debugfs listen_shards: fills COUNTS with how many service IDs have exact
+ * listeners in each of the listener table's N shards.  Process context.
+ */
+#define CEPM_LISTEN_SHARDS 16
+typedef void cepm_listen_shards_fn(void *cm_ctx, u32 *counts, u32 n);
+
+cepm_listen_shards_fn cepm_rust_listen_shards;
+
 /* ---- Parameters and accounting (cepm_params.c) ---- */
 
 /* The cepm.devices module parameter: NUL-terminated, constant after load. */
@@ -276,7 +285,11 @@ bool cepm_shim_cancel_delayed_work_sync(void *work);
  * none of the others.
  */
 #ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
-void cepm_shim_fault_create(void);
+/*
+ * The knobs, and listen_shards, which reads CM_CTX (the CM's context) through
+ * cepm_rust_listen_shards until cepm_shim_fault_remove returns.
+ */
+void cepm_shim_fault_create(void *cm_ctx);
 void cepm_shim_fault_remove(void);
 /* Sleeps for destroy_delay_ms.  Process context. */
 void cepm_shim_fault_destroy_delay(void);

@@ -407,6 +407,19 @@ impl Tables {
         drop(removed);
     }
 
+    /// Writes how many service IDs have exact listeners in each shard of the listener table
+    /// into `counts`, one per shard (debugfs `listen_shards`); the rest of `counts` gets 0.
+    pub(crate) fn listen_shard_counts(&self, counts: &mut [u32]) {
+        for (i, count) in counts.iter_mut().enumerate() {
+            *count = if i < SHARDS {
+                self.listeners
+                    .with(i, |t| u32::try_from(t.iter().count()).unwrap_or(u32::MAX))
+            } else {
+                0
+            };
+        }
+    }
+
     /// Adds `cep`, of `owner`'s user, as a listener on `range` for the requests `scope` takes
     /// (an exact listen takes its node from `room`): `EBUSY` if another listener holds its
     /// slot already (the same range, and for an exact one the same scope), `EADDRINUSE` if it

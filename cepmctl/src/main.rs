@@ -144,6 +144,16 @@ enum Command {
         #[command(flatten)]
         forge: forge::Fields,
     },
+    /// Listen on each of --service-ids, all in one /dev/cepm file, say "holding N listens",
+    /// and keep them for --hold-ms (or until killed).
+    HoldListens {
+        /// The service IDs, comma-separated.
+        #[arg(long, value_delimiter = ',', value_parser = parse_u64, required = true)]
+        service_ids: Vec<u64>,
+        /// How long to keep them.
+        #[arg(long, default_value_t = 60_000)]
+        hold_ms: u64,
+    },
     /// A peer without a CM: send a CM MAD (built as send-mad builds it) as a raw RoCE v2 frame
     /// written to NETDEV through an AF_PACKET socket (needs CAP_NET_RAW), to QP1 of the host
     /// whose IPv4 address is --to. Its MAC must be in the neighbour table. Unlike the MAD
@@ -945,6 +955,18 @@ fn run(cli: Cli) -> std::io::Result<()> {
                     );
                 }
             }
+        }
+        Command::HoldListens {
+            service_ids,
+            hold_ms,
+        } => {
+            let cepm = Cepm::open()?;
+            for &service_id in &service_ids {
+                let listener = cepm.create(0)?;
+                cepm.listen(listener, service_id, u64::MAX)?;
+            }
+            println!("holding {} listens", service_ids.len());
+            std::thread::sleep(std::time::Duration::from_millis(hold_ms));
         }
         Command::SendFrame {
             netdev,

@@ -8,18 +8,42 @@
 //! functions, and every hook here is an empty function: it fails nothing and waits for
 //! nothing.
 
+use core::ffi::c_void;
+use kernel::{
+    sync::Arc,
+    types::ForeignOwnable, //
+};
+
+use crate::context::Cm;
+
 /// `/sys/kernel/debug/cepm/` while this value lives. Best effort: without debugfs there are no
 /// knobs, and the hooks do what they do with all knobs at 0.
-pub(crate) struct FaultInjection(());
+///
+/// # Invariants
+///
+/// `cm` is the foreign form of an `Arc<Cm>` reference, owned by this value, which the
+/// directory's `listen_shards` file reads until the directory is removed in `drop`.
+pub(crate) struct FaultInjection {
+    cm: *mut c_void,
+}
+
+// SAFETY: `cm` stands for an `Arc<Cm>`, which is `Send` and `Sync`; the value only gives it back.
+unsafe impl Send for FaultInjection {}
+// SAFETY: See `Send`; `&FaultInjection` offers nothing.
+unsafe impl Sync for FaultInjection {}
 
 impl FaultInjection {
-    pub(crate) fn new() -> Self {
+    /// The knobs, and `listen_shards`, which reads `cm`'s listener table.
+    pub(crate) fn new(cm: Arc<Cm>) -> Self {
+        let cm = cm.into_foreign();
         #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
         {
-            // SAFETY: No preconditions; the shim tolerates debugfs failures.
-            unsafe { super::bindings::cepm_shim_fault_create() };
+            // SAFETY: `cm` stays valid until `drop` has removed the directory, by the type
+            // invariant; the shim tolerates debugfs failures.
+            unsafe { super::bindings::cepm_shim_fault_create(cm) };
         }
-        Self(())
+        // INVARIANT: `cm` came from `into_foreign` above.
+        Self { cm }
     }
 }
 
@@ -27,10 +51,13 @@ impl Drop for FaultInjection {
     fn drop(&mut self) {
         #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
         {
-            // SAFETY: Created in `new`; removing it stops new writes, and the hooks only read
-            // the shim's own static variables.
+            // SAFETY: Created in `new`; removing it stops new writes, waits for the readers of
+            // `listen_shards`, and the hooks only read the shim's own static variables.
             unsafe { super::bindings::cepm_shim_fault_remove() };
         }
+        // SAFETY: By the type invariant `cm` came from `into_foreign`, and with the directory
+        // gone nothing reads it any more.
+        drop(unsafe { Arc::<Cm>::from_foreign(self.cm) });
     }
 }
 

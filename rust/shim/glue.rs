@@ -30,6 +30,7 @@ const _: bindings::cepm_release_fn = Some(cepm_rust_release);
 const _: bindings::cepm_ioctl_fn = Some(cepm_rust_ioctl);
 const _: bindings::cepm_read_fn = Some(cepm_rust_read);
 const _: bindings::cepm_poll_fn = Some(cepm_rust_poll);
+const _: bindings::cepm_listen_shards_fn = Some(cepm_rust_listen_shards);
 
 /// `ib_client.add`.
 ///
@@ -91,6 +92,25 @@ unsafe extern "C" fn cepm_rust_rename_device(cm: *mut c_void, device: *mut bindi
     // SAFETY: ib_core holds `devices_rwsem` around `rename`, once the new name is in place.
     let name = unsafe { device.name() };
     cm.devices.rename_device(&device, name);
+}
+
+/// debugfs `listen_shards`: how many service IDs have exact listeners in each shard.
+///
+/// # Safety
+///
+/// `cm` is the context of a live [`super::FaultInjection`] and `counts` points at `n`
+/// writable `u32`s; called only by the shim's `listen_shards` file.
+#[no_mangle]
+unsafe extern "C" fn cepm_rust_listen_shards(cm: *mut c_void, counts: *mut u32, n: u32) {
+    // SAFETY: By the function's safety requirements `cm` came from `Arc::into_foreign`, and
+    // `FaultInjection` keeps it until the file is removed, which waits for this call.
+    let cm = unsafe { <Arc<Cm> as ForeignOwnable>::borrow(cm) };
+    if counts.is_null() {
+        return;
+    }
+    // SAFETY: By the function's safety requirements `counts` is valid for `n` writes.
+    let counts = unsafe { core::slice::from_raw_parts_mut(counts, n as usize) };
+    cm.tables.listen_shard_counts(counts);
 }
 
 /// `open` of `/dev/cepm`: the file's context, or an `ERR_PTR`.

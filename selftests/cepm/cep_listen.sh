@@ -6,12 +6,14 @@
 # (debugfs fail_handle_count: the file's handle numbers ran out), which stays in the backlog;
 # a SIDR_REQ beyond a full backlog is dropped, as a REQ is, not rejected; so is a REQ the
 # backlog had no room for (debugfs fail_backlog_push_count: an atomic allocation failed).
-# Listens scoped by an address take the REQs whose cma_hdr names it.
+# Listens scoped by an address take the REQs whose cma_hdr names it. Listens whose service
+# IDs a user picked to share one shard of the listener table under an unkeyed hash of the ID
+# spread over the shards (debugfs listen_shards counts the service IDs in each).
 # REQs come from ib_umad loopback (cepmctl send-mad).
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 23
+ktap_set_plan 24
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
@@ -170,6 +172,22 @@ wait $pid 2>/dev/null
 ktap_check "closing the listener answers the 4 it left with REJECT" \
 	wait_until 30 counter_is tx SIDR_REP $((sidr_rep0 + 4))
 ktap_check "cepm reloaded with its default backlog" reload
-ktap_check "no CEP is left in the module" test "$(live_ceps)" = 0
+
+# The shard of an ID below 0x10000 under the folding hash the table once had, ID ^ ID >> 8
+# modulo 16, is 0 for each of these 256: their bits 0 to 3 equal their bits 8 to 11.
+ids=
+for a in {0..15}; do for b in {0..15}; do ids+=$(printf '0x%x,' $((0x1000 | a << 8 | b << 4 | a))); done; done
+"$CEPMCTL" hold-listens --service-ids "${ids%,}" --hold-ms 60000 >"$out.hold" 2>&1 &
+pid=$!
+wait_until 30 file_has '^holding 256 listens' "$out.hold"
+shards=$(tr '\n' ' ' <$CEPM_DEBUGFS/listen_shards)
+ktap_print_msg "service IDs per listener shard: $shards"
+fullest() { printf '%s\n' $shards | sort -n | tail -n 1; }
+ktap_check "256 listens picked to collide under an unkeyed hash: at most 64 in one shard" \
+	test "$(fullest)" -le 64
+kill $pid
+wait $pid 2>/dev/null
+no_ceps() { test "$(live_ceps)" = 0; }
+ktap_check "no CEP is left in the module" wait_until 20 no_ceps
 rm -f "$out".*
 ktap_finished
