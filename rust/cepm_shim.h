@@ -13,6 +13,7 @@
  *   cepm_mad.c        MAD agents, the MADs they send and receive, address handles
  *   cepm_chardev.c    /dev/cepm
  *   cepm_workqueue.c  the module's workqueue, delayed work
+ *   cepm_hash.c       keyed hashing for the sharded tables
  *   cepm_fault.c      fault points for tests (CONFIG_FAULT_INJECTION_DEBUG_FS)
  * The Rust side implements the callbacks typed by the cepm_*_fn typedefs.
  * Kbuild runs bindgen on this file with the kernel's own bindgen flags, so
@@ -273,6 +274,19 @@ void cepm_shim_put_file(struct file *filp);
 /* A workqueue of our own (alloc_workqueue), or NULL; destroy_workqueue() drains it. */
 struct workqueue_struct *cepm_shim_alloc_workqueue(const char *name);
 bool cepm_shim_cancel_delayed_work_sync(void *work);
+
+/* ---- Keyed hashing (cepm_hash.c) ---- */
+
+/* A SipHash key. */
+struct cepm_hash_key {
+	u64 k0;
+	u64 k1;
+};
+
+/* Fills KEY with random bytes.  Any context. */
+void cepm_shim_hash_key_init(struct cepm_hash_key *key);
+/* SipHash-2-4 of VALUE under KEY (siphash_1u64).  Any context. */
+u64 cepm_shim_hash_u64(const struct cepm_hash_key *key, u64 value);
 
 /* ---- Fault points for tests (cepm_fault.c) ---- */
 

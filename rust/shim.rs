@@ -33,6 +33,7 @@ use crate::context::Cm;
 
 mod fault;
 mod glue;
+mod hash;
 mod rdma;
 
 pub(crate) use fault::{
@@ -46,6 +47,7 @@ pub(crate) use fault::{
     FaultInjection, //
 };
 
+pub(crate) use hash::HashKey;
 pub(crate) use rdma::{
     AgentRef,
     AgentRole,

@@ -28,7 +28,6 @@ use crate::{
         },
     },
     sharded::{
-        shard_of,
         Sharded,
         SHARDS, //
     },
@@ -361,8 +360,8 @@ impl Tables {
     /// Runs `f` on the shard of the index that holds `key`, under its lock.
     fn with_peer<R>(&self, key: PeerKey, f: impl FnOnce(&mut PeerTree) -> R) -> R {
         let (table, PeerId { id, origin }) = key;
-        self.peer.with(
-            shard_of(u64::from(id) ^ origin[0] ^ origin[1] ^ table as u64),
+        self.peer.with_key(
+            u64::from(id) ^ origin[0] ^ origin[1] ^ table as u64,
             f,
         )
     }
@@ -462,7 +461,7 @@ impl Tables {
                 let (listener, room) = listener.take().zip(room.take()).ok_or(EINVAL)?;
                 join_group(t, listener, room, owner)
             };
-            let shard = shard_of(range.id);
+            let shard = self.listeners.shard_of(range.id);
             let alone = self.listeners.with(shard, |t| {
                 (self.masked_count.load(Relaxed) == 0).then(|| join(t))
             });
@@ -502,7 +501,7 @@ impl Tables {
     /// [`crate::proto::listen_scope`]): the exact listeners' in their matching order, else
     /// the masked one with the most specific mask.
     pub(crate) fn find_listener(&self, service_id: u64, dst: Option<IpAddr>) -> ListenerFor {
-        let exact = self.listeners.with(shard_of(service_id), |t| {
+        let exact = self.listeners.with_key(service_id, |t| {
             t.get(&service_id)
                 .map(|g| g.find(dst).map(|l| l.cep.clone()))
         });
@@ -526,7 +525,7 @@ impl Tables {
     pub(crate) fn remove_listener(&self, cep: &Cep, (range, scope): (ServiceRange, ListenScope)) {
         if range.mask == u64::MAX {
             // Freed once the shard lock is let go, as the group it may have emptied.
-            let removed = self.listeners.with(shard_of(range.id), |t| {
+            let removed = self.listeners.with_key(range.id, |t| {
                 let group = t.get_mut(&range.id)?;
                 let listener = group.take(scope.slot(), cep)?;
                 let emptied = if group.is_empty() {

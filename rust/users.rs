@@ -29,10 +29,7 @@ use kernel::{
 
 use crate::{
     context::Cm,
-    sharded::{
-        shard_of,
-        Sharded, //
-    },
+    sharded::Sharded,
     shim,
 };
 
@@ -277,7 +274,7 @@ impl Users {
         // Allocated first, where sleeping is allowed; unused if the user has an entry.
         let fresh = Usage::new()?;
         let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
-        let usage = self.by_uid.with(shard_of(key.into()), |users| {
+        let usage = self.by_uid.with_key(key.into(), |users| {
             if let Some(entry) = users.get_mut(&key) {
                 entry.files += 1;
                 return entry.usage.clone();
@@ -297,7 +294,7 @@ impl Users {
     /// One file of account `uid` fewer: the entry goes with its last file.
     fn leave(&self, uid: Kuid) {
         let key = key(uid);
-        let gone = self.by_uid.with(shard_of(key.into()), |users| {
+        let gone = self.by_uid.with_key(key.into(), |users| {
             let entry = users.get_mut(&key)?;
             entry.files -= 1;
             if entry.files == 0 {
