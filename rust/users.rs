@@ -27,11 +27,7 @@ use kernel::{
     task::Kuid,
 };
 
-use crate::{
-    context::Cm,
-    sharded::Sharded,
-    shim,
-};
+use crate::{context::Cm, sharded::Sharded, shim};
 
 /// What a file, or all the files of one user, hold.
 pub(crate) struct Usage {
