@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 
 req0=$(rx REQ) dreq0=$(rx DREQ) rtu0=$(rx RTU)
 
@@ -39,12 +39,13 @@ send_req_frame() {
 	"$CEPMCTL" send-frame veth1 REQ --to 10.77.0.1 --from 10.77.0.9 --cut-at "$1" \
 		--service-id $sid
 }
-req1=$(rx REQ) malformed1=$(rx malformed)
+req1=$(rx REQ) malformed1=$(rx malformed) invalid1=$(rx invalid)
 send_req_frame 164
 mad_barrier
 ktap_check "a REQ cut at 164 bytes counts as malformed" \
 	wait_until 10 counter_is rx malformed $((malformed1 + 1))
 ktap_check "... and not as a REQ" counter_is rx REQ "$req1"
+ktap_check "... nor as a whole MAD that is not a valid CM message" counter_is rx invalid "$invalid1"
 heard_nothing() { ! file_has REQ_RECEIVED "$out.serve"; }
 ktap_check "... and the listener hears nothing of it" heard_nothing
 send_req_frame 256
