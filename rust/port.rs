@@ -131,7 +131,7 @@ pub(crate) struct CmPort {
     rx_other_attr: Atomic<u64>,
     /// Shorter than a whole MAD (256 bytes): no header, or cut short.
     rx_malformed: Atomic<u64>,
-    /// A header, but not a valid CM message.
+    /// A whole MAD, but not a valid CM message.
     rx_invalid: Atomic<u64>,
     rx_duplicates: Atomic<u64>,
     tx: AttrCounters,

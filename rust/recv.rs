@@ -61,7 +61,10 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     let received = match CmMad::decode(mad.bytes()) {
         Ok(received) => received,
         Err(e) => {
-            port.count_invalid();
+            // A MAD cut short is counted as malformed, when it is received (`CmPort`).
+            if mad.bytes().len() >= MAD_SIZE {
+                port.count_invalid();
+            }
             // A REQ for a transport we do not serve, or with QPN 0, is answered (REJ 9)
             // rather than dropped: the peer would retry it for minutes.
             if let (Some(comm_id), Ok(header)) = (

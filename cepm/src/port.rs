@@ -24,7 +24,7 @@ pub struct PortInfo {
     pub rx_other_attr: u64,
     /// Received MADs shorter than a whole MAD (256 bytes): no header, or cut short.
     pub rx_malformed: u64,
-    /// Received MADs with a header that were not valid CM messages.
+    /// Received whole MADs that were not valid CM messages.
     pub rx_invalid: u64,
     /// Received duplicates of messages already handled.
     pub rx_duplicates: u64,

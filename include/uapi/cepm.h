@@ -52,7 +52,7 @@ struct cepm_port_info {
 	__u64 rx_by_attr[CEPM_ATTR_SLOTS];   /* received CM MADs, by attribute ID */
 	__u64 rx_other_attr;                 /* received, attribute ID >= CEPM_ATTR_SLOTS */
 	__u64 rx_malformed;                  /* shorter than a whole MAD */
-	__u64 rx_invalid;                    /* not a valid CM message (dropped) */
+	__u64 rx_invalid;                    /* a whole MAD, not a valid CM message (dropped) */
 	__u64 rx_duplicates;                 /* duplicates of a message already handled */
 	__u64 tx_by_attr[CEPM_ATTR_SLOTS];   /* CM MADs posted, by attribute ID */
 	__u64 tx_errors;                     /* sends that could not be posted */
