@@ -20,3 +20,10 @@ u64 cepm_shim_hash_u64(const struct cepm_hash_key *key, u64 value)
 
 	return siphash_1u64(value, &sip);
 }
+
+u64 cepm_shim_hash_3u64(const struct cepm_hash_key *key, u64 a, u64 b, u64 c)
+{
+	const siphash_key_t sip = { { key->k0, key->k1 } };
+
+	return siphash_3u64(a, b, c, &sip);
+}

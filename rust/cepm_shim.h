@@ -287,6 +287,8 @@ struct cepm_hash_key {
 void cepm_shim_hash_key_init(struct cepm_hash_key *key);
 /* SipHash-2-4 of VALUE under KEY (siphash_1u64).  Any context. */
 u64 cepm_shim_hash_u64(const struct cepm_hash_key *key, u64 value);
+/* SipHash-2-4 of A, B and C under KEY (siphash_3u64).  Any context. */
+u64 cepm_shim_hash_3u64(const struct cepm_hash_key *key, u64 a, u64 b, u64 c);
 
 /* ---- Fault points for tests (cepm_fault.c) ---- */
 

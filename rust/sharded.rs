@@ -37,7 +37,7 @@ impl<T> Sharded<T> {
         }? Error)
     }
 
-    /// The shard of a 64-bit key (a service ID, a peer key, a uid).
+    /// The shard of a 64-bit key (a service ID, a uid).
     pub(crate) fn shard_of(&self, key: u64) -> usize {
         self.key.hash(key) as usize % SHARDS
     }
@@ -52,5 +52,12 @@ impl<T: Unpin> Sharded<T> {
     /// Runs `f` under the lock of `key`'s shard ([`Sharded::shard_of`]).
     pub(crate) fn with_key<R>(&self, key: u64, f: impl FnOnce(&mut T) -> R) -> R {
         self.with(self.shard_of(key), f)
+    }
+
+    /// Runs `f` under the lock of the shard of a key of three words (a peer's), each hashed
+    /// on its own: folding them first would let a peer that picks two of them cancel out
+    /// the hash's key.
+    pub(crate) fn with_key3<R>(&self, key: [u64; 3], f: impl FnOnce(&mut T) -> R) -> R {
+        self.with(self.key.hash3(key) as usize % SHARDS, f)
     }
 }

@@ -360,8 +360,10 @@ impl Tables {
     /// Runs `f` on the shard of the index that holds `key`, under its lock.
     fn with_peer<R>(&self, key: PeerKey, f: impl FnOnce(&mut PeerTree) -> R) -> R {
         let (table, PeerId { id, origin }) = key;
-        self.peer
-            .with_key(u64::from(id) ^ origin[0] ^ origin[1] ^ table as u64, f)
+        self.peer.with_key3(
+            [u64::from(id) | (table as u64) << 32, origin[0], origin[1]],
+            f,
+        )
     }
 
     /// Makes `cep` findable in `table` by `key`. Returns the CEP already there, if any (a

@@ -22,4 +22,12 @@ impl HashKey {
         // SAFETY: `self.0` is valid for reads for the duration of the call.
         unsafe { bindings::cepm_shim_hash_u64(&self.0, value) }
     }
+
+    /// SipHash-2-4 of the three words of `values` under this key: each word counts on its
+    /// own, so no choice of one cancels another.
+    pub(crate) fn hash3(&self, values: [u64; 3]) -> u64 {
+        let [a, b, c] = values;
+        // SAFETY: `self.0` is valid for reads for the duration of the call.
+        unsafe { bindings::cepm_shim_hash_3u64(&self.0, a, b, c) }
+    }
 }
