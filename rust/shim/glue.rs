@@ -31,6 +31,8 @@ const _: bindings::cepm_ioctl_fn = Some(cepm_rust_ioctl);
 const _: bindings::cepm_read_fn = Some(cepm_rust_read);
 const _: bindings::cepm_poll_fn = Some(cepm_rust_poll);
 const _: bindings::cepm_listen_shards_fn = Some(cepm_rust_listen_shards);
+// debugfs listen_shards prints one count per shard of the listener table.
+const _: () = assert!(bindings::CEPM_LISTEN_SHARDS as usize == crate::sharded::SHARDS);
 
 /// `ib_client.add`.
 ///

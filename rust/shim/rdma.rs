@@ -56,7 +56,7 @@ pub(crate) struct IbDevice {
 
 // SAFETY: The shim functions called through `IbDevice`'s safe methods only read immutable
 // device attributes (port range, capabilities) or take the device's own locks, so any thread
-// may call them. The name, which a rename replaces, is read only by the `unsafe` `name`, whose
+// may call them. The name, which a rename rewrites, is read only by the `unsafe` `name`, whose
 // callers hold renames off.
 unsafe impl Send for IbDevice {}
 // SAFETY: See `Send`; `&IbDevice` offers nothing that needs exclusive access.
@@ -78,8 +78,9 @@ impl IbDevice {
     /// # Safety
     ///
     /// The device cannot be renamed during the call: the caller runs inside the client's
-    /// `add` or `rename` callback, where ib_core holds `devices_rwsem` (a rename frees the old
-    /// name). The registry keeps what these callbacks read.
+    /// `add` or `rename` callback, where ib_core holds `devices_rwsem` (a rename rewrites the
+    /// name in place, and a read racing it could see half of each). The registry keeps what
+    /// these callbacks read.
     pub(super) unsafe fn name(&self) -> DeviceName {
         let mut name = [0u8; 64];
         // SAFETY: The device is valid by the type invariant, the buffer's length is passed, and
