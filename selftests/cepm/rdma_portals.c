@@ -50,12 +50,12 @@ static int wait_event(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 }
 
 /*
- * Waits for the reply's send completion or for a CM event on @channel, whichever comes
- * first: 0 for a successful completion, 2 for an event (left on the channel), 1 after saying
- * what failed.  rdma_client disconnects as soon as it has the reply, and rxe may then never
- * acknowledge it (docs/interop.md, "rxe's lost ACK"): its sender retransmits for ever, and
- * would never see the client's DREQ, which stock ib_cm answers only when the server
- * disconnects.  The client's DREQ says the reply arrived.
+ * Waits for the reply's send completion or for @id's DISCONNECTED, whichever comes first: 0
+ * for a successful completion, 2 for DISCONNECTED (taken off @channel), 1 after saying what
+ * failed (any other event included).  rdma_client disconnects once its receive completes,
+ * and rxe may then never acknowledge the reply (docs/interop.md, "rxe's lost ACK"): its
+ * sender retransmits for ever, and would never answer the client's DREQ, which stock ib_cm
+ * leaves to the server's disconnect.  Whether the client had the reply, its "end 0" says.
  */
 static int await_reply(struct rdma_event_channel *channel, struct rdma_cm_id *id)
 {
@@ -73,7 +73,7 @@ static int await_reply(struct rdma_event_channel *channel, struct rdma_cm_id *id
 		if (n < 0)
 			return fail("poll");
 		if (n == 1)
-			return 2;
+			return wait_event(channel, id, RDMA_CM_EVENT_DISCONNECTED) ? 1 : 2;
 	}
 }
 
@@ -109,12 +109,11 @@ static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *id)
 		return 1;
 	fprintf(stderr, "rdma_portals: %s\n", n ? "disconnected before the reply's ACK" : "sent");
 	/*
-	 * The client may have disconnected first: either way, DISCONNECTED follows.  Our
-	 * disconnect moves the QP to the error state, which ends a retransmission, and answers the
-	 * client's DREQ.
+	 * Our disconnect moves the QP to the error state, which ends a retransmission, and
+	 * answers the client's DREQ, or sends ours, whose answer DISCONNECTED then says.
 	 */
 	rdma_disconnect(id);
-	if (wait_event(channel, id, RDMA_CM_EVENT_DISCONNECTED))
+	if (n == 0 && wait_event(channel, id, RDMA_CM_EVENT_DISCONNECTED))
 		return 1;
 	rdma_destroy_qp(id);
 	rdma_dereg_mr(mr);
