@@ -191,10 +191,13 @@ for t in "${tests[@]}"; do
 				skip=$((${#recent[@]} > context_lines ? ${#recent[@]} - context_lines : 0))
 				for l in "${recent[@]:skip}"; do for_digest "$l"; done
 			fi
-			case $line in 'ok '* | 'not ok '*) recent=() ;; *) recent+=("$line") ;; esac
-			[[ $line == 'not ok '* || $line == 'Bail out!'* || $line == '# Totals:'* ||
-				$line == '# wait_until: still false'* || $line == '# baseline: killed processes'* ]] &&
+			if [[ $line == 'not ok '* || $line == 'Bail out!'* || $line == '# Totals:'* ||
+				$line == '# wait_until: still false'* || $line == '# baseline: killed processes'* ]]; then
 				for_digest "$line"
+				# In the digest already: not again among the lines before a failure.
+				[[ $line == 'not ok '* ]] || continue
+			fi
+			case $line in 'ok '* | 'not ok '*) recent=() ;; *) recent+=("$line") ;; esac
 		done
 	}
 	rc=${PIPESTATUS[0]}

@@ -17,7 +17,7 @@ ktap_set_plan 24
 
 SID=0x0000000001064e21    # RDMA CM TCP port space, port 20001
 out=$CEPM_ROOT/out/cep_listen.$$
-trap 'echo 0 >$CEPM_DEBUGFS/fail_handle_count; echo 0 >$CEPM_DEBUGFS/fail_backlog_push_count; [ "$(cat /sys/module/cepm/parameters/listen_backlog 2>/dev/null)" = 1024 ] || { rmmod cepm; insmod "$CEPM_KO"; }' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait; echo 0 >$CEPM_DEBUGFS/fail_handle_count; echo 0 >$CEPM_DEBUGFS/fail_backlog_push_count; [ "$(cat /sys/module/cepm/parameters/listen_backlog 2>/dev/null)" = 1024 ] || { rmmod cepm; insmod "$CEPM_KO"; }' EXIT
 listening() { file_has '^serve: listening' "$1"; }
 # serve_bg OUT ARGS...: `cepmctl serve ARGS` in the background, its output in OUT and its PID
 # in $pid, once it listens.
@@ -173,8 +173,8 @@ ktap_check "closing the listener answers the 4 it left with REJECT" \
 	wait_until 30 counter_is tx SIDR_REP $((sidr_rep0 + 4))
 ktap_check "cepm reloaded with its default backlog" reload
 
-# The shard of an ID below 0x10000 under the folding hash the table once had, ID ^ ID >> 8
-# modulo 16, is 0 for each of these 256: their bits 0 to 3 equal their bits 8 to 11.
+# Under a hash that folds an ID's bits (for an ID below 0x10000, ID ^ ID >> 8, modulo 16),
+# each of these 256 is in shard 0: their bits 0 to 3 equal their bits 8 to 11.
 ids=
 for a in {0..15}; do for b in {0..15}; do ids+=$(printf '0x%x,' $((0x1000 | a << 8 | b << 4 | a))); done; done
 "$CEPMCTL" hold-listens --service-ids "${ids%,}" --hold-ms 60000 >"$out.hold" 2>&1 &
