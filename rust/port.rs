@@ -34,6 +34,7 @@ use crate::{
         },
         sidr_rep::SidrRep,
         timing::RetryTimer,
+        wire,
     },
     recv,
     shim::{
@@ -385,11 +386,9 @@ unsafe impl MadHandler for CmPort {
 
     fn mad_received(self: &Arc<Self>, mad: &ReceivedMad<'_>) {
         // A MAD cut short is counted by its form, not by the attribute its header claims.
-        let counter = match MadHeader::decode(mad.bytes()) {
-            Ok(hdr) if mad.bytes().len() >= MAD_SIZE => {
-                self.rx.get(hdr.attr_id).unwrap_or(&self.rx_other_attr)
-            }
-            _ => &self.rx_malformed,
+        let counter = match wire::as_mad(mad.bytes()).and_then(|m| MadHeader::decode(m)) {
+            Ok(hdr) => self.rx.get(hdr.attr_id).unwrap_or(&self.rx_other_attr),
+            Err(_) => &self.rx_malformed,
         };
         counter.add(1, Relaxed);
         recv::mad_received(self, mad);

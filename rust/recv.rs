@@ -29,6 +29,7 @@ use crate::{
             CmMsg, //
         },
         drep::Drep,
+        error::DecodeError,
         listen_scope::req_destination,
         mad::MadHeader,
         msg_code::MessageCode,
@@ -62,7 +63,7 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
         Ok(received) => received,
         Err(e) => {
             // A MAD cut short is counted as malformed, when it is received (`CmPort`).
-            if mad.bytes().len() >= MAD_SIZE {
+            if !matches!(e, DecodeError::Truncated(_)) {
                 port.count_invalid();
             }
             // A REQ for a transport we do not serve, or with QPN 0, is answered (REJ 9)
