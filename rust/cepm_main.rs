@@ -85,8 +85,7 @@ module! {
 /// then the `ib_client`, so that every device is released (and no MAD handler runs) before
 /// the device list and the CEP tables go away. The debugfs directory, whose `listen_shards`
 /// holds a reference to the CM, goes before the module's own reference, which must be the
-/// last. No file can be open at unload (open files pin
-/// the module), so no CEP exists by then.
+/// last. No file can be open at unload (open files pin the module), so no CEP exists by then.
 struct CepmModule {
     _chardev: shim::CmRegistration,
     _client: shim::CmRegistration,

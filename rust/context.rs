@@ -5,8 +5,8 @@
 //!
 //! The module holds it, and so does everything that may outlive a call into the module: the
 //! `ib_client` and `/dev/cepm` registrations (for their callbacks), the debugfs directory (for
-//! `listen_shards`), each managed port (for its MAD handlers), each open file and each CEP. No other state is global, apart from the C
-//! shim's test knobs in debugfs.
+//! `listen_shards`), each managed port (for its MAD handlers), each open file and each CEP.
+//! No other state is global, apart from the C shim's test knobs in debugfs.
 
 use kernel::{
     prelude::*,
@@ -70,10 +70,10 @@ impl Cm {
 /// The module's reference to the CM, dropped last at unload.
 ///
 /// By then `/dev/cepm`, the `ib_client` and the debugfs directory are gone, and with them
-/// every file, device and CEP (each held a reference), so this is the last reference and the CM goes here, in
-/// `rmmod`'s context, while the module's code is still there. The tables, device list and
-/// monitor list are then empty by construction: their entries hold references too. A
-/// reference left elsewhere is a bug, which this reports with what still holds one (the
+/// every file, device and CEP (each held a reference), so this is the last reference and the
+/// CM goes here, in `rmmod`'s context, while the module's code is still there. The tables,
+/// device list and monitor list are then empty by construction: their entries hold references
+/// too. A reference left elsewhere is a bug, which this reports with what still holds one (the
 /// selftests' log check fails on it).
 pub(crate) struct ModuleCm(Option<Arc<Cm>>);
 
