@@ -14,6 +14,8 @@ use std::{
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
 };
 
+use crate::umad::{GSI_QKEY, GSI_QPN};
+
 /// RoCE v2's UDP destination port (IBTA Vol. 1 Annex A17).
 const ROCE_V2_PORT: u16 = 4791;
 /// The UDP source port of our frames: any in RoCE v2's 0xC000..=0xFFFF range will do.
@@ -22,9 +24,6 @@ const SOURCE_PORT: u16 = 0xc000;
 const UD_SEND_ONLY: u8 = 0x64;
 /// The default P_Key, full member.
 const DEFAULT_PKEY: u16 = 0xffff;
-/// The GSI queue pair and its well-known Q_Key (IBTA Vol. 1, 10.2.5).
-const GSI_QPN: u32 = 1;
-const GSI_QKEY: u32 = 0x8001_0000;
 
 const ETH_LEN: usize = 14;
 const IPV4_LEN: usize = 20;
@@ -95,14 +94,19 @@ pub(crate) fn roce_v2_frame(route: &Route, psn: u32, payload: &[u8]) -> Vec<u8> 
 
 /// The IPv4 header checksum (RFC 791) of `header`, whose checksum field is zero.
 fn ipv4_checksum(header: &[u8; IPV4_LEN]) -> u16 {
-    let mut sum: u32 = header
+    !ones_complement_sum(header)
+}
+
+/// The one's-complement sum of `bytes` as 16-bit big-endian words (RFC 1071).
+fn ones_complement_sum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = bytes
         .chunks_exact(2)
         .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
         .sum();
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
-    !u16::try_from(sum).unwrap_or(u16::MAX)
+    u16::try_from(sum).unwrap_or(u16::MAX)
 }
 
 /// RoCE v2's invariant CRC (IBTA Vol. 1 Annex A17.3.3): CRC-32 over eight bytes of ones
@@ -209,37 +213,27 @@ impl FrameSocket {
 mod tests {
     use super::*;
 
+    const ROUTE: Route = Route {
+        src_mac: [2, 0, 0, 0, 0, 1],
+        dst_mac: [2, 0, 0, 0, 0, 2],
+        src_ip: Ipv4Addr::new(10, 77, 0, 9),
+        dst_ip: Ipv4Addr::new(10, 77, 0, 1),
+    };
+
     #[test]
     fn ipv4_header_sums_to_ones() {
         // With its checksum in place, a header's one's-complement sum is 0xffff (RFC 1071).
-        let route = Route {
-            src_mac: [0; 6],
-            dst_mac: [0; 6],
-            src_ip: Ipv4Addr::new(10, 77, 0, 9),
-            dst_ip: Ipv4Addr::new(10, 77, 0, 1),
-        };
-        let frame = roce_v2_frame(&route, 0, &[0u8; 256]);
-        let header: &[u8] = &frame[ETH_LEN..ETH_LEN + IPV4_LEN];
-        let mut sum: u32 = header
-            .chunks_exact(2)
-            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-            .sum();
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        assert_eq!(sum, 0xffff);
+        let frame = roce_v2_frame(&ROUTE, 0, &[0u8; 256]);
+        assert_eq!(
+            ones_complement_sum(&frame[ETH_LEN..ETH_LEN + IPV4_LEN]),
+            0xffff
+        );
     }
 
     #[test]
     fn lengths_and_padding() {
-        let route = Route {
-            src_mac: [2, 0, 0, 0, 0, 1],
-            dst_mac: [2, 0, 0, 0, 0, 2],
-            src_ip: Ipv4Addr::new(10, 77, 0, 9),
-            dst_ip: Ipv4Addr::new(10, 77, 0, 1),
-        };
         for (len, pad) in [(256, 0), (164, 0), (163, 1), (1, 3)] {
-            let frame = roce_v2_frame(&route, 7, &vec![0xa5; len]);
+            let frame = roce_v2_frame(&ROUTE, 7, &vec![0xa5; len]);
             let payload = ETH_LEN + IPV4_LEN + UDP_LEN + BTH_LEN + DETH_LEN;
             assert_eq!(frame.len(), payload + len + pad + ICRC_LEN);
             assert_eq!(

@@ -16,9 +16,9 @@ use std::{
 use crate::bindings::umad as sys;
 
 /// The GSI queue pair, where every CM MAD goes.
-const GSI_QPN: u32 = 1;
+pub(crate) const GSI_QPN: u32 = 1;
 /// The well-known GSI Q_Key (IBTA vol. 1, 10.2.5).
-const GSI_QKEY: u32 = 0x8001_0000;
+pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
 /// Size of a MAD.
 pub(crate) const MAD_SIZE: usize = 256;
 
