@@ -66,11 +66,12 @@ server() {
 # A client still running after 15 s has hung: the RC QPs of both ends (state, PSNs, as rdma
 # res shows them) are logged then, while the hung ones exist.
 client() {
-	local pid i
+	local pid i line
 	"${OVER_CEPM[@]}" timeout 60 stdbuf -oL rdma_client -s "$2" -p $PORT >"$out.$1-c" 2>&1 &
 	pid=$!
 	for ((i = 0; i < 150; i++)); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-	kill -0 $pid 2>/dev/null && rc_qps | while IFS= read -r i; do ktap_print_msg "hung $1: $i"; done
+	kill -0 $pid 2>/dev/null &&
+		rc_qps | while IFS= read -r line; do ktap_print_msg "hung $1: $line"; done
 	wait $pid
 }
 rc_qps() {
@@ -88,15 +89,13 @@ rxe_retries() {
 			"$(rxe_counter "$dev" duplicate_request)" "$(rxe_counter "$dev" out_of_seq_request)"
 	done
 }
-# wire_trace: when a case's exchange hung, what crossed veth0 at its end: the last RC packets
-# (source, destination, opcode, destination QP, PSN) and the last REQs' and REPs' QPNs and
-# starting PSNs, the CM's word on what each end expects.
+# wire_trace: when a case's exchange hung, the last 24 lines of what crossed veth0, one per
+# packet: time, source, destination, BTH opcode, destination QP, PSN, then a CM MAD's
+# attribute and a REQ's or REP's local QPN and starting PSN (the CM's word on what each end
+# expects); a run of the same packet is one line with its count.
 wire_trace() {
 	local line
 	[ "$TOPOLOGY" != loopback ] || return 0
-	# One line per packet: time, source, destination, BTH opcode, destination QP, PSN, then a
-	# CM MAD's attribute, local QPN and starting PSN; a run of the same packet is one line
-	# with its count.
 	tshark -r "$out.pcap" -T fields -e frame.time_relative -e ip.src -e ip.dst \
 		-e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn \
 		-e infiniband.mad.attributeid -e infiniband.cm.req.localqpn \
