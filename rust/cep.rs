@@ -101,6 +101,7 @@ use crate::{
     },
     shim::{
         AhInfo,
+        NetId,
         OutstandingSend,
         SendOwner, //
     },
@@ -143,6 +144,8 @@ pub(crate) enum Spawned {
 /// A CEP a listener spawns for a request, before it exists: everything but its comm ID.
 struct Spawn<'a> {
     port: &'a Arc<CmPort>,
+    /// The network namespace of the GID the request arrived on.
+    net: NetId,
     /// Where answers to the request go, read from its work completion.
     ah_info: AhInfo,
     sm: state::Cep,
@@ -155,6 +158,12 @@ struct Spawn<'a> {
     qpn_key: Option<PeerId>,
     service_id: u64,
     tid: u64,
+}
+
+/// What names a new CEP: its comm ID, and its network namespace.
+struct CepId {
+    local_id: u32,
+    net: NetId,
 }
 
 /// What the user put in a REJ.
@@ -220,6 +229,9 @@ pub(crate) struct Cep {
     cm: Arc<Cm>,
     /// Our comm ID on the wire; also the key of the local-ID table.
     pub(crate) local_id: u32,
+    /// The network namespace it belongs to: its creator's file's, or for one a request
+    /// spawned, that of the GID the request arrived on, which is its listener's.
+    pub(crate) net: NetId,
     #[pin]
     inner: SpinLock<CepInner>,
     /// Fires at the end of timewait.
@@ -275,19 +287,22 @@ impl Cep {
     /// most backlog() of them).
     fn insert_new(
         cm: &Arc<Cm>,
+        net: NetId,
         sm: state::Cep,
         kind: Kind,
         owner: Option<Owner>,
     ) -> Result<Arc<Self>> {
         let gfp = GFP_KERNEL_ACCOUNT;
-        cm.tables
-            .insert_new_local(gfp, |id| Self::new(cm.clone(), id, sm, kind, owner, gfp))
+        cm.tables.insert_new_local(gfp, |local_id| {
+            let id = CepId { local_id, net };
+            Self::new(cm.clone(), id, sm, kind, owner, gfp)
+        })
     }
 
     /// The CEP [`Cep::insert_new`] makes, allocated with `gfp`.
     fn new(
         cm: Arc<Cm>,
-        local_id: u32,
+        CepId { local_id, net }: CepId,
         sm: state::Cep,
         kind: Kind,
         owner: Option<Owner>,
@@ -305,6 +320,7 @@ impl Cep {
             pin_init!(Self {
                 cm,
                 local_id,
+                net,
                 timewait <- new_delayed_work!("Cep::timewait"),
                 inner <- new_spinlock!(CepInner {
                     sm,
@@ -332,9 +348,10 @@ impl Cep {
         self.inner.lock().owner.as_ref().map(|o| o.file.uid())
     }
 
-    /// A new idle CEP of `cm`, owned by `owner`.
+    /// A new idle CEP of `cm`, owned by `owner`, in its file's network namespace.
     pub(crate) fn create(cm: &Arc<Cm>, owner: Owner) -> Result<Arc<Self>> {
-        Self::insert_new(cm, state::Cep::new(), Kind::Idle, Some(owner))
+        let net = owner.file.net().id();
+        Self::insert_new(cm, net, state::Cep::new(), Kind::Idle, Some(owner))
     }
 
     /// Applies `event`; on success runs the actions and returns the new state.
@@ -792,7 +809,7 @@ impl Cep {
         let port = spawn.port;
         let tables = &port.cm().tables;
         let (table, key, qpn_key) = (spawn.table, spawn.key, spawn.qpn_key);
-        let cep = Self::insert_new(port.cm(), spawn.sm, spawn.kind, None)?;
+        let cep = Self::insert_new(port.cm(), spawn.net, spawn.sm, spawn.kind, None)?;
         // Unwinds the insertions made so far, newest first.
         let unwind = |qpn: bool, peer: bool| {
             if let (true, Some(qpn_key)) = (qpn, qpn_key) {

@@ -76,6 +76,11 @@ u8 cepm_shim_device_ack_delay(struct ib_device *device)
 	return device->attrs.local_ca_ack_delay;
 }
 
+bool cepm_shim_device_in_net(struct ib_device *device, const struct net *net)
+{
+	return rdma_dev_access_netns(device, net);
+}
+
 u32 cepm_shim_start_port(struct ib_device *device)
 {
 	return rdma_start_port(device);

@@ -40,7 +40,7 @@
  * long before it unregisters the port's MAD agents, where ib_mad may wait for
  * deferred MADs; port_release_delayed counts the releases that entered it.
  *
- * listen_shards lists how many service IDs have exact listeners in each shard
+ * listen_shards lists how many (namespace, service ID) pairs have exact listeners in each shard
  * of the listener table, one count per line: whether listens that a user chose
  * to collide under a known hash did collide.
  *

@@ -419,39 +419,74 @@ int cepm_shim_query_gid(struct ib_mad_agent *agent, u8 index, u8 *gid)
 	return ret;
 }
 
-int cepm_shim_query_source_gid(struct ib_mad_agent *agent, u8 index, u8 *gid)
+/*
+ * The cookie of the network namespace that owns attr: its netdev's, as
+ * rdma_cm's cma_validate_port decides, or the device's for a GID without one.
+ * -ENETUNREACH if that namespace may not use the device (the exclusive RDMA
+ * netns mode).
+ */
+static int cepm_gid_attr_net(const struct ib_gid_attr *attr, u64 *cookie)
+{
+	struct net_device *ndev;
+	const struct net *net;
+	int ret = -ENETUNREACH;
+
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	net = IS_ERR(ndev) ? read_pnet(&attr->device->coredev.rdma_net) : dev_net(ndev);
+	if (rdma_dev_access_netns(attr->device, net)) {
+		*cookie = net->net_cookie;
+		ret = 0;
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+int cepm_shim_query_source_gid(struct ib_mad_agent *agent, u8 index, u8 *gid, u64 *net)
 {
 	enum ib_gid_type spoken = rdma_protocol_roce(agent->device, agent->port_num) ?
 		IB_GID_TYPE_ROCE_UDP_ENCAP : IB_GID_TYPE_IB;
 	const struct ib_gid_attr *attr = rdma_get_gid_attr(agent->device, agent->port_num, index);
-	int ret = 0;
+	int ret;
 
 	if (IS_ERR(attr))
 		return PTR_ERR(attr);
-	if (attr->gid_type == spoken)
+	ret = attr->gid_type == spoken ? cepm_gid_attr_net(attr, net) : -EINVAL;
+	if (!ret)
 		memcpy(gid, attr->gid.raw, sizeof(attr->gid.raw));
-	else
-		ret = -EINVAL;
 	rdma_put_gid_attr(attr);
 	return ret;
 }
 
-bool cepm_shim_agent_has_gid(struct ib_mad_agent *agent, const u8 *gid)
+int cepm_shim_gid_net(struct ib_mad_agent *agent, const u8 *gid, u64 *net)
 {
 	/* IB_GID_TYPE_ROCE is IB_GID_TYPE_IB: these two cover RoCE v1, v2 and IB. */
 	static const enum ib_gid_type types[] = { IB_GID_TYPE_IB, IB_GID_TYPE_ROCE_UDP_ENCAP };
 	const struct ib_gid_attr *attr;
-	int i;
+	int i, ret;
 
 	for (i = 0; i < ARRAY_SIZE(types); i++) {
 		attr = rdma_find_gid_by_port(agent->device, (const union ib_gid *)gid, types[i],
 					     agent->port_num, NULL);
 		if (!IS_ERR(attr)) {
+			ret = cepm_gid_attr_net(attr, net);
 			rdma_put_gid_attr(attr);
-			return true;
+			return ret;
 		}
 	}
-	return false;
+	return -ENOENT;
+}
+
+int cepm_shim_gid_index_net(struct ib_mad_agent *agent, u8 index, u64 *net)
+{
+	const struct ib_gid_attr *attr = rdma_get_gid_attr(agent->device, agent->port_num, index);
+	int ret;
+
+	if (IS_ERR(attr))
+		return PTR_ERR(attr);
+	ret = cepm_gid_attr_net(attr, net);
+	rdma_put_gid_attr(attr);
+	return ret;
 }
 
 void cepm_shim_destroy_ah(struct ib_ah *ah)

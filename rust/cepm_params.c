@@ -8,6 +8,7 @@
 #include <linux/cred.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/nsproxy.h>
 #include <linux/slab.h>
 #include <linux/user_namespace.h>
 #include <net/ip.h>
@@ -74,13 +75,32 @@ cepm_param(max_monitors_per_user,
 cepm_param(max_ports_per_user,
 	   "Ports of rdma_cm's port spaces one user's CEPs hold at once (CEPM_IOC_BIND; default 16384); more: EDQUOT");
 
-void cepm_shim_local_port_range(u64 net, u16 *low, u16 *high)
+struct net *cepm_shim_current_net(void)
+{
+	/* An exiting task has let go of its namespaces already. */
+	return current->nsproxy ? get_net(current->nsproxy->net_ns) : NULL;
+}
+
+void cepm_shim_put_net(struct net *net)
+{
+	put_net(net);
+}
+
+u64 cepm_shim_net_cookie(const struct net *net)
+{
+	return net->net_cookie;
+}
+
+bool cepm_shim_net_is_initial(const struct net *net)
+{
+	return net_eq(net, &init_net);
+}
+
+void cepm_shim_local_port_range(const struct net *net, u16 *low, u16 *high)
 {
 	int lo, hi;
 
-	/* Every net key is 0, init_net: the port table is not per namespace (docs/rdmacm.md). */
-	(void)net;
-	inet_get_local_port_range(&init_net, &lo, &hi);
+	inet_get_local_port_range(net, &lo, &hi);
 	*low = clamp(lo, 1, 65535);
 	*high = clamp(hi, *low, 65535);
 }

@@ -49,6 +49,7 @@ struct poll_table_struct;
 struct workqueue_struct;
 struct ib_ah;
 struct ib_device;
+struct net;
 struct ib_mad_agent;
 struct ib_mad_recv_wc;
 struct ib_mad_send_buf;
@@ -108,7 +109,7 @@ cepm_read_fn cepm_rust_read;
 cepm_poll_fn cepm_rust_poll;
 
 /*
- * debugfs listen_shards: fills COUNTS with how many service IDs have exact
+ * debugfs listen_shards: fills COUNTS with how many (namespace, service ID) pairs have exact
  * listeners in each of the listener table's N shards.  Process context.
  */
 #define CEPM_LISTEN_SHARDS 16
@@ -135,8 +136,18 @@ struct cepm_params {
 	u32 max_ports_per_user;
 };
 void cepm_shim_params(struct cepm_params *out);
-/* The ephemeral ports (ip_local_port_range) of network namespace net (0: the initial one). */
-void cepm_shim_local_port_range(u64 net, u16 *low, u16 *high);
+/*
+ * The current task's network namespace, referenced (NULL for an exiting task,
+ * which has none): a file keeps the one it was opened in (docs/abi.md,
+ * "Network namespaces") until cepm_shim_put_net.
+ */
+struct net *cepm_shim_current_net(void);
+void cepm_shim_put_net(struct net *net);
+/* The namespace's cookie: unique for the system's uptime, never reused. */
+u64 cepm_shim_net_cookie(const struct net *net);
+bool cepm_shim_net_is_initial(const struct net *net);
+/* The ephemeral ports (ip_local_port_range) of network namespace net. */
+void cepm_shim_local_port_range(const struct net *net, u16 *low, u16 *high);
 /* The current task's capabilities that /dev/cepm asks about, in the initial user namespace. */
 struct cepm_caps {
 	bool net_admin;
@@ -168,6 +179,8 @@ void cepm_shim_device_name(struct ib_device *device, char *buf, size_t len);
 u64 cepm_shim_device_node_guid(struct ib_device *device);
 /* The CA's local ACK delay exponent (for the REQ's local ACK timeout). */
 u8 cepm_shim_device_ack_delay(struct ib_device *device);
+/* rdma_dev_access_netns(): whether files of net may use the device at all. */
+bool cepm_shim_device_in_net(struct ib_device *device, const struct net *net);
 u32 cepm_shim_start_port(struct ib_device *device);
 u32 cepm_shim_end_port(struct ib_device *device);
 /* rdma_cap_ib_cm(): the port speaks the IB CM protocol (IB and RoCE). */
@@ -229,10 +242,20 @@ int cepm_shim_recv_reply_info(struct ib_mad_agent *agent, struct ib_mad_recv_wc 
 struct ib_ah *cepm_shim_create_ah(struct ib_mad_agent *agent, const struct cepm_ah_info *info);
 /* Our GID at index on the agent's port. */
 int cepm_shim_query_gid(struct ib_mad_agent *agent, u8 index, u8 *gid);
-/* The GID at index, if it is of the type cepm speaks on the port (RoCE v2, or IB): -EINVAL if not. */
-int cepm_shim_query_source_gid(struct ib_mad_agent *agent, u8 index, u8 *gid);
-/* Whether the agent's port has gid (16 bytes) in its GID table, of any type. */
-bool cepm_shim_agent_has_gid(struct ib_mad_agent *agent, const u8 *gid);
+/*
+ * The next three give the network namespace that owns a GID of the agent's
+ * port, as the cookie of cepm_shim_net_cookie: its netdev's (the device's
+ * for a GID without one); -ENETUNREACH if that namespace may not use the
+ * device (the exclusive RDMA netns mode).
+ *
+ * The GID at index, if it is of the type cepm speaks on the port (RoCE v2,
+ * or IB; -EINVAL if not), and its namespace.
+ */
+int cepm_shim_query_source_gid(struct ib_mad_agent *agent, u8 index, u8 *gid, u64 *net);
+/* The namespace of gid (16 bytes, of any type); -ENOENT if the port has no such GID. */
+int cepm_shim_gid_net(struct ib_mad_agent *agent, const u8 *gid, u64 *net);
+/* The namespace of the GID at index. */
+int cepm_shim_gid_index_net(struct ib_mad_agent *agent, u8 index, u64 *net);
 /* Destroys an AH no send uses any more.  Atomic context is fine. */
 void cepm_shim_destroy_ah(struct ib_ah *ah);
 

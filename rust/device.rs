@@ -16,7 +16,8 @@ use crate::{
         AgentRole,
         DeviceName,
         IbDevice,
-        MadAgent, //
+        MadAgent,
+        Net, //
     },
     uapi, //
 };
@@ -152,6 +153,11 @@ impl CmDevice {
     /// The underlying RDMA device.
     pub(crate) fn ib(&self) -> &IbDevice {
         &self.ib
+    }
+
+    /// Whether files of `net` may use this device ([`IbDevice::usable_in`]).
+    pub(crate) fn usable_in(&self, net: &Net) -> bool {
+        self.ib.usable_in(net)
     }
 
     /// Port `num`, if this device is the one named `name` (NUL-padded) and manages it.

@@ -22,7 +22,8 @@ use crate::{
     shim::{
         self,
         DeviceName,
-        IbDevice, //
+        IbDevice,
+        Net, //
     },
     uapi, //
 };
@@ -107,17 +108,26 @@ impl Devices {
         self.list.lock().len()
     }
 
-    /// The managed port `num` of the device named `name` (NUL-padded).
-    pub(crate) fn find_port(&self, name: &[u8], num: u32) -> Option<Arc<crate::port::CmPort>> {
+    /// The managed port `num` of the device named `name` (NUL-padded), if files of `net`
+    /// may use the device.
+    pub(crate) fn find_port(
+        &self,
+        name: &[u8],
+        num: u32,
+        net: &Net,
+    ) -> Option<Arc<crate::port::CmPort>> {
         let devices = self.list.lock();
-        devices.iter().find_map(|d| d.port(name, num))
+        devices
+            .iter()
+            .filter(|d| d.usable_in(net))
+            .find_map(|d| d.port(name, num))
     }
 
-    /// A snapshot of every managed port, in the ABI's format.
-    pub(crate) fn port_infos(&self) -> Result<KVec<uapi::cepm_port_info>> {
+    /// A snapshot of every managed port that files of `net` may use, in the ABI's format.
+    pub(crate) fn port_infos(&self, net: &Net) -> Result<KVec<uapi::cepm_port_info>> {
         let devices = self.list.lock();
         let mut infos = KVec::new();
-        for device in devices.iter() {
+        for device in devices.iter().filter(|d| d.usable_in(net)) {
             device.port_infos(&mut infos)?;
         }
         Ok(infos)

@@ -113,7 +113,11 @@ use crate::{
             ServiceRange, //
         },
     },
-    shim,
+    shim::{
+        self,
+        Net,
+        NetId, //
+    },
     uapi::{
         self,
         cepm_port_info,
@@ -272,6 +276,11 @@ impl CepmFile {
         self.opener.uid
     }
 
+    /// The network namespace the file was opened in.
+    pub(crate) fn net(&self) -> &Net {
+        &self.opener.net
+    }
+
     /// The last close: destroy every CEP this file owns, or stop monitoring.
     pub(crate) fn release(self: Arc<Self>) {
         let (handles, monitoring) = {
@@ -364,15 +373,15 @@ impl CepmFile {
 
     /// Queues a monitor's copy of an event that happened at `now`; called under the CEP's
     /// lock and the monitor list's.
-    /// Only CEPs of the monitor's own user, unless it has `CAP_NET_ADMIN`: `owner` is the
-    /// user of the CEP's file (`None`: not claimed yet).
+    /// Only CEPs the monitor sees ([`Opener::sees`]): `net` is the CEP's network namespace,
+    /// `owner` the user of its file (`None`: not claimed yet).
     pub(crate) fn push_trace(
         &self,
         mut record: uapi::cepm_trace,
         now: Instant<Monotonic>,
-        owner: Option<kernel::task::Kuid>,
+        (net, owner): (NetId, Option<kernel::task::Kuid>),
     ) {
-        if !self.opener.sees(owner) {
+        if !self.opener.sees(net, owner) {
             return;
         }
         let mut inner = self.inner.lock();
@@ -824,9 +833,13 @@ impl CepmFile {
     }
 
     /// The managed port `num` of the device named `dev_name` that a request (REQ or SIDR_REQ)
-    /// leaves from: `ENODEV` if there is none.
+    /// leaves from: `ENODEV` if there is none the file's network namespace may use.
     fn request_port(&self, dev_name: &[u8], num: u32) -> Result<Arc<CmPort>> {
-        let port = self.cm.devices.find_port(dev_name, num).ok_or(ENODEV)?;
+        let port = self
+            .cm
+            .devices
+            .find_port(dev_name, num, self.net())
+            .ok_or(ENODEV)?;
         // For tests (debugfs's `request_delay_ms`): the device may go while the request holds
         // its port.
         shim::fault_request_delay();
@@ -909,15 +922,16 @@ impl CepmFile {
         send(&self.cep(req.handle)?, pdata)
     }
 
-    /// `CEPM_IOC_QUERY`: the ABI version and the managed ports with their counters, and the
-    /// CEPs, as `LIST_CEPS` shows them: every user's, and the counters of every user's MADs,
-    /// only to `CAP_NET_ADMIN`; to others their own CEPs and zeroed counters.
+    /// `CEPM_IOC_QUERY`: the ABI version and the managed ports the file's network namespace
+    /// may use, with their counters, and the CEPs, as `LIST_CEPS` shows them: every user's,
+    /// and the counters of every user's MADs, only to `CAP_NET_ADMIN`; to others their own
+    /// CEPs and zeroed counters.
     fn query(&self, arg: IoctlArg) -> Result {
         let mut q: cepm_query = arg.read()?;
         if q.reserved != 0 || q.reserved2 != 0 {
             return Err(EINVAL);
         }
-        let mut infos = self.cm.devices.port_infos()?;
+        let mut infos = self.cm.devices.port_infos(self.net())?;
         let sees_all = self.opener.sees_all();
         if !sees_all {
             infos.iter_mut().for_each(port_info_without_counters);
@@ -933,11 +947,11 @@ impl CepmFile {
                 out.write(info)?;
             }
         }
-        let ceps = if sees_all {
+        let ceps = if self.opener.sees_every_net() {
             self.cm.tables.count_local()
         } else {
             let mut ceps = self.cm.tables.all_ceps()?;
-            ceps.retain(|cep| self.opener.sees(cep.owner_uid()));
+            ceps.retain(|cep| self.opener.sees(cep.net, cep.owner_uid()));
             ceps.len()
         };
         q.abi_version = uapi::CEPM_ABI_VERSION;
@@ -949,8 +963,8 @@ impl CepmFile {
     fn list_ceps(&self, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_list = arg.read()?;
         let mut ceps = self.cm.tables.all_ceps()?;
-        // Other users' CEPs only for CAP_NET_ADMIN.
-        ceps.retain(|cep| self.opener.sees(cep.owner_uid()));
+        // Other namespaces' and other users' CEPs only for CAP_NET_ADMIN.
+        ceps.retain(|cep| self.opener.sees(cep.net, cep.owner_uid()));
         let filled = ceps.len().min(req.capacity as usize);
         if filled > 0 {
             let out = UserPtr::from_addr(usize::try_from(req.ceps).map_err(|_| EFAULT)?);

@@ -26,6 +26,7 @@ use kernel::{
 
 use crate::{
     file::CepmFile,
+    shim::NetId,
     uapi, //
 };
 
@@ -74,16 +75,20 @@ impl Monitors {
     }
 
     /// Copies the record `make` builds (timestamp still unset) to every monitor that may see
-    /// a CEP of `owner`'s user; called under the CEP's lock. Without monitors, the record is
-    /// never built.
-    pub(crate) fn publish(&self, owner: Option<Kuid>, make: impl FnOnce() -> uapi::cepm_trace) {
+    /// a CEP of network namespace `net` and `owner`'s user; called under the CEP's lock.
+    /// Without monitors, the record is never built.
+    pub(crate) fn publish(
+        &self,
+        (net, owner): (NetId, Option<Kuid>),
+        make: impl FnOnce() -> uapi::cepm_trace,
+    ) {
         if self.count.load(Relaxed) == 0 {
             return;
         }
         let record = make();
         let now = Instant::<Monotonic>::now();
         for file in self.files.lock().iter() {
-            file.push_trace(record, now, owner);
+            file.push_trace(record, now, (net, owner));
         }
     }
 }

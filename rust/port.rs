@@ -44,6 +44,7 @@ use crate::{
         AttachedAgent,
         DeviceName,
         MadHandler,
+        NetId,
         OutstandingSend,
         ReceivedMad,
         SendOwner, //
@@ -311,15 +312,21 @@ impl CmPort {
         self.with_agent(|agent| agent.gid(index))
     }
 
-    /// Our GID at `index`, checked as the source of a user's path ([`AgentRef::source_gid`]).
-    pub(crate) fn source_gid(&self, index: u8) -> Result<[u8; 16]> {
+    /// Our GID at `index`, checked as the source of a user's path, with its network namespace
+    /// ([`AgentRef::source_gid`]).
+    pub(crate) fn source_gid(&self, index: u8) -> Result<([u8; 16], NetId)> {
         self.with_agent(|agent| agent.source_gid(index))
     }
 
-    /// Whether this port has `gid` (false once the device is going away).
-    pub(crate) fn has_gid(&self, gid: &[u8; 16]) -> bool {
-        self.with_agent(|agent| Ok(agent.has_gid(gid)))
-            .unwrap_or(false)
+    /// The network namespace that owns our GID `gid` ([`AgentRef::gid_net`]); `ENOENT` if
+    /// the port lacks it, `ENODEV` once the device is going away.
+    pub(crate) fn gid_net(&self, gid: &[u8; 16]) -> Result<NetId> {
+        self.with_agent(|agent| agent.gid_net(gid))
+    }
+
+    /// The network namespace that owns our GID at `index` ([`AgentRef::gid_index_net`]).
+    pub(crate) fn gid_index_net(&self, index: u8) -> Result<NetId> {
+        self.with_agent(|agent| agent.gid_index_net(index))
     }
 
     /// Counts a received MAD that the protocol core refused.

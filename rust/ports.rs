@@ -24,14 +24,17 @@ use crate::{
             Refusal, //
         },
     },
-    shim,
+    shim::{
+        self,
+        Net,
+        NetId, //
+    },
 };
 
-/// A port of a port space, in a network namespace (0, the initial one: the table is not per
-/// namespace).
+/// A port of a port space, in a network namespace: each namespace has its own ports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct PortKey {
-    pub(crate) net: u64,
+    pub(crate) net: NetId,
     pub(crate) ps: u16,
     pub(crate) port: u16,
 }
@@ -89,10 +92,12 @@ impl Ports {
         })
     }
 
-    /// Makes `owner` an owner of port `port` of `ps` (`net`), by `cma_check_port`'s rules with
-    /// its own REUSEADDR; port 0 chooses one of `ip_local_port_range` by
-    /// `cma_alloc_any_port`'s (`EADDRNOTAVAIL` if none is left). Returns the port held.
-    pub(crate) fn bind(&self, net: u64, ps: u16, port: u16, owner: PortOwner) -> Result<u16> {
+    /// Makes `owner` an owner of port `port` of `ps` in namespace `ns`, by `cma_check_port`'s
+    /// rules with its own REUSEADDR; port 0 chooses one of the namespace's
+    /// `ip_local_port_range` by `cma_alloc_any_port`'s (`EADDRNOTAVAIL` if none is left).
+    /// Returns the port held.
+    pub(crate) fn bind(&self, ns: &Net, ps: u16, port: u16, owner: PortOwner) -> Result<u16> {
+        let net = ns.id();
         let mut inner = self.inner.lock();
         if port != 0 {
             let key = PortKey { net, ps, port };
@@ -102,7 +107,7 @@ impl Ports {
             inner.join(key, owner)?;
             return Ok(port);
         }
-        let (low, high) = shim::local_port_range(net);
+        let (low, high) = ns.local_port_range();
         let span = u32::from(high.saturating_sub(low)) + 1;
         let start = low.saturating_add((shim::random_u32() % span) as u16);
         let last_used = inner.last_used;

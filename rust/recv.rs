@@ -173,29 +173,35 @@ fn req_received(
         cep.duplicate_req();
         return None;
     }
+    // The primary path must lead to this port: else REJ 12, our GID 0 in the ARI. Its GID
+    // names the network namespace whose listeners the REQ is for; one whose namespace may
+    // not use the device has none.
+    let net = match port.gid_net(&req.primary_path.remote_gid) {
+        Ok(net) => net,
+        Err(e) if e == ENETUNREACH => return Some(Unmatched::ReqNoListener),
+        Err(_) => {
+            let ari = port.gid(0).unwrap_or_default();
+            if let Some(rej) = rej_req(req.local_comm_id, Unmatched::ReqInvalidGid, &ari) {
+                reply(port, mad, tid, rej);
+            }
+            return None;
+        }
+    };
     let dst = req_destination(
         req.service_id,
         req.private_data.as_bytes(),
         Some(&req.primary_path.remote_gid),
     );
-    let listener = match tables.find_listener(req.service_id, dst) {
+    let listener = match tables.find_listener(net, req.service_id, dst) {
         ListenerFor::Found(listener) => listener,
         ListenerFor::NoAddress => return Some(Unmatched::ReqNoAddress),
         ListenerFor::Unknown => return Some(Unmatched::ReqNoListener),
     };
-    // The primary path must lead to this port: else REJ 12, our GID 0 in the ARI.
-    if !port.has_gid(&req.primary_path.remote_gid) {
-        let ari = port.gid(0).unwrap_or_default();
-        if let Some(rej) = rej_req(req.local_comm_id, Unmatched::ReqInvalidGid, &ari) {
-            reply(port, mad, tid, rej);
-        }
-        return None;
-    }
     // Allocation failures drop the REQ: the peer retries it (Linux does the same).
     let Ok(info) = mad.reply_info() else {
         return None;
     };
-    let cep = match Cep::spawn_from_req(port, info, req, tid, attr_mod) {
+    let cep = match Cep::spawn_from_req(port, info, (req, net), tid, attr_mod) {
         Ok(Spawned::New(cep)) => cep,
         // Answered inside (a duplicate), or nothing to do until the peer retries.
         Ok(Spawned::Duplicate(existing)) => {
@@ -248,14 +254,19 @@ fn sidr_req_received(
         }
         return None;
     }
+    // The GID it arrived on names the network namespace whose listeners it is for.
+    let net = match port.gid_index_net(info.sgid_index) {
+        Ok(net) => net,
+        Err(_) => return Some(Unmatched::SidrReqNoListener),
+    };
     let dst = req_destination(sreq.service_id, sreq.private_data.as_bytes(), None);
-    let listener = match port.cm().tables.find_listener(sreq.service_id, dst) {
+    let listener = match port.cm().tables.find_listener(net, sreq.service_id, dst) {
         ListenerFor::Found(listener) => listener,
         ListenerFor::NoAddress => return Some(Unmatched::SidrReqNoAddress),
         ListenerFor::Unknown => return Some(Unmatched::SidrReqNoListener),
     };
     // A retry of a SIDR_REQ still waiting (a duplicate): the first one will be answered.
-    let Ok(Spawned::New(cep)) = Cep::spawn_from_sidr_req(port, info, sreq, tid) else {
+    let Ok(Spawned::New(cep)) = Cep::spawn_from_sidr_req(port, info, (sreq, net), tid) else {
         return None;
     };
     offer_or_drop(&listener, cep, true);

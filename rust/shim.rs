@@ -10,6 +10,7 @@
 //!   callbacks with them) and borrowed from their port's lock, address handles, sends in
 //!   flight, received MADs;
 //! - `glue`: the `#[no_mangle]` entry points C calls (ib_client, file operations);
+//! - `net`: network namespaces, as files hold them and the tables key them;
 //! - `fault`: the fault points for tests, in debugfs, which are no-ops without
 //!   `CONFIG_FAULT_INJECTION_DEBUG_FS`.
 //!
@@ -34,6 +35,7 @@ use crate::context::Cm;
 mod fault;
 mod glue;
 mod hash;
+mod net;
 mod rdma;
 
 pub(crate) use fault::{
@@ -48,6 +50,10 @@ pub(crate) use fault::{
 };
 
 pub(crate) use hash::HashKey;
+pub(crate) use net::{
+    Net,
+    NetId, //
+};
 pub(crate) use rdma::{
     AgentRef,
     AgentRole,
@@ -318,14 +324,6 @@ pub(crate) fn charge_to_current<T>(obj: &T) -> bool {
     // SAFETY: `obj` is a live reference, so the address is mapped for the call; the shim
     // charges only an address the slab allocator owns, and leaves any other alone.
     unsafe { bindings::cepm_shim_charge_current(core::ptr::from_ref(obj).cast()) }
-}
-
-/// The ephemeral ports of network namespace `net` (`ip_local_port_range`), `low <= high`.
-pub(crate) fn local_port_range(net: u64) -> (u16, u16) {
-    let (mut low, mut high) = (0, 0);
-    // SAFETY: Both pointers are writable; the shim only stores through them.
-    unsafe { bindings::cepm_shim_local_port_range(net, &mut low, &mut high) };
-    (low, high)
 }
 
 /// A random 32-bit value.

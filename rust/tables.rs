@@ -5,9 +5,10 @@
 //!
 //! Every table is sharded: a lookup on the receive or connect path locks one shard of
 //! [`SHARDS`], chosen by hashing its key, never a lock shared by all connections. Listeners
-//! with an exact service ID are sharded by it, in a tree of groups by service ID, each group
-//! with its listeners scoped by address ([`crate::proto::listen_scope`]); listeners with a
-//! partial mask sit in one list that is only locked while such a listener exists.
+//! with an exact service ID are sharded by it, in a tree of groups by network namespace and
+//! service ID, each group with its listeners scoped by address
+//! ([`crate::proto::listen_scope`]); listeners with a partial mask sit in one list that is
+//! only locked while such a listener exists. Listeners of different namespaces never meet.
 //!
 //! A shard lock comes after a CEP's in the lock order ([`crate::cep`]): lookups clone the `Arc`
 //! and drop the shard lock before locking the CEP, and no code holds two shard locks at once.
@@ -31,7 +32,10 @@ use crate::{
         Sharded,
         SHARDS, //
     },
-    shim, //
+    shim::{
+        self,
+        NetId, //
+    },
     users::Opener,
 };
 use kernel::{
@@ -52,8 +56,8 @@ use kernel::{
     task::Kuid,
 };
 
-/// A listener: REQs whose service ID is in `range`, and whose address `scope` takes, go to
-/// `cep`, of user `uid`.
+/// A listener: REQs whose service ID is in `range`, and whose address `scope` takes, arriving
+/// on a GID of network namespace `cep.net`, go to `cep`, of user `uid`.
 struct Listener {
     range: ServiceRange,
     scope: ListenScope,
@@ -74,13 +78,14 @@ struct ListenGroup {
     unscoped: Option<Listener>,
 }
 
-/// The exact listeners of a shard, by service ID.
-type ListenTree = RBTree<u64, ListenGroup>;
+/// The exact listeners of a shard, by network namespace and service ID: each namespace has
+/// its own.
+type ListenTree = RBTree<(NetId, u64), ListenGroup>;
 
 /// Room for an exact listen in the tables, allocated where sleeping is allowed, before any
 /// lock is taken: its service ID's group, and its address's node.
 pub(crate) struct ListenRoom {
-    group: RBTreeNodeReservation<u64, ListenGroup>,
+    group: RBTreeNodeReservation<(NetId, u64), ListenGroup>,
     addr: RBTreeNodeReservation<IpAddr, Listener>,
 }
 
@@ -177,7 +182,8 @@ pub(crate) struct Tables {
     /// The peer tables ([`PeerTable`]) share one index: its key names the table.
     #[pin]
     peer: Sharded<PeerTree>,
-    /// Listeners with an exact service ID, sharded by it, in groups by service ID.
+    /// Listeners with an exact service ID, sharded by it, in groups by network namespace and
+    /// service ID.
     #[pin]
     listeners: Sharded<ListenTree>,
     /// Listeners with a partial mask: one list, only locked while such a listener exists. Its
@@ -406,8 +412,9 @@ impl Tables {
         drop(removed);
     }
 
-    /// Writes how many service IDs have exact listeners in each shard of the listener table
-    /// into `counts`, one per shard (debugfs `listen_shards`); the rest of `counts` gets 0.
+    /// Writes how many (namespace, service ID) pairs have exact listeners in each shard of the
+    /// listener table into `counts`, one per shard (debugfs `listen_shards`); the rest of
+    /// `counts` gets 0.
     pub(crate) fn listen_shard_counts(&self, counts: &mut [u32]) {
         for (i, count) in counts.iter_mut().enumerate() {
             *count = if i < SHARDS {
@@ -420,8 +427,9 @@ impl Tables {
     }
 
     /// Adds `cep`, of `owner`'s user, as a listener on `range` for the requests `scope` takes
-    /// (an exact listen takes its node from `room`): `EBUSY` if another listener holds its
-    /// slot already (the same range, and for an exact one the same scope), `EADDRINUSE` if it
+    /// in the CEP's network namespace (an exact listen takes its node from `room`): `EBUSY` if
+    /// another listener of that namespace holds its slot already (the same range, and for an
+    /// exact one the same scope), `EADDRINUSE` if it
     /// may not join another user's listener there (docs/abi.md, "Privileges and limits": a
     /// listen never takes REQs from another user's, and only `CAP_NET_ADMIN` covers one with
     /// a wider mask; `CEPM_IOC_LISTEN` refuses a masked listen without it before this, and
@@ -439,8 +447,13 @@ impl Tables {
         cep: Arc<Cep>,
         room: Option<ListenRoom>,
     ) -> Result {
-        // Between listeners of different masks: the rules of `ServiceRange`.
+        let net = cep.net;
+        // Between listeners of different masks: the rules of `ServiceRange`. Listeners of
+        // different namespaces never meet.
         let refuse = |other: &Listener| -> Result {
+            if other.cep.net != net {
+                return Ok(());
+            }
             match range.conflict_with(&other.range) {
                 Some(ListenConflict::Same) => Err(EBUSY),
                 None => Ok(()),
@@ -497,12 +510,17 @@ impl Tables {
         }
     }
 
-    /// The listener for a request for `service_id` and address `dst` (see
-    /// [`crate::proto::listen_scope`]): the exact listeners' in their matching order, else
-    /// the masked one with the most specific mask.
-    pub(crate) fn find_listener(&self, service_id: u64, dst: Option<IpAddr>) -> ListenerFor {
+    /// The listener of network namespace `net` for a request for `service_id` and address
+    /// `dst` (see [`crate::proto::listen_scope`]): the exact listeners' in their matching
+    /// order, else the masked one with the most specific mask.
+    pub(crate) fn find_listener(
+        &self,
+        net: NetId,
+        service_id: u64,
+        dst: Option<IpAddr>,
+    ) -> ListenerFor {
         let exact = self.listeners.with_key(service_id, |t| {
-            t.get(&service_id)
+            t.get(&(net, service_id))
                 .map(|g| g.find(dst).map(|l| l.cep.clone()))
         });
         let unmatched = match exact {
@@ -516,7 +534,7 @@ impl Tables {
         let masked = self.masked_listeners.lock();
         masked
             .iter()
-            .filter(|l| service_id & l.range.mask == l.range.id & l.range.mask)
+            .filter(|l| l.cep.net == net && service_id & l.range.mask == l.range.id & l.range.mask)
             .max_by_key(|l| l.range.specificity())
             .map_or(unmatched, |l| ListenerFor::Found(l.cep.clone()))
     }
@@ -525,11 +543,12 @@ impl Tables {
     pub(crate) fn remove_listener(&self, cep: &Cep, (range, scope): (ServiceRange, ListenScope)) {
         if range.mask == u64::MAX {
             // Freed once the shard lock is let go, as the group it may have emptied.
+            let key = (cep.net, range.id);
             let removed = self.listeners.with_key(range.id, |t| {
-                let group = t.get_mut(&range.id)?;
+                let group = t.get_mut(&key)?;
                 let listener = group.take(scope.slot(), cep)?;
                 let emptied = if group.is_empty() {
-                    t.remove(&range.id)
+                    t.remove(&key)
                 } else {
                     None
                 };
@@ -554,7 +573,7 @@ impl Tables {
 /// the group's listeners allow it: `EBUSY` for a taken slot, `EADDRINUSE` if it would take
 /// requests from another user's listener ([`ListenScope::conflict_with`]).
 fn join_group(t: &mut ListenTree, listener: Listener, room: ListenRoom, owner: &Opener) -> Result {
-    let id = listener.range.id;
+    let id = (listener.cep.net, listener.range.id);
     match t.get(&id) {
         Some(group) => {
             for other in group.iter() {

@@ -27,7 +27,15 @@ use kernel::{
     task::Kuid,
 };
 
-use crate::{context::Cm, sharded::Sharded, shim};
+use crate::{
+    context::Cm,
+    sharded::Sharded,
+    shim::{
+        self,
+        Net,
+        NetId, //
+    },
+};
 
 /// What a file, or all the files of one user, hold.
 pub(crate) struct Usage {
@@ -195,6 +203,8 @@ pub(crate) struct Opener {
     pub(crate) net_admin: bool,
     /// `CAP_NET_BIND_SERVICE`: listens on the privileged ports of rdma_cm's port spaces.
     pub(crate) net_bind_service: bool,
+    /// The network namespace the file was opened in: all it sees or makes is of it.
+    pub(crate) net: Net,
     /// What all of this account's files hold together.
     pub(crate) user: Arc<Usage>,
 }
@@ -205,6 +215,7 @@ impl Opener {
         let uid = Kuid::current_euid();
         let account = shim::current_account();
         let caps = shim::current_caps();
+        let net = Net::current()?;
         let user = cm.users.join(account)?;
         Ok(Self {
             cm: cm.clone(),
@@ -212,18 +223,30 @@ impl Opener {
             account,
             net_admin: caps.net_admin,
             net_bind_service: caps.net_bind_service,
+            net,
             user,
         })
     }
 
-    /// Whether this file may see `owner`'s CEPs (`None`: a CEP nobody owns yet).
-    pub(crate) fn sees(&self, owner: Option<Kuid>) -> bool {
-        self.sees_all() || owner == Some(self.uid)
+    /// Whether this file may see a CEP of network namespace `net` that `owner` owns (`None`:
+    /// nobody owns it yet): one of its own namespace, and of its own user unless it has
+    /// `CAP_NET_ADMIN`; any CEP if it is the host's operator ([`Self::sees_every_net`]).
+    pub(crate) fn sees(&self, net: NetId, owner: Option<Kuid>) -> bool {
+        self.sees_every_net()
+            || (net == self.net.id() && (self.sees_all() || owner == Some(self.uid)))
     }
 
-    /// Whether every user's CEPs and traffic are its to see (`CAP_NET_ADMIN`).
+    /// Whether every user's CEPs of its namespace, and every port's traffic, are its to see
+    /// (`CAP_NET_ADMIN`).
     pub(crate) fn sees_all(&self) -> bool {
         self.net_admin
+    }
+
+    /// Whether the CEPs of every network namespace are its to see: `CAP_NET_ADMIN` in the
+    /// initial namespace, as `rdma resource show cm_id` shows the host every namespace's
+    /// IDs in the shared RDMA netns mode.
+    pub(crate) fn sees_every_net(&self) -> bool {
+        self.net_admin && self.net.is_initial()
     }
 
     /// Whether this file's account is `other`'s: their files count against the same limits.

@@ -207,15 +207,17 @@ impl CepInner {
     /// CEP is claimed, with a copy to the monitors.
     pub(super) fn deliver_raw(&mut self, cep: &Cep, mut ev: uapi::cepm_event) {
         let owner = self.owner.as_ref().map(|o| o.file.uid());
-        cep.cm.monitors.publish(owner, || uapi::cepm_trace {
-            service_id: self.service_id,
-            local_comm_id: cep.local_id,
-            remote_comm_id: self.peer.as_ref().map_or(0, |p| p.comm_id),
-            event: ev.event,
-            status: ev.status,
-            state: state_to_abi(self.sm.state),
-            ..Default::default()
-        });
+        cep.cm
+            .monitors
+            .publish((cep.net, owner), || uapi::cepm_trace {
+                service_id: self.service_id,
+                local_comm_id: cep.local_id,
+                remote_comm_id: self.peer.as_ref().map_or(0, |p| p.comm_id),
+                event: ev.event,
+                status: ev.status,
+                state: state_to_abi(self.sm.state),
+                ..Default::default()
+            });
         match &self.owner {
             Some(owner) => {
                 ev.handle = owner.handle;

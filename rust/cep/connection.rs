@@ -46,7 +46,10 @@ use crate::{
             RetryTimer, //
         }, //
     },
-    shim::AhInfo,
+    shim::{
+        AhInfo,
+        NetId, //
+    },
     tables::{
         PeerId,
         PeerTable, //
@@ -72,11 +75,12 @@ use super::{
 
 impl Cep {
     /// The CEP a listener spawns for a new REQ, whose MAD had the attribute modifier
-    /// `attr_mod`: unclaimed, in REQ_RCVD, findable by its peer's IDs ([`Cep::spawn`]).
+    /// `attr_mod`, in the network namespace `net` of the GID it arrived on: unclaimed, in
+    /// REQ_RCVD, findable by its peer's IDs ([`Cep::spawn`]).
     pub(crate) fn spawn_from_req(
         port: &Arc<CmPort>,
         ah_info: AhInfo,
-        req: &Req,
+        (req, net): (&Req, NetId),
         tid: u64,
         attr_mod: u32,
     ) -> Result<Spawned> {
@@ -118,6 +122,7 @@ impl Cep {
         };
         let spawn = Spawn {
             port,
+            net,
             ah_info,
             sm,
             kind: Kind::Connection(connection),
@@ -181,7 +186,7 @@ impl Cep {
         args: &uapi::cepm_connect,
     ) -> Result {
         let path = &args.path;
-        let route = Route::new(path, &port)?;
+        let route = Route::new(path, &port, self.net)?;
         let mut req = KBox::new(
             Req {
                 local_comm_id: self.local_id,

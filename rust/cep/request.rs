@@ -15,7 +15,10 @@ use crate::{
         state::Event,
         timing::RetryTimer, //
     },
-    shim::AhInfo,
+    shim::{
+        AhInfo,
+        NetId, //
+    },
     uapi, //
 };
 
@@ -35,9 +38,10 @@ pub(super) struct Route {
 }
 
 impl Route {
-    /// The route `path` describes from `port`: `ENODEV` if the device is going away, else
-    /// `EINVAL` if the port lacks the path's source GID.
-    pub(super) fn new(path: &uapi::cepm_path_rec, port: &CmPort) -> Result<Self> {
+    /// The route `path` describes from `port`, for a CEP of network namespace `net`:
+    /// `ENODEV` if the device is going away, else `EINVAL` if the port lacks the path's
+    /// source GID, `EADDRNOTAVAIL` if that GID belongs to another namespace.
+    pub(super) fn new(path: &uapi::cepm_path_rec, port: &CmPort, net: NetId) -> Result<Self> {
         let ah_info = AhInfo {
             dgid: path.dgid,
             dmac: path.dmac,
@@ -49,7 +53,10 @@ impl Route {
             port_num: u8::try_from(port.num()).map_err(|_| EINVAL)?,
             reserved: 0,
         };
-        let local_gid = port.source_gid(path.sgid_index).map_err(source_gid_error)?;
+        let (local_gid, gid_net) = port.source_gid(path.sgid_index).map_err(source_gid_error)?;
+        if gid_net != net {
+            return Err(EADDRNOTAVAIL);
+        }
         Ok(Self {
             ah_info,
             local_gid,
@@ -58,11 +65,15 @@ impl Route {
     }
 }
 
-/// Why a caller's source GID cannot be used: the device going away (`ENODEV`), else a GID the
-/// port lacks, or not of the type the port speaks, which is the caller's mistake (`EINVAL`).
+/// Why a caller's source GID cannot be used: the device going away (`ENODEV`), a GID whose
+/// namespace may not use the device (`EADDRNOTAVAIL`, as one of another namespace), else a
+/// GID the port lacks, or not of the type the port speaks, which is the caller's mistake
+/// (`EINVAL`).
 fn source_gid_error(e: Error) -> Error {
     if e == ENODEV {
         ENODEV
+    } else if e == ENETUNREACH {
+        EADDRNOTAVAIL
     } else {
         EINVAL
     }

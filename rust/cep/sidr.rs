@@ -23,7 +23,10 @@ use crate::{
         },
         timing::RetryTimer, //
     },
-    shim::AhInfo,
+    shim::{
+        AhInfo,
+        NetId, //
+    },
     tables::{
         PeerId,
         PeerTable, //
@@ -53,7 +56,7 @@ impl Cep {
         args: &uapi::cepm_sidr_req,
     ) -> Result {
         let path = &args.path;
-        let route = Route::new(path, &port)?;
+        let route = Route::new(path, &port, self.net)?;
         let pdata = args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?;
         let req = KBox::new(
             SidrReq {
@@ -122,11 +125,12 @@ impl Cep {
 
     /// The CEP a listener spawns for a SIDR_REQ: unclaimed, in SIDR_REQ_RCVD, findable by the
     /// requester's (request ID, GID) so that retries are recognised ([`Cep::spawn`]).
-    /// `ah_info` says where answers to it go.
+    /// `ah_info` says where answers to it go; `net` is the namespace of the GID it arrived
+    /// on.
     pub(crate) fn spawn_from_sidr_req(
         port: &Arc<CmPort>,
         ah_info: AhInfo,
-        sreq: &SidrReq,
+        (sreq, net): (&SidrReq, NetId),
         tid: u64,
     ) -> Result<Spawned> {
         let pdata = sreq.private_data.as_bytes();
@@ -135,6 +139,7 @@ impl Cep {
         let (sm, _actions) = state::Cep::spawned_from_sidr_req();
         let spawn = Spawn {
             port,
+            net,
             key: PeerId::by_gid(sreq.request_id, &ah_info.dgid),
             ah_info,
             sm,

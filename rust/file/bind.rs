@@ -40,10 +40,6 @@ use crate::{
     },
 };
 
-/// The network namespace of every port: the initial one, since the port table is not per
-/// namespace (docs/rdmacm.md, "Known gaps").
-const NET: u64 = 0;
-
 /// Ports below this need `CAP_NET_BIND_SERVICE` (`PROT_SOCK`).
 const PROT_SOCK: u16 = 1024;
 
@@ -116,8 +112,12 @@ impl CepmFile {
             u32::MAX,
             shim::params().max_ports_per_user,
         )?;
-        let port = self.cm.ports.bind(NET, ps, port, owner)?;
-        let key = PortKey { net: NET, ps, port };
+        let port = self.cm.ports.bind(self.net(), ps, port, owner)?;
+        let key = PortKey {
+            net: self.net().id(),
+            ps,
+            port,
+        };
         // The count joins the handle under the CEP's lock, as LISTEN's does.
         let recorded = cep.set_bound(key, (self, handle), || {
             if let Some(handle) = self.inner.lock().handles.get_mut(&handle) {

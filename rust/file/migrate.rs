@@ -19,7 +19,7 @@
 //! holds both files' charges for a while, so the account's limits get a slack of one for it;
 //! they hold again once the old handle goes. A listener does not move to another user's file
 //! (`EPERM`): the listener table knows each listen's user, and the rules on overlapping
-//! service IDs are per user.
+//! service IDs are per user. No CEP moves to a file of another network namespace (`EXDEV`).
 
 use kernel::{
     prelude::*,
@@ -94,6 +94,10 @@ impl CepmFile {
             return arg.write(&req);
         }
         let cep = from.cep(req.handle)?;
+        // A CEP stays in its network namespace, whose tables hold its port and listen.
+        if cep.net != self.net().id() {
+            return Err(EXDEV);
+        }
         let same_account = self.opener.shares_limits_with(&from.opener);
         let mut listen = cep.is_listener();
         let mut bound = cep.bound_port((&from, req.handle))?.is_some();

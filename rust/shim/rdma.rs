@@ -23,6 +23,8 @@ use kernel::{
 
 use super::{
     bindings,
+    Net,
+    NetId,
     MAD_SIZE, //
 };
 use crate::cep::Cep;
@@ -101,6 +103,13 @@ impl IbDevice {
     pub(crate) fn ack_delay(&self) -> u8 {
         // SAFETY: The device is valid by the type invariant.
         unsafe { bindings::cepm_shim_device_ack_delay(self.ptr.as_ptr()) }
+    }
+
+    /// Whether files of `net` may use the device at all: always in the shared RDMA netns
+    /// mode, only in the device's own namespace in the exclusive one.
+    pub(crate) fn usable_in(&self, net: &Net) -> bool {
+        // SAFETY: The device is valid by the type invariant, the namespace by `Net`'s.
+        unsafe { bindings::cepm_shim_device_in_net(self.ptr.as_ptr(), net.as_ptr()) }
     }
 
     /// The device's port numbers.
@@ -214,21 +223,45 @@ impl AgentRef<'_> {
     }
 
     /// Our GID at `index` on the agent's port, if it is of the type cepm speaks there (RoCE
-    /// v2 on a RoCE port, IB on an IB port): the source of a path a user gives. `EINVAL` if
-    /// the port has no GID there, or one of another type.
-    pub(crate) fn source_gid(&self, index: u8) -> Result<[u8; 16]> {
+    /// v2 on a RoCE port, IB on an IB port), with the network namespace that owns it: the
+    /// source of a path a user gives. `EINVAL` if the port has no GID there, or one of
+    /// another type; `ENETUNREACH` if its namespace may not use the device.
+    pub(crate) fn source_gid(&self, index: u8) -> Result<([u8; 16], NetId)> {
         let mut gid = [0u8; 16];
-        // SAFETY: The agent is registered by the type invariant; `gid` has room for 16 bytes.
+        let mut cookie = 0;
+        // SAFETY: The agent is registered by the type invariant; `gid` has room for 16 bytes
+        // and `cookie` is writable.
         to_result(unsafe {
-            bindings::cepm_shim_query_source_gid(self.0.as_ptr(), index, gid.as_mut_ptr())
+            bindings::cepm_shim_query_source_gid(
+                self.0.as_ptr(),
+                index,
+                gid.as_mut_ptr(),
+                &mut cookie,
+            )
         })?;
-        Ok(gid)
+        Ok((gid, NetId::from_cookie(cookie)))
     }
 
-    /// Whether the agent's port has `gid` in its GID table (of any GID type).
-    pub(crate) fn has_gid(&self, gid: &[u8; 16]) -> bool {
-        // SAFETY: The agent is registered by the type invariant; `gid` is 16 readable bytes.
-        unsafe { bindings::cepm_shim_agent_has_gid(self.0.as_ptr(), gid.as_ptr()) }
+    /// The network namespace that owns `gid` (of any GID type) on the agent's port: `ENOENT`
+    /// if the port has no such GID, `ENETUNREACH` if its namespace may not use the device.
+    pub(crate) fn gid_net(&self, gid: &[u8; 16]) -> Result<NetId> {
+        let mut cookie = 0;
+        // SAFETY: The agent is registered by the type invariant; `gid` is 16 readable bytes
+        // and `cookie` is writable.
+        to_result(unsafe {
+            bindings::cepm_shim_gid_net(self.0.as_ptr(), gid.as_ptr(), &mut cookie)
+        })?;
+        Ok(NetId::from_cookie(cookie))
+    }
+
+    /// The network namespace that owns our GID at `index`, as [`Self::gid_net`].
+    pub(crate) fn gid_index_net(&self, index: u8) -> Result<NetId> {
+        let mut cookie = 0;
+        // SAFETY: The agent is registered by the type invariant; `cookie` is writable.
+        to_result(unsafe {
+            bindings::cepm_shim_gid_index_net(self.0.as_ptr(), index, &mut cookie)
+        })?;
+        Ok(NetId::from_cookie(cookie))
     }
 
     /// An address handle on the agent's port for the peer `info` describes, for one send.
