@@ -4,8 +4,8 @@
 # The baseline is what scripts/vm-guest.sh sets up: cepm.ko loaded with default parameters,
 # the stock CM modules (ib_cm, iw_cm, rdma_cm, rdma_ucm) unloaded, no network namespace
 # cepm_peer, veth0 (10.77.0.1/24) <-> veth1 both up in this namespace with no qdisc or fixed
-# neighbour on veth0, rxe0 on veth0 as the only rxe device, no fault injection armed, and no
-# process left from a test.  A test that fails half way, or that the runner stops at its time
+# neighbour on veth0, the shared RDMA netns mode, rxe0 on veth0 as the only rxe device, no
+# fault injection armed, and no process left from a test.  A test that fails half way, or that the runner stops at its time
 # limit, may leave any of this behind; baseline_restore puts it back so that the next test
 # starts from the same guest whatever happened before (a failure counts once).
 
@@ -54,6 +54,9 @@ baseline_snapshot() {
 	for d in /sys/class/infiniband/*; do
 		[ -e "$d" ] && fact v "$d/ports/1/gid_attrs/ndevs/0" && echo "rdma ${d##*/} $v"
 	done
+	# Y: the shared RDMA netns mode (netns_exclusive.sh sets the exclusive one for a while).
+	[ -r /sys/module/ib_core/parameters/netns_mode ] &&
+		fact v /sys/module/ib_core/parameters/netns_mode && echo "rdma netns mode $v"
 	# One line a fact in -o mode: "N: veth0    inet ADDR ...", "N: veth0: <FLAGS> ... qdisc
 	# KIND ...", and a neighbour's "ADDR lladdr ... PERMANENT". Of IPv6, the global addresses
 	# tests add (fd77::1 ...): the link-local one follows veth0's MAC, which a restore renews.
@@ -163,6 +166,10 @@ baseline_restore() {
 			ip -n $BASELINE_PEER_NS link set veth1 netns 1 2>/dev/null
 			ip netns del $BASELINE_PEER_NS 2>/dev/null
 		fi
+	fi
+	# Once no namespace but the initial one is left: a deleted one takes a moment to go.
+	if differ 'rdma netns mode'; then
+		for _ in $(seq 100); do rdma system set netns shared 2>/dev/null && break; sleep 0.2; done
 	fi
 	# Any other tool still running (not tagged: started by a leftover we did not see).
 	# One pkill for all: each pkill reads every process's name, half a second under TCG.
