@@ -3,9 +3,10 @@
 #
 # The baseline is what scripts/vm-guest.sh sets up: cepm.ko loaded with default parameters,
 # the stock CM modules (ib_cm, iw_cm, rdma_cm, rdma_ucm) unloaded, no network namespace
-# cepm_peer, veth0 (10.77.0.1/24) <-> veth1 both up in this namespace with no qdisc or fixed
-# neighbour on veth0, the shared RDMA netns mode, rxe0 on veth0 as the only rxe device, no
-# fault injection armed, and no process left from a test.  A test that fails half way, or that the runner stops at its time
+# cepm_peer, veth0 (10.77.0.1/24) <-> veth1 both up in this namespace with no qdisc and no
+# fixed neighbour on veth0 but the silent peers' (baseline_silent_peers, which run.sh adds),
+# the shared RDMA netns mode, rxe0 on veth0 as the only rxe device, no fault injection armed,
+# and no process left from a test.  A test that fails half way, or that the runner stops at its time
 # limit, may leave any of this behind; baseline_restore puts it back so that the next test
 # starts from the same guest whatever happened before (a failure counts once).
 
@@ -19,6 +20,15 @@ declare -A BASELINE_TOOL_OF_COMM=()
 for _m in "${BASELINE_TOOLS[@]}"; do BASELINE_TOOL_OF_COMM[${_m:0:15}]=$_m; done
 unset _m
 BASELINE_TOOLS_PKILL=$(IFS='|'; echo "${!BASELINE_TOOL_OF_COMM[*]}")
+
+# Silent peers: addresses on veth0's link whose neighbour entries are fixed to MACs no one
+# has, so that a REQ to them leaves (the module takes a CONNECT's MAC from the neighbour
+# table, and waits at most a second for it) and is never answered. 10.77.0.98 is the
+# selftests' "nowhere"; fe80::1, ioctl_abi's good_path(). 10.77.0.99 stays unresolvable.
+baseline_silent_peers() {
+	printf '%s\n' 'neigh replace 10.77.0.98 lladdr 02:00:00:00:00:98 dev veth0 nud permanent' \
+		'neigh replace fe80::1 lladdr 02:00:00:00:00:01 dev veth0 nud permanent' | ip -batch -
+}
 
 # fact VAR FILE: VAR becomes the first line of FILE, read without starting a process (or
 # forking: a command substitution forks, tens of milliseconds under TCG).
@@ -155,6 +165,7 @@ baseline_restore() {
 		ip neigh show dev veth0 nud permanent 2>/dev/null | awk '{ print $1 }' | while read -r ip; do
 			ip neigh del "$ip" dev veth0
 		done
+		baseline_silent_peers
 	fi
 	# Every rxe device but rxe0 goes; veth1 comes home before its namespace is deleted (deleting
 	# it there would delete veth0 too).
@@ -193,6 +204,7 @@ baseline_restore() {
 		ip link set veth0 up
 		ip link set veth1 up
 		rdma link show rxe0/1 >/dev/null 2>&1 || { rdma link add rxe0 type rxe netdev veth0; await_rxe0=1; }
+		baseline_silent_peers
 	fi
 	if differ 'module cepm|cepm parameter'; then
 		[ -d /sys/module/cepm ] && rmmod cepm

@@ -121,6 +121,7 @@ if [ ! -d /sys/module/cepm ]; then
 		exit 1
 	fi
 fi
+baseline_silent_peers || { echo "Bail out! the silent peers' neighbour entries could not be added"; exit 1; }
 BASELINE_EXPECTED=$(baseline_snapshot)
 echo "1..${#tests[@]}"
 n=0 failed=0 digest=()

@@ -15,7 +15,7 @@ ktap_print_header
 
 out=$CEPM_ROOT/out/cep_failures.$$
 trap 'tc qdisc del dev veth0 root 2>/dev/null; topology_down; rm -f "$out".*' EXIT
-nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+nowhere=("${NOWHERE[@]}")
 
 ktap_check "topology $TOPOLOGY is up" topology_up
 SID=0x0000000001064e27

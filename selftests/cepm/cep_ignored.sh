@@ -23,7 +23,7 @@ out=$CEPM_ROOT/out/cep_ignored.$$
 trap 'kill -CONT $(jobs -p) 2>/dev/null; kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
 send() { "$CEPMCTL" send-mad "$RXE_DEV" 1 "$@"; }
 # A REQ to a host that does not answer: its CEP waits in REQ_SENT for what the test sends.
-nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+nowhere=("${NOWHERE[@]}")
 # start_client FILE SID: such a client, stopped once its CEP is in REQ_SENT; its CEP's ID in $c.
 start_client() {
 	"$CEPMCTL" connect --service-id "$2" --cm-only --timeout-ms 60000 "${nowhere[@]}" >"$1" 2>&1 &

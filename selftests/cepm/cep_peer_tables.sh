@@ -50,7 +50,7 @@ ktap_check "a connection is established (active comm ID $ours, passive $theirs)"
 
 # 3 first, while the connection is up: a REQ to nowhere, then a REP for it that claims the
 #    passive side's IDs.
-nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+nowhere=("${NOWHERE[@]}")
 "$CEPMCTL" connect --service-id 0x0000000001064e76 --cm-only --timeout-ms 60000 "${nowhere[@]}" >"$out.req" 2>&1 &
 wait_until 20 list_has_state REQ_SENT
 c3=$("$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1; exit }')

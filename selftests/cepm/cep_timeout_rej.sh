@@ -23,7 +23,7 @@ timers=(--cm-only --max-cm-retries 2 --packet-life-time 8)
 fast=("${timers[@]}" --cm-response-timeout 12)
 
 # 1.
-nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+nowhere=("${NOWHERE[@]}")
 rej0=$(tx REJ)
 "$CEPMCTL" connect --service-id $SID "${fast[@]}" "${nowhere[@]}" --timeout-ms 20000 >"$out.req" 2>&1
 rc=$?

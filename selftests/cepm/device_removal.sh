@@ -19,7 +19,7 @@ ktap_set_plan 16
 SID=0x0000000001064e24
 out=$CEPM_ROOT/out/device_removal.$$
 trap 'topology_down; rm -f "$out".*' EXIT
-nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+nowhere=("${NOWHERE[@]}")
 listening() { file_has '^accept: listening' "$out.accept"; }
 both_established() { file_has 'in ESTABLISHED' "$out.connect" && file_has 'in ESTABLISHED' "$out.accept"; }
 # The topology's devices deleted, then added back; managed_again: both are cepm's ports again.

@@ -15,7 +15,7 @@ ktap_set_plan 7
 
 out=$CEPM_ROOT/out/device_removal_race.$$
 trap 'echo 0 >$CEPM_DEBUGFS/destroy_delay_ms; echo 0 >$CEPM_DEBUGFS/request_delay_ms; kill $(jobs -p) 2>/dev/null; wait; rm -f "$out".*' EXIT
-nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+nowhere=("${NOWHERE[@]}")
 
 "$CEPMCTL" connect --service-id 0x0000000001064e79 --cm-only --timeout-ms 60000 "${nowhere[@]}" >"$out.req" 2>&1 &
 cpid=$!

@@ -20,6 +20,7 @@
 
 #include "kselftest_harness.h"
 #include "cepm.h"
+#include "roce_route.h"
 
 FIXTURE(cepm) {
 	int fd;
@@ -651,6 +652,85 @@ TEST_F(cepm, init_qp_attr_returns_the_connections_address)
 	EXPECT_EQ(3, q.ah.mtu);
 	EXPECT_EQ(0, memcmp(q.ah.dgid, c.path.dgid, sizeof(q.ah.dgid)));
 	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+}
+
+/*
+ * A path from rxe0's IPv4 RoCE v2 GID to 10.77.0.HOST, with dmac DMAC: the neighbour table
+ * of the guest (selftests/baseline.sh) has 10.77.0.98 as a silent peer, and no entry that
+ * answers for 10.77.0.97.
+ */
+static bool ipv4_path(struct cepm_path_rec *p, int host, const __u8 dmac[6])
+{
+	__u8 gid[16], mac[6];
+	unsigned int index;
+	char ndev[32];
+
+	if (!roce_v2_ipv4_route("rxe0", 1, gid, mac, &index, ndev, sizeof(ndev)))
+		return false;
+	*p = good_path();
+	memcpy(p->dgid, gid, sizeof(p->dgid));
+	p->dgid[15] = host;
+	memcpy(p->dmac, dmac, 6);
+	p->sgid_index = index;
+	return true;
+}
+
+static const __u8 broadcast_mac[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+/*
+ * A CONNECT's MAC is the next hop's, from the neighbour table, not the caller's: the
+ * caller's would aim CM MADs at any L2 address (docs/abi.md, "Paths").  A broadcast MAC
+ * given for 10.77.0.98 becomes that neighbour's, as INIT_QP_ATTR shows it.
+ */
+TEST_F(cepm, connect_takes_the_next_hops_mac)
+{
+	static const __u8 silent_peer_mac[6] = { 0x02, 0, 0, 0, 0, 0x98 };
+	struct cepm_connect c = {
+		.service_id = 0x1064e7b,
+		.port_num = 1,
+		.local_qpn = 0x1234,
+		.remote_cm_response_timeout = 20,
+		.local_cm_response_timeout = 20,
+		.max_cm_retries = 15,
+	};
+	struct cepm_qp_attr q = { .qp_state = CEPM_QPS_INIT };
+	struct cepm_destroy d = { 0 };
+
+	ASSERT_TRUE(ipv4_path(&c.path, 98, broadcast_mac)) TH_LOG("rxe0 has no IPv4 RoCE v2 GID");
+	strcpy(c.dev_name, "rxe0");
+	d.handle = c.handle = create_cep(self->fd, 0);
+	ASSERT_GT(c.handle, 0);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_CONNECT, &c)) TH_LOG("CONNECT: %s", strerror(errno));
+	q.handle = c.handle;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_INIT_QP_ATTR, &q)) TH_LOG("INIT_QP_ATTR: %s", strerror(errno));
+	EXPECT_EQ(0, memcmp(q.ah.dmac, silent_peer_mac, 6))
+		TH_LOG("the path's MAC is %02x:%02x:%02x:%02x:%02x:%02x", q.ah.dmac[0], q.ah.dmac[1],
+		       q.ah.dmac[2], q.ah.dmac[3], q.ah.dmac[4], q.ah.dmac[5]);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+}
+
+/*
+ * A next hop the neighbour table cannot resolve within the second a CONNECT waits is
+ * EHOSTUNREACH, and a broadcast one EINVAL: neither sends a REQ.
+ */
+TEST_F(cepm, connect_needs_a_unicast_next_hop)
+{
+	static const struct {
+		int host;
+		int err;
+	} cases[] = { { 97, EHOSTUNREACH }, { 255, EINVAL } };
+	struct cepm_path_rec p;
+	struct cepm_destroy d = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ASSERT_TRUE(ipv4_path(&p, cases[i].host, broadcast_mac));
+		d.handle = create_cep(self->fd, 0);
+		ASSERT_GT(d.handle, 0);
+		EXPECT_EQ(-1, connect_on(self->fd, d.handle, p)) TH_LOG("10.77.0.%d: CONNECT taken", cases[i].host);
+		EXPECT_EQ(cases[i].err, errno) TH_LOG("10.77.0.%d: %s", cases[i].host, strerror(errno));
+		ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
+	}
 }
 
 /* QUERY_CEP refuses a non-zero reserved field, either of its two. */

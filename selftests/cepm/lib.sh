@@ -262,13 +262,17 @@ stock_listens() {
 	done < <("${PEER[@]}" rdma resource show cm_id)
 	return 1
 }
-# forged_rej NAME SEND_MAD_ARGS...: a CEP of ours in REQ_SENT to nowhere (10.77.0.99), then
+# A peer that never answers: 10.77.0.98, whose fixed neighbour entry (baseline_silent_peers)
+# sends its frames to a MAC no one has. cepmctl's MAC is not used: the module takes the
+# neighbour's.
+NOWHERE=(--peer-ip 10.77.0.98 --peer-mac 02:00:00:00:00:98)
+# forged_rej NAME SEND_MAD_ARGS...: a CEP of ours in REQ_SENT to nowhere (10.77.0.98), then
 # a REQ forged with SEND_MAD_ARGS from its comm ID, which ib_umad loops back to rxe0: the REJ
 # it gets goes to that CEP, whose owner prints its reason. Prints the reason ("none" if
 # none); the owner's output is $out.NAME.
 req_sent_ids() { "$CEPMCTL" list | awk '$2 == "REQ_SENT" { print $1 }' | sort; }
 forged_rej() {
-	local name=$1 before id nowhere=(--peer-ip 10.77.0.99 --peer-mac "$(cat /sys/class/net/veth1/address)")
+	local name=$1 before id nowhere=("${NOWHERE[@]}")
 	shift
 	before=$(req_sent_ids)
 	"$CEPMCTL" connect --service-id 0x0000000001064e7b --cm-only --timeout-ms 30000 "${nowhere[@]}" \
