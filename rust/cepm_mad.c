@@ -5,6 +5,7 @@
  * known yet) and send, and the address handles and GIDs their answers use.
  */
 #include <linux/err.h>
+#include <linux/etherdevice.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -485,6 +486,53 @@ int cepm_shim_gid_index_net(struct ib_mad_agent *agent, u8 index, u64 *net)
 	if (IS_ERR(attr))
 		return PTR_ERR(attr);
 	ret = cepm_gid_attr_net(attr, net);
+	rdma_put_gid_attr(attr);
+	return ret;
+}
+
+int cepm_shim_next_hop_mac(struct ib_mad_agent *agent, u8 sgid_index, const u8 *dgid, u8 *mac)
+{
+	const struct ib_gid_attr *attr;
+	struct net_device *ndev;
+	struct dst_entry *dst;
+	union ib_gid theirs;
+	struct neighbour *n;
+	int ret;
+
+	if (!rdma_protocol_roce(agent->device, agent->port_num))
+		return 0;
+	attr = rdma_get_gid_attr(agent->device, agent->port_num, sgid_index);
+	if (IS_ERR(attr))
+		return PTR_ERR(attr);
+	memcpy(theirs.raw, dgid, sizeof(theirs.raw));
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	dst = IS_ERR(ndev) ? NULL : cepm_route(ndev, &attr->gid, &theirs);
+	if (!dst) {
+		ret = -ENETUNREACH;
+	} else if (dst->dev->flags & IFF_LOOPBACK) {
+		/* One of this host's own addresses: the GID's netdev takes it. */
+		ether_addr_copy(mac, ndev->dev_addr);
+		ret = 0;
+	} else {
+		const void *daddr = ipv6_addr_v4mapped((struct in6_addr *)theirs.raw) ?
+			(const void *)&theirs.raw[12] : (const void *)theirs.raw;
+
+		n = dst_neigh_lookup(dst, daddr);
+		/* No entry (a full table) is as yet unknown: the caller asks again. */
+		ret = -EAGAIN;
+		if (n) {
+			if (READ_ONCE(n->nud_state) & NUD_VALID) {
+				neigh_ha_snapshot(mac, n, dst->dev);
+				ret = 0;
+			} else {
+				neigh_event_send(n, NULL);
+			}
+			neigh_release(n);
+		}
+	}
+	dst_release(dst);
+	rcu_read_unlock();
 	rdma_put_gid_attr(attr);
 	return ret;
 }

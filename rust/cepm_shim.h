@@ -256,6 +256,15 @@ int cepm_shim_query_source_gid(struct ib_mad_agent *agent, u8 index, u8 *gid, u6
 int cepm_shim_gid_net(struct ib_mad_agent *agent, const u8 *gid, u64 *net);
 /* The namespace of the GID at index. */
 int cepm_shim_gid_index_net(struct ib_mad_agent *agent, u8 index, u64 *net);
+/*
+ * The MAC of the next hop from our GID at sgid_index to dgid (16 bytes), as
+ * the RDMA core's address resolution finds it: a route leaving by the GID's
+ * netdev, in its namespace, and that route's neighbour entry; this host's own
+ * address is the netdev's own MAC.  Never waits: -EAGAIN, with the
+ * resolution started, while the neighbour table does not know it yet;
+ * -ENETUNREACH without a route.  On an IB port, 0 with mac untouched.
+ */
+int cepm_shim_next_hop_mac(struct ib_mad_agent *agent, u8 sgid_index, const u8 *dgid, u8 *mac);
 /* Destroys an AH no send uses any more.  Atomic context is fine. */
 void cepm_shim_destroy_ah(struct ib_ah *ah);
 

@@ -318,6 +318,17 @@ impl CmPort {
         self.with_agent(|agent| agent.source_gid(index))
     }
 
+    /// The MAC of the next hop from our GID at `sgid_index` to `dgid`
+    /// ([`AgentRef::next_hop_mac`]).
+    pub(crate) fn next_hop_mac(
+        &self,
+        sgid_index: u8,
+        dgid: &[u8; 16],
+        mac: &mut [u8; 6],
+    ) -> Result {
+        self.with_agent(|agent| agent.next_hop_mac(sgid_index, dgid, mac))
+    }
+
     /// The network namespace that owns our GID `gid` ([`AgentRef::gid_net`]); `ENOENT` if
     /// the port lacks it, `ENODEV` once the device is going away.
     pub(crate) fn gid_net(&self, gid: &[u8; 16]) -> Result<NetId> {

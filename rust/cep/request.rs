@@ -6,7 +6,11 @@
 use kernel::{
     prelude::*,
     rbtree::RBTreeNodeReservation,
-    sync::Arc, //
+    sync::Arc,
+    time::{
+        delay::fsleep,
+        Delta, //
+    },
 };
 
 use crate::{
@@ -40,9 +44,10 @@ pub(super) struct Route {
 impl Route {
     /// The route `path` describes from `port`, for a CEP of network namespace `net`:
     /// `ENODEV` if the device is going away, else `EINVAL` if the port lacks the path's
-    /// source GID, `EADDRNOTAVAIL` if that GID belongs to another namespace.
+    /// source GID, `EADDRNOTAVAIL` if that GID belongs to another namespace. The path's MAC
+    /// is not used: the next hop's is looked up ([`next_hop_mac`]). May sleep.
     pub(super) fn new(path: &uapi::cepm_path_rec, port: &CmPort, net: NetId) -> Result<Self> {
-        let ah_info = AhInfo {
+        let mut ah_info = AhInfo {
             dgid: path.dgid,
             dmac: path.dmac,
             sgid_index: path.sgid_index,
@@ -57,11 +62,41 @@ impl Route {
         if gid_net != net {
             return Err(EADDRNOTAVAIL);
         }
+        next_hop_mac(port, &mut ah_info)?;
         Ok(Self {
             ah_info,
             local_gid,
             pkey: if path.pkey == 0 { 0xffff } else { path.pkey },
         })
+    }
+}
+
+/// How long a request waits for the MAC of its next hop, as `ib_resolve_eth_dmac` waits for
+/// the RDMA core's address resolution when a user makes an address handle.
+const NEXT_HOP_WAIT: Delta = Delta::from_millis(1000);
+/// How often it looks again meanwhile.
+const NEXT_HOP_POLL: Delta = Delta::from_millis(10);
+
+/// Puts the MAC of the next hop to `ah_info.dgid` in `ah_info.dmac`, from the neighbour table
+/// of the source GID's namespace, as the kernel's user address handles get theirs
+/// (`rdma_create_user_ah`): a caller's MAC would let it aim CM MADs at any L2 address. Waits
+/// up to [`NEXT_HOP_WAIT`] for the neighbour's resolution: `EHOSTUNREACH` if it does not come,
+/// `ENETUNREACH` if no route leads there, `EINVAL` for a broadcast or multicast next hop. May
+/// sleep.
+fn next_hop_mac(port: &CmPort, ah_info: &mut AhInfo) -> Result {
+    let mut waited = Delta::ZERO;
+    loop {
+        match port.next_hop_mac(ah_info.sgid_index, &ah_info.dgid, &mut ah_info.dmac) {
+            Err(e) if e == EAGAIN && waited < NEXT_HOP_WAIT => {
+                fsleep(NEXT_HOP_POLL);
+                waited += NEXT_HOP_POLL;
+            }
+            Err(e) if e == EAGAIN => return Err(EHOSTUNREACH),
+            Err(e) => return Err(e),
+            // A CM exchange is unicast (the multicast bit is the first octet's lowest).
+            Ok(()) if ah_info.dmac[0] & 1 != 0 => return Err(EINVAL),
+            Ok(()) => return Ok(()),
+        }
     }
 }
 

@@ -242,6 +242,28 @@ impl AgentRef<'_> {
         Ok((gid, NetId::from_cookie(cookie)))
     }
 
+    /// The MAC of the next hop from our GID at `sgid_index` to `dgid`, from the routes and
+    /// neighbour table of the GID's namespace, written to `mac`, which a port without MACs
+    /// (IB) leaves alone. `EAGAIN`, its resolution started, while the neighbour table does not
+    /// know it; `ENETUNREACH` without a route. Never sleeps.
+    pub(crate) fn next_hop_mac(
+        &self,
+        sgid_index: u8,
+        dgid: &[u8; 16],
+        mac: &mut [u8; 6],
+    ) -> Result {
+        // SAFETY: The agent is registered by the type invariant; `dgid` is 16 readable bytes
+        // and `mac` has room for 6.
+        to_result(unsafe {
+            bindings::cepm_shim_next_hop_mac(
+                self.0.as_ptr(),
+                sgid_index,
+                dgid.as_ptr(),
+                mac.as_mut_ptr(),
+            )
+        })
+    }
+
     /// The network namespace that owns `gid` (of any GID type) on the agent's port: `ENOENT`
     /// if the port has no such GID, `ENETUNREACH` if its namespace may not use the device.
     pub(crate) fn gid_net(&self, gid: &[u8; 16]) -> Result<NetId> {

@@ -25,6 +25,9 @@ two-hosts)
 	"${SERVER[@]}" "$CEPMCTL" accept --device "$SERVER_DEV" --service-id $SID --cm-only --timeout-ms 3000 >"$out.server" 2>&1 &
 	spid=$!
 	wait_until 10 file_has '^accept: listening' "$out.server"
+	# CONNECT takes the next hop's MAC from the neighbour table, and netem would drop the
+	# ARP exchange that finds it: the entries are fixed first.
+	peer_neighbours_fixed
 	modprobe sch_netem
 	tc qdisc add dev veth0 root netem loss 100%
 	target=("${TO_SERVER[@]}")
