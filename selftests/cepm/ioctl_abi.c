@@ -711,10 +711,12 @@ TEST_F(cepm, connect_takes_the_next_hops_mac)
 
 /*
  * A next hop the neighbour table cannot resolve within the second a CONNECT waits is
- * EHOSTUNREACH, and a broadcast one EINVAL: neither sends a REQ.
+ * EHOSTUNREACH, and a broadcast one EINVAL: neither sends a REQ.  The caller's MAC is
+ * unicast, so that only the one looked up can be broadcast.
  */
 TEST_F(cepm, connect_needs_a_unicast_next_hop)
 {
+	static const __u8 unicast_mac[6] = { 0x02, 0, 0, 0, 0, 0x42 };
 	static const struct {
 		int host;
 		int err;
@@ -724,13 +726,91 @@ TEST_F(cepm, connect_needs_a_unicast_next_hop)
 	unsigned int i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ASSERT_TRUE(ipv4_path(&p, cases[i].host, broadcast_mac));
+		ASSERT_TRUE(ipv4_path(&p, cases[i].host, unicast_mac));
 		d.handle = create_cep(self->fd, 0);
 		ASSERT_GT(d.handle, 0);
 		EXPECT_EQ(-1, connect_on(self->fd, d.handle, p)) TH_LOG("10.77.0.%d: CONNECT taken", cases[i].host);
 		EXPECT_EQ(cases[i].err, errno) TH_LOG("10.77.0.%d: %s", cases[i].host, strerror(errno));
 		ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
 	}
+}
+
+/*
+ * An IPv6 route from a given source address may leave by another netdev than the one it
+ * names (ip6_route_output is strict about the interface only for link-local and multicast
+ * destinations): here fd79::/64, by a dummy netdev, whose neighbour fd79::2 is known.  A
+ * request from rxe0's GID fd77::1 cannot use that neighbour's MAC, which is on another
+ * link: ENETUNREACH.  The addresses and the dummy netdev go with the fixture.
+ */
+FIXTURE(other_netdev) {
+	int fd;
+	unsigned int index;	/* of rxe0's RoCE v2 GID fd77::1 */
+};
+
+static const __u8 gid_fd77_1[16] = { 0xfd, 0x77, [15] = 1 };
+
+/* The index of rxe0's RoCE v2 GID equal to GID, or -1. */
+static int rxe0_roce_v2_gid_index(const __u8 gid[16])
+{
+	char path[128], line[64];
+	__u8 g[16];
+	int i;
+
+	for (i = 0; i < 256; i++) {
+		snprintf(path, sizeof(path), "/sys/class/infiniband/rxe0/ports/1/gid_attrs/types/%d", i);
+		if (!read_line(path, line, sizeof(line))) {
+			if (errno == ENOENT)
+				break;
+			continue;
+		}
+		if (strcmp(line, "RoCE v2"))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband/rxe0/ports/1/gids/%d", i);
+		if (read_line(path, line, sizeof(line)) && parse_gid(line, g) && !memcmp(g, gid, 16))
+			return i;
+	}
+	return -1;
+}
+
+FIXTURE_SETUP(other_netdev)
+{
+	int i, index = -1;
+
+	self->fd = open("/dev/cepm", O_RDWR);
+	ASSERT_GE(self->fd, 0) TH_LOG("open /dev/cepm: %s", strerror(errno));
+	ASSERT_EQ(0, system("ip -6 addr add fd77::1/64 dev veth0 nodad && "
+			    "ip link add cepm_other type dummy && ip link set cepm_other up && "
+			    "ip -6 addr add fd79::1/64 dev cepm_other nodad && "
+			    "ip -6 neigh replace fd79::2 lladdr 02:00:00:00:00:79 dev cepm_other nud permanent"));
+	for (i = 0; i < 200 && index < 0; i++) {
+		index = rxe0_roce_v2_gid_index(gid_fd77_1);
+		if (index < 0)
+			usleep(100 * 1000);
+	}
+	ASSERT_GE(index, 0) TH_LOG("rxe0 has no RoCE v2 GID for fd77::1 after 20 s");
+	self->index = index;
+}
+
+FIXTURE_TEARDOWN(other_netdev)
+{
+	close(self->fd);
+	if (system("ip link del cepm_other 2>/dev/null; ip -6 addr del fd77::1/64 dev veth0 2>/dev/null"))
+		TH_LOG("could not remove the dummy netdev or fd77::1");
+}
+
+TEST_F(other_netdev, connect_by_another_netdev_is_enetunreach)
+{
+	static const __u8 dgid[16] = { 0xfd, 0x79, [15] = 2 };
+	struct cepm_path_rec p = good_path();
+	struct cepm_destroy d = { 0 };
+
+	memcpy(p.dgid, dgid, 16);
+	p.sgid_index = self->index;
+	d.handle = create_cep(self->fd, 0);
+	ASSERT_GT(d.handle, 0);
+	EXPECT_EQ(-1, connect_on(self->fd, d.handle, p)) TH_LOG("CONNECT to fd79::2 taken");
+	EXPECT_EQ(ENETUNREACH, errno) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_DESTROY, &d));
 }
 
 /* QUERY_CEP refuses a non-zero reserved field, either of its two. */
