@@ -490,31 +490,45 @@ int cepm_shim_gid_index_net(struct ib_mad_agent *agent, u8 index, u64 *net)
 	return ret;
 }
 
+/* Whether DST leads to one of this host's own addresses (addr.c's is_dst_local). */
+static bool cepm_dst_local(const struct dst_entry *dst)
+{
+	if (dst->ops->family == AF_INET)
+		return dst_rtable(dst)->rt_type == RTN_LOCAL;
+#if IS_ENABLED(CONFIG_IPV6)
+	if (dst->ops->family == AF_INET6)
+		return dst_rt6_info(dst)->rt6i_flags & RTF_LOCAL;
+#endif
+	return false;
+}
+
 int cepm_shim_next_hop_mac(struct ib_mad_agent *agent, u8 sgid_index, const u8 *dgid, u8 *mac)
 {
 	const struct ib_gid_attr *attr;
+	u8 ha[MAX_ADDR_LEN];
 	struct net_device *ndev;
 	struct dst_entry *dst;
 	union ib_gid theirs;
 	struct neighbour *n;
-	int ret;
+	int ret = -ENETUNREACH;
 
 	if (!rdma_protocol_roce(agent->device, agent->port_num))
 		return 0;
+	/* Nothing of the caller's may survive a failure. */
+	eth_zero_addr(mac);
 	attr = rdma_get_gid_attr(agent->device, agent->port_num, sgid_index);
 	if (IS_ERR(attr))
 		return PTR_ERR(attr);
 	memcpy(theirs.raw, dgid, sizeof(theirs.raw));
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(attr);
-	dst = IS_ERR(ndev) ? NULL : cepm_route(ndev, &attr->gid, &theirs);
-	if (!dst) {
-		ret = -ENETUNREACH;
-	} else if (dst->dev->flags & IFF_LOOPBACK) {
+	dst = IS_ERR(ndev) || ndev->addr_len != ETH_ALEN ? NULL :
+		cepm_route(ndev, &attr->gid, &theirs);
+	if (dst && cepm_dst_local(dst)) {
 		/* One of this host's own addresses: the GID's netdev takes it. */
 		ether_addr_copy(mac, ndev->dev_addr);
 		ret = 0;
-	} else {
+	} else if (dst && dst->dev == ndev) {
 		const void *daddr = ipv6_addr_v4mapped((struct in6_addr *)theirs.raw) ?
 			(const void *)&theirs.raw[12] : (const void *)theirs.raw;
 
@@ -523,7 +537,8 @@ int cepm_shim_next_hop_mac(struct ib_mad_agent *agent, u8 sgid_index, const u8 *
 		ret = -EAGAIN;
 		if (n) {
 			if (READ_ONCE(n->nud_state) & NUD_VALID) {
-				neigh_ha_snapshot(mac, n, dst->dev);
+				neigh_ha_snapshot(ha, n, ndev);
+				ether_addr_copy(mac, ha);
 				ret = 0;
 			} else {
 				neigh_event_send(n, NULL);
@@ -531,6 +546,7 @@ int cepm_shim_next_hop_mac(struct ib_mad_agent *agent, u8 sgid_index, const u8 *
 			neigh_release(n);
 		}
 	}
+	/* Otherwise no route, or one that leaves by another netdev than the GID's. */
 	dst_release(dst);
 	rcu_read_unlock();
 	rdma_put_gid_attr(attr);

@@ -262,7 +262,8 @@ int cepm_shim_gid_index_net(struct ib_mad_agent *agent, u8 index, u64 *net);
  * netdev, in its namespace, and that route's neighbour entry; this host's own
  * address is the netdev's own MAC.  Never waits: -EAGAIN, with the
  * resolution started, while the neighbour table does not know it yet;
- * -ENETUNREACH without a route.  On an IB port, 0 with mac untouched.
+ * -ENETUNREACH without a route by that netdev, or for a netdev that is not
+ * Ethernet.  mac is zeroed on failure; on an IB port, 0 with mac untouched.
  */
 int cepm_shim_next_hop_mac(struct ib_mad_agent *agent, u8 sgid_index, const u8 *dgid, u8 *mac);
 /* Destroys an AH no send uses any more.  Atomic context is fine. */
