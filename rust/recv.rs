@@ -173,20 +173,26 @@ fn req_received(
         cep.duplicate_req();
         return None;
     }
-    // The primary path must lead to this port: else REJ 12, our GID 0 in the ARI. Its GID
-    // names the network namespace whose listeners the REQ is for; one whose namespace may
-    // not use the device has none.
-    let net = match port.gid_net(&req.primary_path.remote_gid) {
-        Ok(net) => net,
-        Err(e) if e == ENETUNREACH => return Some(Unmatched::ReqNoListener),
-        Err(_) => {
-            let ari = port.gid(0).unwrap_or_default();
-            if let Some(rej) = rej_req(req.local_comm_id, Unmatched::ReqInvalidGid, &ari) {
-                reply(port, mad, tid, rej);
-            }
-            return None;
-        }
+    // Allocation failures drop the REQ: the peer retries it (Linux does the same).
+    let Ok(info) = mad.reply_info() else {
+        return None;
     };
+    // The GID the REQ arrived on names the network namespace whose listeners it is for, as
+    // rdma_cm's `cma_ib_req_handler` finds them (`roce_get_net_dev_by_cm_event`); one whose
+    // namespace may not use the device has none.
+    let Ok(net) = port.gid_index_net(info.sgid_index) else {
+        return Some(Unmatched::ReqNoListener);
+    };
+    // The primary path must lead to a GID of that namespace on this port: else REJ 12, our
+    // GID 0 in the ARI. A peer cannot so reach another namespace's listeners by naming its
+    // GID.
+    if port.gid_net(&req.primary_path.remote_gid).ok() != Some(net) {
+        let ari = port.gid(0).unwrap_or_default();
+        if let Some(rej) = rej_req(req.local_comm_id, Unmatched::ReqInvalidGid, &ari) {
+            reply(port, mad, tid, rej);
+        }
+        return None;
+    }
     let dst = req_destination(
         req.service_id,
         req.private_data.as_bytes(),
@@ -196,10 +202,6 @@ fn req_received(
         ListenerFor::Found(listener) => listener,
         ListenerFor::NoAddress => return Some(Unmatched::ReqNoAddress),
         ListenerFor::Unknown => return Some(Unmatched::ReqNoListener),
-    };
-    // Allocation failures drop the REQ: the peer retries it (Linux does the same).
-    let Ok(info) = mad.reply_info() else {
-        return None;
     };
     let cep = match Cep::spawn_from_req(port, info, (req, net), tid, attr_mod) {
         Ok(Spawned::New(cep)) => cep,
