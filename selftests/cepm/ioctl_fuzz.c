@@ -166,6 +166,9 @@ enum call_id {
  *                           E2BIG)
  *   CONNECT, SIDR_REQ
  *                ENODEV     [prov] a device or port cepm does not manage
+ *                EHOSTUNREACH, ENETUNREACH  the next hop toward the path's GID does not
+ *                           resolve within a second, or no route leads there by rxe0's
+ *                           netdev (a random GID)
  *   read         EINVAL     [prov] buffer below one record
  *                EAGAIN     [prov] O_NONBLOCK
  *                EOVERFLOW  [prov] an event file (not a monitor), once after a loss
@@ -195,7 +198,7 @@ static const struct call_desc calls[NCALLS] = {
 	[C_REJECT]		= { "REJECT", CEPM_IOC_REJECT, { EINVAL } },
 	[C_QUERY_CEP]		= { "QUERY_CEP", CEPM_IOC_QUERY_CEP, { EINVAL } },
 	[C_GET_PRIVATE_DATA]	= { "GET_PRIVATE_DATA", CEPM_IOC_GET_PRIVATE_DATA, { EINVAL } },
-	[C_CONNECT]		= { "CONNECT", CEPM_IOC_CONNECT, { EINVAL } },
+	[C_CONNECT]		= { "CONNECT", CEPM_IOC_CONNECT, { EINVAL, EHOSTUNREACH, ENETUNREACH } },
 	[C_PREPARE_REP]		= { "PREPARE_REP", CEPM_IOC_PREPARE_REP, { EINVAL } },
 	[C_SEND_REP]		= { "SEND_REP", CEPM_IOC_SEND_REP, { EINVAL } },
 	[C_SEND_RTU]		= { "SEND_RTU", CEPM_IOC_SEND_RTU, { EINVAL } },
@@ -203,7 +206,7 @@ static const struct call_desc calls[NCALLS] = {
 	[C_SEND_DREQ]		= { "SEND_DREQ", CEPM_IOC_SEND_DREQ, { EINVAL } },
 	[C_SEND_DREP]		= { "SEND_DREP", CEPM_IOC_SEND_DREP, { EINVAL } },
 	[C_PREPARE_MRA]		= { "PREPARE_MRA", CEPM_IOC_PREPARE_MRA, { EINVAL } },
-	[C_SIDR_REQ]		= { "SIDR_REQ", CEPM_IOC_SIDR_REQ, { EINVAL } },
+	[C_SIDR_REQ]		= { "SIDR_REQ", CEPM_IOC_SIDR_REQ, { EINVAL, EHOSTUNREACH, ENETUNREACH } },
 	[C_SIDR_REP]		= { "SIDR_REP", CEPM_IOC_SIDR_REP, { EINVAL } },
 	[C_LIST_CEPS]		= { "LIST_CEPS", CEPM_IOC_LIST_CEPS, { EINVAL } },
 	[C_ESTABLISH]		= { "ESTABLISH", CEPM_IOC_ESTABLISH, { EINVAL } },
@@ -487,6 +490,8 @@ static const char *errno_name(int e)
 	case EPERM: return "EPERM";
 	case EADDRINUSE: return "EADDRINUSE";
 	case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+	case EHOSTUNREACH: return "EHOSTUNREACH";
+	case ENETUNREACH: return "ENETUNREACH";
 	}
 	return NULL;
 }
@@ -1125,11 +1130,18 @@ static void good_path(struct cepm_path_rec *p)
 	memset(p, 0, sizeof(*p));
 	if (G.found && chance(92)) {
 		memcpy(p->dgid, G.gid, 16);
-	} else {	/* nobody there: the request goes unanswered or is lost */
-		p->dgid[10] = 0xff;
-		p->dgid[11] = 0xff;
-		p->dgid[12] = 10;
-		fill_random(&p->dgid[13], 3);
+	} else {
+		/*
+		 * Nobody there: 10.77.0.98, the runner's silent peer (selftests/baseline.sh),
+		 * whose fixed neighbour entry takes the request, which goes unanswered; now and
+		 * then 10.77.0.97, which no neighbour entry resolves (a second's wait, then
+		 * EHOSTUNREACH).
+		 */
+		static const uint8_t nobody[16] = { [10] = 0xff, [11] = 0xff, 10, 77, 0, 98 };
+
+		memcpy(p->dgid, nobody, 16);
+		if (chance(10))
+			p->dgid[15] = 97;
 	}
 	memcpy(p->dmac, G.mac, 6);
 	p->sgid_index = G.index;
