@@ -18,7 +18,7 @@ ktap_print_header
 [ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology (the peer namespace)"; exit "$KSFT_SKIP"; }
 command -v rping >/dev/null || { ktap_skip_all "rping missing"; exit "$KSFT_SKIP"; }
 need_library
-ktap_set_plan 12
+ktap_set_plan 14
 
 USER_A=65534
 out=$CEPM_ROOT/out/netns.$$
@@ -70,7 +70,7 @@ ktap_check "... 5 pings each way" five_pings_each_way
 SID2=0x0000000001069001
 "$CEPMCTL" accept --service-id $SID2 --cm-only --timeout-ms 30000 >"$out.accept" 2>&1 &
 accept_pid=$!
-wait_until 30 list_has_state LISTEN $SID2
+ktap_check "cepmctl accept listens in the host namespace" wait_until 30 list_has_state LISTEN $SID2
 "$CEPMCTL" connect --service-id $SID2 --cm-only --device rxe0 --peer-ip 10.77.0.2 \
 	--peer-mac "$PEER_MAC" --timeout-ms 30000 >"$out.connect2" 2>&1
 rc=$?
@@ -106,7 +106,7 @@ chmod 0666 /dev/cepm /dev/infiniband/uverbs*
 AS_USER=(setpriv --reuid=$USER_A --regid=$USER_A --clear-groups)
 "${OVER_CEPM[@]}" timeout 120 rping -s -a 10.77.0.1 -p 7191 -v >"$out.ctr-s" 2>&1 &
 ctr_s=$!
-wait_until 30 cepm_listens 7191
+ktap_check "rping -s listens on 10.77.0.1 port 7191" wait_until 30 cepm_listens 7191
 "${PEER[@]}" "${AS_USER[@]}" unshare --user --map-root-user \
 	env LD_LIBRARY_PATH="$work" timeout 120 rping -c -a 10.77.0.1 -p 7191 >"$out.ctr-c" 2>&1 &
 ctr_c=$!

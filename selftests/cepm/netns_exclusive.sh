@@ -13,7 +13,7 @@
 need_root
 ktap_print_header
 command -v rdma >/dev/null || { ktap_skip_all "rdma (iproute2) missing"; exit "$KSFT_SKIP"; }
-ktap_set_plan 7
+ktap_set_plan 8
 
 out=$CEPM_ROOT/out/netns_exclusive.$$
 # A deleted namespace leaves the RDMA core's list a moment later (cleanup_net's work): until
@@ -46,10 +46,12 @@ rejected_8() { grep -q 'got REJ_RECEIVED (status 8)' "$out.$1"; }
 SID_HOST=0x0000000001069011 SID_PEER=0x0000000001069012
 "$CEPMCTL" accept --service-id $SID_HOST --cm-only --timeout-ms 30000 >"$out.host-accept" 2>&1 &
 "${PEER[@]}" "$CEPMCTL" accept --service-id $SID_PEER --cm-only --timeout-ms 30000 >"$out.peer-accept" 2>&1 &
-wait_until 30 list_has_state LISTEN $SID_HOST
-wait_until 30 list_has_state LISTEN $SID_PEER
+listening() { list_has_state LISTEN $SID_HOST && list_has_state LISTEN $SID_PEER; }
+ktap_check "cepmctl accept listens in each namespace" wait_until 30 listening
+# As in the shared mode: rxe1's GIDs are not the host's.
 connect_to_rxe1 to-host $SID_HOST
 ktap_check "a REQ on rxe1 for the host's listen gets REJ 8 ($?)" rejected_8 to-host
+# Only in the exclusive mode: the peer namespace owns rxe1's GIDs but may not use rxe1.
 connect_to_rxe1 to-peer $SID_PEER
 ktap_check "a REQ on rxe1 for the peer's listen gets REJ 8 ($?)" rejected_8 to-peer
 no_request_offered() { ! grep -q REQ_RECEIVED "$out.host-accept" "$out.peer-accept"; }
