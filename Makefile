@@ -16,6 +16,8 @@
 #                  and cepm-run; DESTDIR, PREFIX
 #   make demo      boot the VM and show cepm live: cepmctl, rdma-core's rping over cepm's librdmacm
 #   make bench     connect/disconnect timings, cepm against the stock CM (out/bench.md)
+#   make bench-listen  the listener table with 1024 listens in one shard of a folded hash
+#                  (out/bench-listen.md)
 #   make lint      the docs check, cepm.ko under clippy (CLIPPY=1), cargo clippy, fmt-check
 #   make fmt-check every Rust file formatted as rustfmt.toml (the kernel's settings) says
 #   make fmt       format them
@@ -45,7 +47,7 @@ MODULE_MAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(OBJDIR)
 
 CARGO ?= cargo
 
-.PHONY: all module deps kernel user host-test selftest selftest-progs check check-kasan stress demo bench lint fmt fmt-check clean need-kdir install
+.PHONY: all module deps kernel user host-test selftest selftest-progs check check-kasan stress demo bench bench-listen lint fmt fmt-check clean need-kdir install
 
 all: module
 
@@ -174,6 +176,9 @@ demo:
 
 bench:
 	scripts/bench.sh
+
+bench-listen:
+	scripts/bench-listen.sh
 
 # Every kernel's object directory; the checkout itself holds no build products.
 clean:

@@ -32,6 +32,7 @@ root=$(cd "${1:-$(dirname "$0")/..}" && pwd)
 OUT_PRODUCTS=(
 	out out/                          # the directory itself
 	out/bench.md out/bench 'out/bench/*' # make bench: its table, each run's output
+	out/bench-listen.md out/bench-listen 'out/bench-listen/*' # make bench-listen: the same
 	out/kbuild 'out/kbuild/*'         # make module: an object directory per kernel tree
 	out/rdmacm 'out/rdmacm/*'         # make user: cepm's librdmacm.so.1
 	out/selftests 'out/selftests/*'   # make selftest-progs: the guest's test programs
