@@ -81,8 +81,8 @@ const NEXT_HOP_POLL: Delta = Delta::from_millis(10);
 /// of the source GID's namespace, as the kernel's user address handles get theirs
 /// (`rdma_create_user_ah`): a caller's MAC would let it aim CM MADs at any L2 address. Waits
 /// up to [`NEXT_HOP_WAIT`] for the neighbour's resolution: `EHOSTUNREACH` if it does not come,
-/// `ENETUNREACH` if no route leads there, `EINVAL` for a broadcast or multicast next hop. May
-/// sleep.
+/// `ENETUNREACH` if no route by the source GID's netdev leads there, `EINVAL` for a broadcast
+/// or multicast next hop. May sleep.
 fn next_hop_mac(port: &CmPort, ah_info: &mut AhInfo) -> Result {
     let mut waited = Delta::ZERO;
     loop {

@@ -245,7 +245,8 @@ impl AgentRef<'_> {
     /// The MAC of the next hop from our GID at `sgid_index` to `dgid`, from the routes and
     /// neighbour table of the GID's namespace, written to `mac`, which a port without MACs
     /// (IB) leaves alone. `EAGAIN`, its resolution started, while the neighbour table does not
-    /// know it; `ENETUNREACH` without a route. Never sleeps.
+    /// know it; `ENETUNREACH` without a route by the GID's netdev, or for a netdev that is not
+    /// Ethernet. Never sleeps.
     pub(crate) fn next_hop_mac(
         &self,
         sgid_index: u8,

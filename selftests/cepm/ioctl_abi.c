@@ -778,7 +778,9 @@ FIXTURE_SETUP(other_netdev)
 
 	self->fd = open("/dev/cepm", O_RDWR);
 	ASSERT_GE(self->fd, 0) TH_LOG("open /dev/cepm: %s", strerror(errno));
-	ASSERT_EQ(0, system("ip -6 addr add fd77::1/64 dev veth0 nodad && "
+	/* What a run stopped before its teardown left goes first. */
+	ASSERT_EQ(0, system("ip link del cepm_other 2>/dev/null; "
+			    "ip -6 addr replace fd77::1/64 dev veth0 nodad && "
 			    "ip link add cepm_other type dummy && ip link set cepm_other up && "
 			    "ip -6 addr add fd79::1/64 dev cepm_other nodad && "
 			    "ip -6 neigh replace fd79::2 lladdr 02:00:00:00:00:79 dev cepm_other nud permanent"));
