@@ -45,6 +45,7 @@ use crate::{
         },
     },
     shim::{
+        AhInfo,
         ReceivedMad,
         MAD_SIZE, //
     },
@@ -59,6 +60,7 @@ use crate::{
 /// Handles one received MAD (already counted) on `port`. Runs in the MAD layer's receive
 /// context: process context, may sleep.
 pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
+    let mut to = ReplyTo { mad, info: None };
     let received = match CmMad::decode(mad.bytes()) {
         Ok(received) => received,
         Err(e) => {
@@ -73,7 +75,7 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
                 MadHeader::decode(mad.bytes()),
             ) {
                 if let Some(rej) = rej_req(comm_id, Unmatched::ReqInvalidTransport, &[]) {
-                    reply(port, mad, header.tid, rej);
+                    to.send(port, header.tid, rej);
                 }
             }
             return;
@@ -84,8 +86,8 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     let tid = received.header.tid;
     let tables = &port.cm().tables;
     let unmatched = match &received.msg {
-        CmMsg::Req(req) => req_received(port, mad, req, tid, received.header.attr_mod),
-        CmMsg::SidrReq(sreq) => sidr_req_received(port, mad, sreq, tid),
+        CmMsg::Req(req) => req_received(port, &mut to, req, tid, received.header.attr_mod),
+        CmMsg::SidrReq(sreq) => sidr_req_received(port, &mut to, sreq, tid),
         CmMsg::Dreq(dreq) => routed(
             tables
                 .find_local(dreq.remote_comm_id)
@@ -108,18 +110,42 @@ pub(crate) fn mad_received(port: &Arc<CmPort>, mad: &ReceivedMad<'_>) {
     let Some(answer) = stateless_answer(&received.msg, why) else {
         return;
     };
-    reply(port, mad, tid, answer);
+    to.send(port, tid, answer);
 }
 
-/// Sends `answer` once back to the sender of `mad`, with the request's TID `tid`, as Linux's
-/// response MADs carry it.
-fn reply(port: &CmPort, mad: &ReceivedMad<'_>, tid: u64, answer: CmMsg) {
-    let Some(buf) = encode_answer(port, tid, answer) else {
-        return;
-    };
-    match mad.reply(&buf) {
-        Ok(()) => port.count_tx(answer.attr()),
-        Err(_) => port.count_tx_error(),
+/// Where answers to a received MAD go. Its reply address is read from the work completion at
+/// most once: by the first path that needs it (a REQ's or SIDR_REQ's routing), and then taken
+/// by the answer too.
+struct ReplyTo<'a, 'b> {
+    mad: &'a ReceivedMad<'b>,
+    info: Option<AhInfo>,
+}
+
+impl ReplyTo<'_, '_> {
+    /// The sender's reply address. May sleep.
+    fn info(&mut self) -> Result<AhInfo> {
+        if let Some(info) = self.info {
+            return Ok(info);
+        }
+        let info = self.mad.reply_info()?;
+        self.info = Some(info);
+        Ok(info)
+    }
+
+    /// Sends `answer` once back to the sender, with the request's TID `tid`, as Linux's
+    /// response MADs carry it.
+    fn send(&self, port: &CmPort, tid: u64, answer: CmMsg) {
+        let Some(buf) = encode_answer(port, tid, answer) else {
+            return;
+        };
+        if let Some(info) = &self.info {
+            port.send_once(info, &buf, answer.attr());
+            return;
+        }
+        match self.mad.reply(&buf) {
+            Ok(()) => port.count_tx(answer.attr()),
+            Err(_) => port.count_tx_error(),
+        }
     }
 }
 
@@ -160,7 +186,7 @@ fn rej_received(tables: &Tables, rej: &Rej) -> bool {
 /// says why it gets a stateless answer.
 fn req_received(
     port: &Arc<CmPort>,
-    mad: &ReceivedMad<'_>,
+    to: &mut ReplyTo<'_, '_>,
     req: &Req,
     tid: u64,
     attr_mod: u32,
@@ -174,7 +200,7 @@ fn req_received(
         return None;
     }
     // Allocation failures drop the REQ: the peer retries it (Linux does the same).
-    let Ok(info) = mad.reply_info() else {
+    let Ok(info) = to.info() else {
         return None;
     };
     // The GID the REQ arrived on names the network namespace whose listeners it is for, as
@@ -189,7 +215,7 @@ fn req_received(
     if port.gid_net(&req.primary_path.remote_gid).ok() != Some(net) {
         let ari = port.gid(0).unwrap_or_default();
         if let Some(rej) = rej_req(req.local_comm_id, Unmatched::ReqInvalidGid, &ari) {
-            reply(port, mad, tid, rej);
+            to.send(port, tid, rej);
         }
         return None;
     }
@@ -237,23 +263,20 @@ fn offer_or_drop(listener: &Arc<Cep>, cep: Arc<Cep>, sidr: bool) {
 /// stateless answer.
 fn sidr_req_received(
     port: &Arc<CmPort>,
-    mad: &ReceivedMad<'_>,
+    to: &mut ReplyTo<'_, '_>,
     sreq: &crate::proto::sidr_req::SidrReq,
     tid: u64,
 ) -> Option<Unmatched> {
     // Without the requester's address the request cannot be keyed: dropped, the requester
     // retries it.
-    let Ok(info) = mad.reply_info() else {
+    let Ok(info) = to.info() else {
         return None;
     };
     // A retry of a request answered lately: its answer was lost, so send it again.
     let key = PeerId::by_gid(sreq.request_id, &info.dgid);
     if let Some(rep) = port.sidr_answer(key, sreq.service_id) {
         port.count_duplicate();
-        let answer = CmMsg::SidrRep(rep);
-        if let Some(buf) = encode_answer(port, tid, answer) {
-            port.send_once(&info, &buf, answer.attr());
-        }
+        to.send(port, tid, CmMsg::SidrRep(rep));
         return None;
     }
     // The GID it arrived on names the network namespace whose listeners it is for.
