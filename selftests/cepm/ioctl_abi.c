@@ -752,21 +752,14 @@ static const __u8 gid_fd77_1[16] = { 0xfd, 0x77, [15] = 1 };
 /* The index of rxe0's RoCE v2 GID equal to GID, or -1. */
 static int rxe0_roce_v2_gid_index(const __u8 gid[16])
 {
-	char path[128], line[64];
 	__u8 g[16];
-	int i;
+	int i, found;
 
 	for (i = 0; i < 256; i++) {
-		snprintf(path, sizeof(path), "/sys/class/infiniband/rxe0/ports/1/gid_attrs/types/%d", i);
-		if (!read_line(path, line, sizeof(line))) {
-			if (errno == ENOENT)
-				break;
-			continue;
-		}
-		if (strcmp(line, "RoCE v2"))
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/infiniband/rxe0/ports/1/gids/%d", i);
-		if (read_line(path, line, sizeof(line)) && parse_gid(line, g) && !memcmp(g, gid, 16))
+		found = roce_v2_gid("rxe0", 1, i, g);
+		if (found < 0)
+			break;
+		if (found && !memcmp(g, gid, 16))
 			return i;
 	}
 	return -1;

@@ -266,6 +266,15 @@ stock_listens() {
 # sends its frames to a MAC no one has. cepmctl's MAC is not used: the module takes the
 # neighbour's.
 NOWHERE=(--peer-ip 10.77.0.98 --peer-mac 02:00:00:00:00:98)
+# cm_connect NAME SERVICE_ID DEVICE PEER_IP PEER_MAC TIMEOUT_MS: a CM-only `cepmctl connect`
+# from DEVICE to PEER_IP; its output in $out.NAME, shown; its exit status returned.
+cm_connect() {
+	"$CEPMCTL" connect --service-id "$2" --cm-only --device "$3" --peer-ip "$4" \
+		--peer-mac "$5" --timeout-ms "$6" >"$out.$1" 2>&1
+	local rc=$?
+	show_file "# $1: " "$out.$1"
+	return $rc
+}
 # forged_rej NAME SEND_MAD_ARGS...: a CEP of ours in REQ_SENT to nowhere (10.77.0.98), then
 # a REQ forged with SEND_MAD_ARGS from its comm ID, which ib_umad loops back to rxe0: the REJ
 # it gets goes to that CEP, whose owner prints its reason. Prints the reason ("none" if

@@ -71,10 +71,8 @@ SID2=0x0000000001069001
 "$CEPMCTL" accept --service-id $SID2 --cm-only --timeout-ms 30000 >"$out.accept" 2>&1 &
 accept_pid=$!
 ktap_check "cepmctl accept listens in the host namespace" wait_until 30 list_has_state LISTEN $SID2
-"$CEPMCTL" connect --service-id $SID2 --cm-only --device rxe0 --peer-ip 10.77.0.2 \
-	--peer-mac "$PEER_MAC" --timeout-ms 30000 >"$out.connect2" 2>&1
+cm_connect connect2 $SID2 rxe0 10.77.0.2 "$PEER_MAC" 30000
 rc=$?
-show_file "# connect: " "$out.connect2"
 ktap_check "a REQ arriving on rxe1 for a host-namespace listen gets REJ 8 ($rc)" \
 	sh -c "test $rc != 0 && grep -q 'got REJ_RECEIVED (status 8)' '$out.connect2'"
 ktap_check "... and the host listener was offered no request" sh -c "! grep -q 'REQ_RECEIVED' '$out.accept'"
@@ -92,10 +90,8 @@ kill $hold_pid 2>/dev/null
 wait $hold_pid 2>/dev/null
 
 # 4. rxe1's GID belongs to the peer namespace: the host cannot send from it.
-"$CEPMCTL" connect --service-id $SID2 --cm-only --device rxe1 --peer-ip 10.77.0.1 \
-	--peer-mac "$HOST_MAC" --timeout-ms 10000 >"$out.connect3" 2>&1
+cm_connect connect3 $SID2 rxe1 10.77.0.1 "$HOST_MAC" 10000
 rc=$?
-show_file "# connect: " "$out.connect3"
 ktap_check "CONNECT from the host namespace with rxe1's GID: EADDRNOTAVAIL ($rc)" \
 	sh -c "test $rc != 0 && grep -q 'os error 99' '$out.connect3'"
 

@@ -33,15 +33,8 @@ peer_sees_no_port() { [ "$(ports_seen "${PEER[@]}" "$CEPMCTL")" = 0 ]; }
 ktap_check "QUERY in the peer namespace lists no port" peer_sees_no_port
 ktap_check "QUERY in the host namespace lists rxe1" port_listed rxe1 1
 
-# connect_to_rxe1 NAME SERVICE_ID: a CM-only CONNECT from rxe0 to rxe1's address; its output
-# in $out.NAME, its exit status returned.
-connect_to_rxe1() {
-	"$CEPMCTL" connect --service-id "$2" --cm-only --device rxe0 --peer-ip 10.77.0.2 \
-		--peer-mac "$PEER_MAC" --timeout-ms 30000 >"$out.$1" 2>&1
-	local rc=$?
-	show_file "# $1: " "$out.$1"
-	return $rc
-}
+# connect_to_rxe1 NAME SERVICE_ID: a CM-only CONNECT from rxe0 to rxe1's address.
+connect_to_rxe1() { cm_connect "$1" "$2" rxe0 10.77.0.2 "$PEER_MAC" 30000; }
 rejected_8() { grep -q 'got REJ_RECEIVED (status 8)' "$out.$1"; }
 SID_HOST=0x0000000001069011 SID_PEER=0x0000000001069012
 "$CEPMCTL" accept --service-id $SID_HOST --cm-only --timeout-ms 30000 >"$out.host-accept" 2>&1 &

@@ -61,6 +61,25 @@ static inline bool parse_mac(const char *s, uint8_t mac[6])
 }
 
 /*
+ * Entry `i` of the GID table of port `port` of `dev`: 1 with the GID in gid if it is a
+ * RoCE v2 GID, 0 if it is of another type or empty, -1 past the table's end.
+ */
+static inline int roce_v2_gid(const char *dev, int port, unsigned int i, uint8_t gid[16])
+{
+	char path[256], line[128];
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/gid_attrs/types/%u", dev,
+		 port, i);
+	/* An empty entry cannot be read (EINVAL); past the table there is no file. */
+	if (!read_line(path, line, sizeof(line)))
+		return errno == ENOENT ? -1 : 0;
+	if (strcmp(line, "RoCE v2"))
+		return 0;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/gids/%u", dev, port, i);
+	return read_line(path, line, sizeof(line)) && parse_gid(line, gid);
+}
+
+/*
  * Port `port` of `dev`: its first RoCE v2 GID that maps an IPv4 address (into gid, its
  * index into *index) and its netdev's MAC (into mac, the netdev's name into ndev).  False if
  * there is none.
@@ -73,20 +92,11 @@ static inline bool roce_v2_ipv4_route(const char *dev, int port, uint8_t gid[16]
 	unsigned int i;
 
 	for (i = 0; i < 256; i++) {
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/gid_attrs/types/%u",
-			 dev, port, i);
-		/* An empty entry cannot be read (EINVAL); past the table there is no file. */
-		if (!read_line(path, line, sizeof(line))) {
-			if (errno == ENOENT)
-				break;
-			continue;
-		}
-		if (strcmp(line, "RoCE v2"))
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/gids/%u", dev, port,
-			 i);
-		if (!read_line(path, line, sizeof(line)) || !parse_gid(line, gid) ||
-		    memcmp(gid, v4_mapped, sizeof(v4_mapped)))
+		int found = roce_v2_gid(dev, port, i, gid);
+
+		if (found < 0)
+			break;
+		if (!found || memcmp(gid, v4_mapped, sizeof(v4_mapped)))
 			continue;
 		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%u",
 			 dev, port, i);
