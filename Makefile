@@ -108,7 +108,7 @@ host-test:
 SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
 	rdma_reject_client rdma_srq_server ucp_client_server rdma_qp_before_accept rdma_channel_events \
 	rdma_stale_pointers rdma_listener_race rdma_async_resolve rdma_multicast rdma_ece rdma_user_events \
-	rdma_qp_ex rdma_bind_ports rdma_portals cm_clock.so ah_linger.so busy_clock)
+	rdma_qp_ex rdma_bind_ports rdma_portals rdma_conn_params cm_clock.so ah_linger.so busy_clock)
 SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
 selftest-progs: $(SELFTEST_PROGS)
 
@@ -122,7 +122,7 @@ out/selftests/ioctl_abi: PROG_CFLAGS = -Iinclude/uapi -I$(KDIR)/tools/testing/se
 out/selftests/ioctl_fuzz out/selftests/privileges: PROG_CFLAGS = -Iinclude/uapi
 out/selftests/rdma_reject_server out/selftests/rdma_reject_client out/selftests/rdma_channel_events \
 	out/selftests/rdma_stale_pointers out/selftests/rdma_async_resolve out/selftests/rdma_ece \
-	out/selftests/rdma_user_events out/selftests/rdma_bind_ports: \
+	out/selftests/rdma_user_events out/selftests/rdma_bind_ports out/selftests/rdma_conn_params: \
 	PROG_LIBS = -lrdmacm
 out/selftests/rdma_srq_server out/selftests/rdma_qp_before_accept out/selftests/rdma_qp_ex \
 	out/selftests/rdma_portals: \

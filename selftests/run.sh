@@ -28,7 +28,7 @@ all=(runner_isolation.sh module_ports.sh ioctl_abi ioctl_fuzz.sh event_queue.sh 
 	$(both cep_connect.sh cep_message_details.sh cep_failures.sh cep_mra.sh cep_races.sh cep_stale.sh cep_scale.sh)
 	cep_wire_fields.sh@two-hosts cep_xrc.sh@two-hosts mad_fuzz.sh@two-hosts $(both storms.sh)
 	cep_sidr.sh cep_lossy.sh verbs_pingpong.sh $(both device_removal.sh) device_removal_race.sh interop_stock.sh interop_rping.sh interop_scale.sh
-	$(both rdmacm_tools.sh) $(both rdmacm_portals.sh) $(both middleware.sh) rdmacm_failures.sh@two-hosts rdmacm_async.sh@two-hosts $(both rdmacm_multicast.sh) rdmacm_ports.sh netns.sh@two-hosts netns_exclusive.sh rdmacm_stock.sh rdmacm_portals.sh@stock middleware_stock.sh coexist_ib_cm.sh rmmod.sh module_init.sh privileges.sh)
+	$(both rdmacm_tools.sh) $(both rdmacm_portals.sh) $(both middleware.sh) rdmacm_failures.sh@two-hosts rdmacm_async.sh@two-hosts $(both rdmacm_multicast.sh) rdmacm_ports.sh netns.sh@two-hosts netns_exclusive.sh rdmacm_stock.sh rdmacm_fidelity.sh rdmacm_portals.sh@stock middleware_stock.sh coexist_ib_cm.sh rmmod.sh module_init.sh privileges.sh)
 if [ "${1:-}" = --list ]; then
 	printf '%s\n' "${all[@]}"
 	exit 0

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What rdma_cm tells each end of a connection: the connection parameters of
+ * CONNECT_REQUEST, CONNECT_RESPONSE and ESTABLISHED, and an ID's
+ * route.addr.addr.ibaddr and route.path_rec once its address or route is
+ * resolved and on the passive side's new ID.  No QP is made on either end,
+ * so each side picks every parameter it sends (librdmacm's CM-only
+ * connection, completed with rdma_establish), and the values differ both
+ * ways: a field the library drops or swaps shows.
+ *
+ * The output is compared with what the same program prints over the stock
+ * stack (rdmacm_fidelity.sh), so it names GIDs by the address they map to
+ * ("src", "dst", "zero") rather than by value: the ends' addresses differ
+ * between runs.
+ *
+ * Usage: rdma_conn_params server ADDRESS PORT | client ADDRESS PORT
+ * The server prints "listening" once it listens.  Exits 0 after one
+ * connection and its disconnect, 1 on any failure (the failed call first).
+ */
+#include <arpa/inet.h>
+#include <string.h>
+#include "rdma_test.h"
+
+/* The active side's parameters, and the passive side's: each field differs. */
+static const struct rdma_conn_param client_param = {
+	.responder_resources = 3,
+	.initiator_depth = 2,
+	.flow_control = 1,
+	.retry_count = 5,
+	.rnr_retry_count = 6,
+	.srq = 1,
+	.qp_num = 0x123456,
+};
+static const struct rdma_conn_param server_param = {
+	.responder_resources = 1,
+	.initiator_depth = 4,
+	.flow_control = 0,
+	.retry_count = 3,
+	.rnr_retry_count = 2,
+	.srq = 0,
+	.qp_num = 0x654321,
+};
+
+/* The RoCE GID of a socket address (an IPv4 one as ::ffff:a.b.c.d); 0 for another family. */
+static int gid_of(const struct sockaddr *sa, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (sa->sa_family == AF_INET) {
+		gid->raw[10] = 0xff;
+		gid->raw[11] = 0xff;
+		memcpy(&gid->raw[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return 1;
+	}
+	if (sa->sa_family == AF_INET6) {
+		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * @gid by the address of @id it maps to, else in hex.  A source GID is looked for among the
+ * local addresses first, a destination GID among the peer's, so that a connection within one
+ * host, whose two addresses are one, prints as one between two.
+ */
+static void print_gid(const char *name, struct rdma_cm_id *id, const union ibv_gid *gid)
+{
+	static const union ibv_gid zero;
+	const char *first = name[0] == 's' ? "src" : "dst";
+	const char *second = name[0] == 's' ? "dst" : "src";
+	union ibv_gid a, b;
+	int i;
+
+	printf(" %s=", name);
+	if (name[0] != 's') {
+		gid_of(rdma_get_peer_addr(id), &a);
+		gid_of(rdma_get_local_addr(id), &b);
+	} else {
+		gid_of(rdma_get_local_addr(id), &a);
+		gid_of(rdma_get_peer_addr(id), &b);
+	}
+	if (!memcmp(gid, &zero, sizeof(zero))) {
+		printf("zero");
+	} else if (!memcmp(gid, &a, sizeof(a))) {
+		printf("%s", first);
+	} else if (!memcmp(gid, &b, sizeof(b))) {
+		printf("%s", second);
+	} else {
+		for (i = 0; i < 16; i++)
+			printf("%02x", gid->raw[i]);
+	}
+}
+
+static void print_conn(const char *what, const struct rdma_cm_event *event)
+{
+	const struct rdma_conn_param *p = &event->param.conn;
+
+	printf("%s: status %d responder_resources %u initiator_depth %u flow_control %u "
+	       "retry_count %u rnr_retry_count %u srq %u qp_num %#x private_data_len %u\n",
+	       what, event->status, p->responder_resources, p->initiator_depth, p->flow_control,
+	       p->retry_count, p->rnr_retry_count, p->srq, p->qp_num, p->private_data_len);
+}
+
+static void print_route(const char *what, struct rdma_cm_id *id)
+{
+	const struct rdma_ib_addr *ib = &id->route.addr.addr.ibaddr;
+	int i;
+
+	printf("%s ibaddr:", what);
+	print_gid("sgid", id, &ib->sgid);
+	print_gid("dgid", id, &ib->dgid);
+	printf(" pkey %#x\n", ntohs(ib->pkey));
+	printf("%s paths: %d\n", what, id->route.num_paths);
+	for (i = 0; i < id->route.num_paths; i++) {
+		const struct ibv_sa_path_rec *p = &id->route.path_rec[i];
+
+		printf("%s path %d:", what, i);
+		print_gid("sgid", id, &p->sgid);
+		print_gid("dgid", id, &p->dgid);
+		printf(" flow_label %#x hop_limit %u traffic_class %u reversible %u numb_path %u "
+		       "pkey %#x sl %u mtu %u/%u rate %u/%u packet_life_time %u/%u\n",
+		       ntohl(p->flow_label), p->hop_limit, p->traffic_class, p->reversible,
+		       p->numb_path, ntohs(p->pkey), p->sl, p->mtu_selector, p->mtu,
+		       p->rate_selector, p->rate, p->packet_life_time_selector,
+		       p->packet_life_time);
+	}
+}
+
+/* The next event on @channel, which must be @expected: 0, or 1 after saying why not. */
+static int next_event(struct rdma_event_channel *channel, enum rdma_cm_event_type expected,
+		      struct rdma_cm_event **event)
+{
+	if (rdma_get_cm_event(channel, event))
+		return fail("rdma_get_cm_event");
+	if ((*event)->event != expected) {
+		fprintf(stderr, "rdma_conn_params: %s (status %d), not %s\n",
+			rdma_event_str((*event)->event), (*event)->status, rdma_event_str(expected));
+		return 1;
+	}
+	return 0;
+}
+
+static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *listener,
+		 struct addrinfo *addr)
+{
+	struct rdma_conn_param accept = server_param;
+	struct rdma_cm_event *event;
+	struct rdma_cm_id *id;
+
+	if (listen_for_request(channel, listener, addr, &event))
+		return 1;
+	id = event->id;
+	print_conn("request", event);
+	print_route("request", id);
+	rdma_ack_cm_event(event);
+	if (rdma_accept(id, &accept))
+		return fail("rdma_accept");
+	if (next_event(channel, RDMA_CM_EVENT_ESTABLISHED, &event))
+		return 1;
+	print_conn("established", event);
+	rdma_ack_cm_event(event);
+	if (next_event(channel, RDMA_CM_EVENT_DISCONNECTED, &event))
+		return 1;
+	rdma_ack_cm_event(event);
+	rdma_destroy_id(id);
+	return 0;
+}
+
+static int connect_to(struct rdma_event_channel *channel, struct rdma_cm_id *id,
+		      struct addrinfo *addr)
+{
+	struct rdma_conn_param connect = client_param;
+	struct rdma_cm_event *event;
+
+	if (rdma_resolve_addr(id, NULL, addr->ai_addr, 2000))
+		return fail("rdma_resolve_addr");
+	freeaddrinfo(addr);
+	if (next_event(channel, RDMA_CM_EVENT_ADDR_RESOLVED, &event))
+		return 1;
+	rdma_ack_cm_event(event);
+	print_route("address", id);
+	if (rdma_resolve_route(id, 2000))
+		return fail("rdma_resolve_route");
+	if (next_event(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, &event))
+		return 1;
+	rdma_ack_cm_event(event);
+	print_route("route", id);
+	if (rdma_connect(id, &connect))
+		return fail("rdma_connect");
+	if (next_event(channel, RDMA_CM_EVENT_CONNECT_RESPONSE, &event))
+		return 1;
+	print_conn("response", event);
+	rdma_ack_cm_event(event);
+	if (rdma_establish(id))
+		return fail("rdma_establish");
+	if (rdma_disconnect(id))
+		return fail("rdma_disconnect");
+	if (next_event(channel, RDMA_CM_EVENT_DISCONNECTED, &event))
+		return 1;
+	rdma_ack_cm_event(event);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct rdma_event_channel *channel;
+	struct addrinfo *addr;
+	struct rdma_cm_id *id;
+	int server, rc;
+
+	if (argc != 4 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
+		fprintf(stderr, "usage: %s server|client ADDRESS PORT\n", argv[0]);
+		return 2;
+	}
+	server = !strcmp(argv[1], "server");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getaddrinfo(argv[2], argv[3], NULL, &addr))
+		return fail("getaddrinfo");
+	channel = rdma_create_event_channel();
+	if (!channel)
+		return fail("rdma_create_event_channel");
+	if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP))
+		return fail("rdma_create_id");
+	rc = server ? serve(channel, id, addr) : connect_to(channel, id, addr);
+	if (rc)
+		return rc;
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(channel);
+	return 0;
+}
