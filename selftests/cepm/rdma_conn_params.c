@@ -101,7 +101,26 @@ static void print_conn(const char *what, const struct rdma_cm_event *event)
 	       p->retry_count, p->rnr_retry_count, p->srq, p->qp_num, p->private_data_len);
 }
 
-static void print_route(const char *what, struct rdma_cm_id *id)
+/*
+ * A path's flow label: "ports" if it is rdma_cm's hash of the connection's UDP ports
+ * (cma_get_roce_udp_flow_label, drivers/infiniband/core/cma.c: the active side's port times
+ * 31 plus the passive side's), which changes with the active side's ephemeral port.  Only its
+ * 20 bits: librdmacm's ucma_convert_path hands the path record's RawTraffic and reserved bits
+ * up with it, and on RoCE the kernel fills those from a union with the MAC.
+ */
+static void print_flow_label(struct rdma_cm_id *id, uint32_t be_label, int passive)
+{
+	uint32_t label = ntohl(be_label) & 0xfffff;
+	uint32_t local = ntohs(rdma_get_src_port(id)), peer = ntohs(rdma_get_dst_port(id));
+	uint32_t active_port = passive ? peer : local, passive_port = passive ? local : peer;
+
+	if (label == ((active_port * 31 + passive_port) & 0xfffff))
+		printf(" flow_label ports");
+	else
+		printf(" flow_label %#x", label);
+}
+
+static void print_route(const char *what, struct rdma_cm_id *id, int passive)
 {
 	const struct rdma_ib_addr *ib = &id->route.addr.addr.ibaddr;
 	int i;
@@ -117,9 +136,10 @@ static void print_route(const char *what, struct rdma_cm_id *id)
 		printf("%s path %d:", what, i);
 		print_gid("sgid", id, &p->sgid);
 		print_gid("dgid", id, &p->dgid);
-		printf(" flow_label %#x hop_limit %u traffic_class %u reversible %u numb_path %u "
+		print_flow_label(id, p->flow_label, passive);
+		printf(" hop_limit %u traffic_class %u reversible %u numb_path %u "
 		       "pkey %#x sl %u mtu %u/%u rate %u/%u packet_life_time %u/%u\n",
-		       ntohl(p->flow_label), p->hop_limit, p->traffic_class, p->reversible,
+		       p->hop_limit, p->traffic_class, p->reversible,
 		       p->numb_path, ntohs(p->pkey), p->sl, p->mtu_selector, p->mtu,
 		       p->rate_selector, p->rate, p->packet_life_time_selector,
 		       p->packet_life_time);
@@ -151,7 +171,7 @@ static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *listener
 		return 1;
 	id = event->id;
 	print_conn("request", event);
-	print_route("request", id);
+	print_route("request", id, 1);
 	rdma_ack_cm_event(event);
 	if (rdma_accept(id, &accept))
 		return fail("rdma_accept");
@@ -178,13 +198,13 @@ static int connect_to(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 	if (next_event(channel, RDMA_CM_EVENT_ADDR_RESOLVED, &event))
 		return 1;
 	rdma_ack_cm_event(event);
-	print_route("address", id);
+	print_route("address", id, 0);
 	if (rdma_resolve_route(id, 2000))
 		return fail("rdma_resolve_route");
 	if (next_event(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, &event))
 		return 1;
 	rdma_ack_cm_event(event);
-	print_route("route", id);
+	print_route("route", id, 0);
 	if (rdma_connect(id, &connect))
 		return fail("rdma_connect");
 	if (next_event(channel, RDMA_CM_EVENT_CONNECT_RESPONSE, &event))
