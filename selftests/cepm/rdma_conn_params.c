@@ -13,7 +13,15 @@
  * ("src", "dst", "zero") rather than by value: the ends' addresses differ
  * between runs.
  *
- * Usage: rdma_conn_params server ADDRESS PORT | client ADDRESS PORT
+ * With "xrc", the connection is an XRC one, as rdma-core's rdma_xserver and
+ * rdma_xclient make it but without a QP, which rxe cannot make: each end is
+ * an endpoint of rdma_create_ep in the IB port space, an XRC receive ID on
+ * the server and an XRC send ID on the client, moved to an event channel.
+ * The REQ then names an XRC initiator, and the REP carries the server's QPN
+ * as an XRC target's (cm_format_req and cm_format_rep in
+ * drivers/infiniband/core/cm.c).
+ *
+ * Usage: rdma_conn_params server|client ADDRESS PORT [xrc]
  * The server prints "listening" once it listens.  Exits 0 after one
  * connection and its disconnect, 1 on any failure (the failed call first).
  */
@@ -160,6 +168,7 @@ static int next_event(struct rdma_event_channel *channel, enum rdma_cm_event_typ
 	return 0;
 }
 
+/* Serves one connection on @listener, bound to @addr unless it is bound already (NULL). */
 static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *listener,
 		 struct addrinfo *addr)
 {
@@ -167,7 +176,12 @@ static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *listener
 	struct rdma_cm_event *event;
 	struct rdma_cm_id *id;
 
-	if (listen_for_request(channel, listener, addr, &event))
+	if (addr && rdma_bind_addr(listener, addr->ai_addr))
+		return fail("rdma_bind_addr");
+	if (rdma_listen(listener, 1))
+		return fail("rdma_listen");
+	printf("listening\n");
+	if (next_event(channel, RDMA_CM_EVENT_CONNECT_REQUEST, &event))
 		return 1;
 	id = event->id;
 	print_conn("request", event);
@@ -186,24 +200,26 @@ static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *listener
 	return 0;
 }
 
+/* Connects @id to @addr, or, with NULL, on the route it has resolved already. */
 static int connect_to(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 		      struct addrinfo *addr)
 {
 	struct rdma_conn_param connect = client_param;
 	struct rdma_cm_event *event;
 
-	if (rdma_resolve_addr(id, NULL, addr->ai_addr, 2000))
-		return fail("rdma_resolve_addr");
-	freeaddrinfo(addr);
-	if (next_event(channel, RDMA_CM_EVENT_ADDR_RESOLVED, &event))
-		return 1;
-	rdma_ack_cm_event(event);
-	print_route("address", id, 0);
-	if (rdma_resolve_route(id, 2000))
-		return fail("rdma_resolve_route");
-	if (next_event(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, &event))
-		return 1;
-	rdma_ack_cm_event(event);
+	if (addr) {
+		if (rdma_resolve_addr(id, NULL, addr->ai_addr, 2000))
+			return fail("rdma_resolve_addr");
+		if (next_event(channel, RDMA_CM_EVENT_ADDR_RESOLVED, &event))
+			return 1;
+		rdma_ack_cm_event(event);
+		print_route("address", id, 0);
+		if (rdma_resolve_route(id, 2000))
+			return fail("rdma_resolve_route");
+		if (next_event(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, &event))
+			return 1;
+		rdma_ack_cm_event(event);
+	}
 	print_route("route", id, 0);
 	if (rdma_connect(id, &connect))
 		return fail("rdma_connect");
@@ -221,27 +237,59 @@ static int connect_to(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 	return 0;
 }
 
+/*
+ * An XRC endpoint for @server's side of ADDRESS:PORT (bound, or resolved to it), on
+ * @channel: 0, or 1 after saying which call failed.
+ */
+static int xrc_endpoint(int server, const char *address, const char *port,
+			struct rdma_event_channel *channel, struct rdma_cm_id **id)
+{
+	struct rdma_addrinfo hints = {
+		.ai_flags = server ? RAI_PASSIVE : 0,
+		.ai_port_space = RDMA_PS_IB,
+		.ai_qp_type = server ? IBV_QPT_XRC_RECV : IBV_QPT_XRC_SEND,
+	};
+	struct rdma_addrinfo *res;
+
+	if (rdma_getaddrinfo(address, port, &hints, &res))
+		return fail("rdma_getaddrinfo");
+	if (rdma_create_ep(id, res, NULL, NULL))
+		return fail("rdma_create_ep");
+	rdma_freeaddrinfo(res);
+	if (rdma_migrate_id(*id, channel))
+		return fail("rdma_migrate_id");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdma_event_channel *channel;
-	struct addrinfo *addr;
+	struct addrinfo *addr = NULL;
 	struct rdma_cm_id *id;
-	int server, rc;
+	int server, xrc, rc;
 
-	if (argc != 4 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
-		fprintf(stderr, "usage: %s server|client ADDRESS PORT\n", argv[0]);
+	xrc = argc == 5 && !strcmp(argv[4], "xrc");
+	if ((argc != 4 && !xrc) || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
+		fprintf(stderr, "usage: %s server|client ADDRESS PORT [xrc]\n", argv[0]);
 		return 2;
 	}
 	server = !strcmp(argv[1], "server");
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (getaddrinfo(argv[2], argv[3], NULL, &addr))
-		return fail("getaddrinfo");
 	channel = rdma_create_event_channel();
 	if (!channel)
 		return fail("rdma_create_event_channel");
-	if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP))
-		return fail("rdma_create_id");
+	if (xrc) {
+		if (xrc_endpoint(server, argv[2], argv[3], channel, &id))
+			return 1;
+	} else {
+		if (getaddrinfo(argv[2], argv[3], NULL, &addr))
+			return fail("getaddrinfo");
+		if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP))
+			return fail("rdma_create_id");
+	}
 	rc = server ? serve(channel, id, addr) : connect_to(channel, id, addr);
+	if (addr)
+		freeaddrinfo(addr);
 	if (rc)
 		return rc;
 	rdma_destroy_id(id);

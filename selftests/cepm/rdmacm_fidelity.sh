@@ -6,12 +6,15 @@
 # resolution and on the passive side's new ID. The stock stack's output on one device
 # (rdma-core's librdmacm, the kernel's rdma_cm and ib_cm on rxe1, namespace cepm_peer) is the
 # oracle; the same program over cepm's library on rxe0, and each way between the two stacks,
-# must print the same, line for line. Afterwards no CEP is left.
+# must print the same, line for line. The same again for an XRC connection made without QPs
+# (rdma_create_ep's XRC send and receive IDs in the IB port space), whose REQ and REP between
+# the two stacks tshark reads on veth0: the library's REQ names an XRC initiator, its REP
+# carries the QPN as an XRC target's. Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
-interop_begin
+interop_begin dumpcap tshark
 need_library
 need_progs rdma_conn_params
-ktap_set_plan 10
+ktap_set_plan 20
 
 out=$CEPM_ROOT/out/rdmacm_fidelity.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -20,16 +23,17 @@ ON_STOCK=("${PEER[@]}" timeout 60 "$progs/rdma_conn_params")
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
 
 listening() { file_has '^listening' "$out.$1-s"; }
-# run NAME PORT ADDRESS SERVER_PREFIX CLIENT_PREFIX: the server on ADDRESS:PORT, then the
-# client to it; each must exit 0.
+# run NAME PORT ADDRESS SERVER_PREFIX CLIENT_PREFIX [xrc]: the server on ADDRESS:PORT, then
+# the client to it; each must exit 0.
 run() {
 	local name=$1 port=$2 addr=$3
-	tool_pair "$name" "listening $name" -- "${!4}" server "$addr" "$port" -- \
-		"${!5}" client "$addr" "$port"
+	tool_pair "$name" "listening $name" -- "${!4}" server "$addr" "$port" ${6:-} -- \
+		"${!5}" client "$addr" "$port" ${6:-}
 }
-# same NAME SIDE: NAME's SIDE (s or c) printed what the stock stack's printed, or the diff.
+# same NAME SIDE [ORACLE]: NAME's SIDE (s or c) printed what the stock stack's (run ORACLE,
+# "stock" by default) printed, or the diff.
 same() {
-	diff -u "$out.stock-$2" "$out.$1-$2" >"$out.diff" && return 0
+	diff -u "$out.${3:-stock}-$2" "$out.$1-$2" >"$out.diff" && return 0
 	show_file '# ' "$out.diff"
 	return 1
 }
@@ -46,6 +50,53 @@ ktap_check "cepm's client, connected to stock, saw what the stock client saw" sa
 run from-stock 7533 $OURS ON_CEPM[@] ON_STOCK[@]
 ktap_check "stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
 ktap_check "cepm's server, reached from stock, saw what the stock server saw" same from-stock s
+
+dumpcap -i veth0 -f "udp port 4791" -w "$out.pcap" >"$out.dumpcap" 2>&1 &
+tpid=$!
+wait_until 30 file_has "Capturing on" "$out.dumpcap"
+run stock-xrc 7534 $STOCK ON_STOCK[@] ON_STOCK[@] xrc
+ktap_check "XRC, stock -> stock on rxe1: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+run cepm-xrc 7535 $OURS ON_CEPM[@] ON_CEPM[@] xrc
+ktap_check "XRC, cepm -> cepm on rxe0: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+ktap_check "XRC: cepm's server saw what the stock server saw" same cepm-xrc s stock-xrc
+ktap_check "XRC: cepm's client saw what the stock client saw" same cepm-xrc c stock-xrc
+run to-stock-xrc 7536 $STOCK ON_STOCK[@] ON_CEPM[@] xrc
+ktap_check "XRC, cepm -> stock: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+ktap_check "XRC: cepm's client, connected to stock, saw what the stock client saw" \
+	same to-stock-xrc c stock-xrc
+run from-stock-xrc 7537 $OURS ON_CEPM[@] ON_STOCK[@] xrc
+ktap_check "XRC, stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+ktap_check "XRC: cepm's server, reached from stock, saw what the stock server saw" \
+	same from-stock-xrc s stock-xrc
+
+# Each cross run's DREQ and DREP crossed veth0: two DREPs, and the capture is whole.
+wait_until 10 capture_has_mads "$out.pcap" 0016 2
+kill -INT $tpid
+wait $tpid
+# The XRC REQs (service ID of the IB port space, ports 7536 and 7537): TransportServiceType,
+# ExtendedTransportType, LocalQPN; the REPs: LocalQPN, LocalEECN, SRQ.
+tshark -r "$out.pcap" -Y 'infiniband.mad.attributeid == 0x0010' -T fields -e infiniband.cm.req.serviceid \
+	-e infiniband.cm.req.transpsvctype -e infiniband.cm.req.ext_transport \
+	-e infiniband.cm.req.localqpn >"$out.reqs" 2>"$out.tshark-err"
+tshark -r "$out.pcap" -Y 'infiniband.mad.attributeid == 0x0013' -T fields -e infiniband.cm.rep.localqpn \
+	-e infiniband.cm.rep.localeecn -e infiniband.cm.rep.srq >"$out.reps" 2>>"$out.tshark-err"
+show_file '# REQ: ' "$out.reqs"
+show_file '# REP: ' "$out.reps"
+show_file '# tshark: ' "$out.tshark-err"
+# has FILE WORDS...: a line of FILE whose tab-separated fields are WORDS, compared as numbers
+# (tshark prints some in hex, some in decimal).
+has() {
+	local file=$1 fields want=${*:2} got
+	while IFS=$'\t' read -r -a fields; do
+		got=$(for v in "${fields[@]}"; do printf '%d ' "$v"; done)
+		[ "${got% }" = "$want" ] && return 0
+	done <"$file"
+	return 1
+}
+ktap_check "cepm's client sent an XRC initiator's REQ: transport 3, extended 1, QPN 0x123456" \
+	has "$out.reqs" $(((0x013f << 16) | 7536)) 3 1 $((0x123456))
+ktap_check "cepm's server sent an XRC target's REP: LocalQPN 0, LocalEECN 0x654321, SRQ 1" \
+	has "$out.reps" 0 $((0x654321)) 1
 
 ktap_check "no CEP is left" wait_until 30 ceps_are 0
 ktap_finished
