@@ -761,7 +761,12 @@ impl CepmFile {
     fn get_request(self: &Arc<Self>, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_get_request = arg.read()?;
         // Output parts are zero on input, reserved bytes included.
-        if [req.handle, req.local_psn, req.reserved] != [0; 3] || req.req.reserved != [0; 3] {
+        if [req.handle, req.local_psn, req.reserved] != [0; 3]
+            || req.req.reserved != [0; 2]
+            || req.req.flow_control != 0
+            || req.reserved2 != [0; 4]
+            || req.path.as_bytes().iter().any(|&b| b != 0)
+        {
             return Err(EINVAL);
         }
         let listener = self.cep(req.listen_handle)?;
@@ -784,6 +789,7 @@ impl CepmFile {
                     req.handle = handle;
                     req.req = claimed.req;
                     req.local_psn = claimed.local_psn;
+                    req.path = claimed.path;
                     let written = arg.write(&req);
                     // The caller cannot learn the handle: the CEP must not outlive the call.
                     if written.is_err() {
@@ -814,7 +820,7 @@ impl CepmFile {
 
     fn connect(&self, arg: IoctlArg) -> Result {
         let req: uapi::cepm_connect = arg.read()?;
-        if req.reserved != [0; 2] || req.reserved2 != [0; 4] {
+        if req.reserved != 0 || req.reserved2 != [0; 4] || req.flow_control > 1 {
             return Err(EINVAL);
         }
         if usize::from(req.pdata_len) > uapi::CEPM_REQ_PDATA_MAX as usize {
@@ -848,7 +854,7 @@ impl CepmFile {
 
     fn prepare_rep(&self, arg: IoctlArg) -> Result {
         let req: uapi::cepm_accept = arg.read()?;
-        if req.reserved != [0; 2] || req.reserved_ack_delay != 0 {
+        if req.reserved != 0 || req.reserved_ack_delay != 0 || req.flow_control > 1 {
             return Err(EINVAL);
         }
         if usize::from(req.pdata_len) > uapi::CEPM_REP_PDATA_MAX as usize {
@@ -1048,7 +1054,10 @@ impl CepmFile {
 
     fn get_private_data(&self, arg: IoctlArg) -> Result {
         let mut req: uapi::cepm_private_data = arg.read()?;
-        if req.reserved != 0 || [req.ece_vendor_id, req.ece_attr_mod] != [0; 2] {
+        if req.reserved != 0
+            || [req.ece_vendor_id, req.ece_attr_mod] != [0; 2]
+            || req.peer.as_bytes().iter().any(|&b| b != 0)
+        {
             return Err(EINVAL);
         }
         self.cep(req.handle)?.private_data(&mut req);

@@ -37,13 +37,14 @@ const _: () = assert!(core::mem::size_of::<cepm_create>() == 16);
 const _: () = assert!(core::mem::size_of::<cepm_destroy>() == 8);
 const _: () = assert!(core::mem::size_of::<cepm_listen>() == 48);
 const _: () = assert!(core::mem::size_of::<cepm_req_info>() == 200);
-const _: () = assert!(core::mem::size_of::<cepm_get_request>() == 224);
+const _: () = assert!(core::mem::size_of::<cepm_get_request>() == 264);
 const _: () = assert!(core::mem::size_of::<cepm_reject>() == 228);
 const _: () = assert!(core::mem::size_of::<cepm_cep_info>() == 56);
 const _: () = assert!(core::mem::size_of::<cepm_sidr_req>() == 336);
 const _: () = assert!(core::mem::size_of::<cepm_sidr_rep>() == 224);
 const _: () = assert!(core::mem::size_of::<cepm_list>() == 16);
-const _: () = assert!(core::mem::size_of::<cepm_private_data>() == 240);
+const _: () = assert!(core::mem::size_of::<cepm_private_data>() == 248);
+const _: () = assert!(core::mem::size_of::<cepm_conn_params>() == 8);
 const _: () = assert!(core::mem::size_of::<cepm_event>() == 24);
 const _: () = assert!(core::mem::size_of::<cepm_path_rec>() == 36);
 const _: () = assert!(core::mem::size_of::<cepm_connect>() == 240);
@@ -81,6 +82,8 @@ plain_old_data!(
     cepm_reject,
     cepm_cep_info,
     cepm_private_data,
+    cepm_conn_params,
+    cepm_path_rec,
     cepm_event,
     cepm_connect,
     cepm_accept,

@@ -6,7 +6,7 @@ use std::{io, os::fd::AsRawFd};
 use crate::{sys, Cepm};
 
 /// A REQ as the passive side sees it (`struct cepm_req_info`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct ReqInfo {
     /// Service ID the REQ asked for.
     pub service_id: u64,
@@ -42,6 +42,13 @@ pub struct ReqInfo {
     /// prepared, and the REP must then announce it. ABI 6; 0 from an older module, which
     /// takes the REP's PSN from its caller.
     pub local_psn: u32,
+    /// Whether the REQ asks for end-to-end flow control (ABI 8; 0 from an older module).
+    pub flow_control: u8,
+    /// Whether the active side receives through an SRQ.
+    pub srq: u8,
+    /// The REQ's primary path as this side sees it (ABI 8; zero from an older module, and
+    /// for a SIDR_REQ).
+    pub path: sys::cepm_path_rec,
 }
 
 impl ReqInfo {
@@ -64,8 +71,26 @@ impl ReqInfo {
             port: r.port_num,
             private_data: r.pdata[..usize::from(r.pdata_len).min(r.pdata.len())].to_vec(),
             local_psn: g.local_psn,
+            flow_control: r.flow_control,
+            srq: r.srq,
+            path: g.path,
         }
     }
+}
+
+/// What the CEP's last message received said (`CEPM_IOC_GET_PRIVATE_DATA`).
+#[derive(Clone, Debug, Default)]
+pub struct Received {
+    /// The message's attribute ID (0: none yet).
+    pub attr_id: u16,
+    /// Its private data.
+    pub private_data: Vec<u8>,
+    /// The peer's ECE from its REQ or REP: `(vendor_id, attr_mod)` (ABI 7; 0 and 0 before
+    /// either, and from a module without ECE).
+    pub ece: (u32, u32),
+    /// The connection parameters of the peer's REQ or REP, each as the message carries it
+    /// (ABI 8; zero from an older module).
+    pub params: sys::cepm_conn_params,
 }
 
 /// What `CEPM_IOC_QUERY_CEP` (and `CEPM_IOC_LIST_CEPS`) report.
@@ -297,28 +322,31 @@ impl Cepm {
         }
     }
 
-    /// The private data of the last message the CEP received, with that message's attribute ID.
-    pub fn private_data(&self, handle: u32) -> io::Result<(u16, Vec<u8>)> {
+    /// What the last message the CEP received said: its private data, and the peer's ECE and
+    /// connection parameters.
+    pub fn received(&self, handle: u32) -> io::Result<Received> {
         let mut p = sys::cepm_private_data {
             handle,
             ..Default::default()
         };
         self.ioctl(sys::CEPM_IOCTL_GET_PRIVATE_DATA, &mut p)?;
-        Ok((
-            p.attr_id,
-            p.data[..usize::from(p.len).min(p.data.len())].to_vec(),
-        ))
+        Ok(Received {
+            attr_id: p.attr_id,
+            private_data: p.data[..usize::from(p.len).min(p.data.len())].to_vec(),
+            ece: (p.ece_vendor_id, p.ece_attr_mod),
+            params: p.peer,
+        })
+    }
+
+    /// The private data of the last message the CEP received, with that message's attribute ID.
+    pub fn private_data(&self, handle: u32) -> io::Result<(u16, Vec<u8>)> {
+        self.received(handle).map(|r| (r.attr_id, r.private_data))
     }
 
     /// The peer's ECE from its REQ or REP: `(vendor_id, attr_mod)`, 0 and 0 before either
     /// (ABI 7; a module without ECE reports 0 and 0 too).
     pub fn remote_ece(&self, handle: u32) -> io::Result<(u32, u32)> {
-        let mut p = sys::cepm_private_data {
-            handle,
-            ..Default::default()
-        };
-        self.ioctl(sys::CEPM_IOCTL_GET_PRIVATE_DATA, &mut p)?;
-        Ok((p.ece_vendor_id, p.ece_attr_mod))
+        self.received(handle).map(|r| r.ece)
     }
 
     /// Sends a REQ (`args.handle` names the CEP).

@@ -24,9 +24,12 @@
  * struct cepm_connect, struct cepm_accept and struct cepm_private_data by
  * the ECE fields (Enhanced Connection Establishment: REQ and REP VendorID
  * and the MAD's attribute modifier), and struct cepm_listen by an address
- * scope (several listeners on one service ID).
+ * scope (several listeners on one service ID); 8 gave struct cepm_connect,
+ * struct cepm_accept and struct cepm_req_info the end-to-end flow control
+ * bit, grew struct cepm_get_request by the REQ's path and struct
+ * cepm_private_data by the connection parameters of the peer's REQ or REP.
  */
-#define CEPM_ABI_VERSION 7
+#define CEPM_ABI_VERSION 8
 
 #define CEPM_IOC_MAGIC 0xCE
 
@@ -189,6 +192,27 @@ struct cepm_bind {
 #define CEPM_TRANSPORT_XRC 2 /* CONNECT: an XRC initiator; a REQ: for an XRC target */
 
 /*
+ * An address: where the peer's CM (and QP) is.  For RoCE v2, as rdma_cm
+ * resolves it: the peer's GID, the next hop's MAC and our GID index.
+ * CONNECT and SIDR_REQ check it alike: EINVAL unless mtu is 1..5,
+ * flow_label < 2^20, sl < 16, packet_life_time < 32, sgid_index names a GID
+ * the port has, and reserved is 0.
+ */
+struct cepm_path_rec {
+	__u8 dgid[16];
+	__u8 dmac[6];
+	__u8 sgid_index;
+	__u8 hop_limit;
+	__u32 flow_label;
+	__u8 traffic_class;
+	__u8 sl;
+	__u8 mtu;              /* IB MTU enum: 1 (256) .. 5 (4096) */
+	__u8 packet_life_time; /* IBTA time exponent */
+	__u16 pkey;            /* 0 means the default 0xffff */
+	__u8 reserved[2];
+};
+
+/*
  * A REQ as the passive side sees it.  The new CEP is parked, unclaimed and
  * silent, until CEPM_IOC_GET_REQUEST hands it out with its owner and
  * context set in one step.
@@ -215,7 +239,8 @@ struct cepm_req_info {
 	char dev_name[CEPM_DEVICE_NAME_MAX];
 	__u8 sidr;     /* 1: a SIDR_REQ (remote_comm_id is its request ID; the full
 	                * 216 bytes of private data come from GET_PRIVATE_DATA) */
-	__u8 reserved[3];
+	__u8 flow_control; /* ABI 8: the REQ's end-to-end flow control bit */
+	__u8 reserved[2];
 };
 
 /*
@@ -224,6 +249,13 @@ struct cepm_req_info {
  * struct's first version ends before it): CEPM_IOC_INIT_QP_ATTR's RTR gives
  * it before PREPARE_REP, and once RTR has given it, PREPARE_REP takes no
  * other starting_psn (EINVAL).  0 for a SIDR_REQ.
+ *
+ * path (ABI 8) is the REQ's primary path as this side sees it, as Linux's
+ * cm_format_paths_from_req turns it round: dgid the peer's GID, sgid_index
+ * the index of our GID the REQ arrived on, dmac the MAC it came from, the
+ * REQ's flow label, hop limit, traffic class, SL, path MTU and P_Key, and
+ * packet_life_time the REQ's local ACK timeout less one.  Zero for a
+ * SIDR_REQ, which carries no path.
  */
 struct cepm_get_request {
 	__u32 listen_handle;  /* in */
@@ -232,6 +264,8 @@ struct cepm_get_request {
 	struct cepm_req_info req; /* out */
 	__u32 local_psn;      /* out (ABI 6): the PSN the REP is to announce */
 	__u32 reserved;
+	struct cepm_path_rec path; /* out (ABI 8) */
+	__u8 reserved2[4];
 };
 
 /* REJ reasons (IBTA vol. 1, table 112), the ones cepm sends or tests use. */
@@ -305,10 +339,27 @@ struct cepm_list {
 };
 
 /*
+ * The connection parameters of a REQ or REP, each as the message carries it
+ * (rdma_cm swaps the first two for its receiver: the peer's initiator depth
+ * is what the receiver must be able to respond to).  retry_count is a REQ's
+ * alone (0 for a REP).
+ */
+struct cepm_conn_params {
+	__u8 responder_resources;
+	__u8 initiator_depth;
+	__u8 flow_control;
+	__u8 retry_count;
+	__u8 rnr_retry_count;
+	__u8 srq;
+	__u8 reserved[2];
+};
+
+/*
  * CEPM_IOC_GET_PRIVATE_DATA: the private data of the last message received,
  * and (ABI 7; the struct's first version ends before them) the peer's ECE:
  * the VendorID and MAD attribute modifier of the REQ or REP it sent, 0 until
- * one arrives.  Both must be 0 on input.
+ * one arrives, and (ABI 8) that REQ's or REP's connection parameters.  These
+ * must be 0 on input.
  */
 struct cepm_private_data {
 	__u32 handle;    /* in */
@@ -318,27 +369,7 @@ struct cepm_private_data {
 	__u8 data[CEPM_PDATA_MAX];
 	__u32 ece_vendor_id; /* out (ABI 7): 24 bits */
 	__u32 ece_attr_mod;  /* out (ABI 7) */
-};
-
-/*
- * An address: where the peer's CM (and QP) is.  For RoCE v2, as rdma_cm
- * resolves it: the peer's GID, the next hop's MAC and our GID index.
- * CONNECT and SIDR_REQ check it alike: EINVAL unless mtu is 1..5,
- * flow_label < 2^20, sl < 16, packet_life_time < 32, sgid_index names a GID
- * the port has, and reserved is 0.
- */
-struct cepm_path_rec {
-	__u8 dgid[16];
-	__u8 dmac[6];
-	__u8 sgid_index;
-	__u8 hop_limit;
-	__u32 flow_label;
-	__u8 traffic_class;
-	__u8 sl;
-	__u8 mtu;              /* IB MTU enum: 1 (256) .. 5 (4096) */
-	__u8 packet_life_time; /* IBTA time exponent */
-	__u16 pkey;            /* 0 means the default 0xffff */
-	__u8 reserved[2];
+	struct cepm_conn_params peer; /* out (ABI 8) */
 };
 
 /*
@@ -365,7 +396,8 @@ struct cepm_connect {
 	__u8 srq;
 	__u8 qp_type;                    /* CEPM_TRANSPORT_*, else EINVAL */
 	__u8 pdata_len;                  /* <= CEPM_REQ_PDATA_MAX, else E2BIG */
-	__u8 reserved[2];
+	__u8 flow_control;               /* ABI 8: 0 or 1, else EINVAL */
+	__u8 reserved;
 	__u8 pdata[CEPM_REQ_PDATA_MAX];
 	__u8 reserved2[4];
 	__u32 ece_vendor_id; /* ABI 7 */
@@ -432,7 +464,8 @@ struct cepm_accept {
 	__u8 rnr_retry_count;
 	__u8 srq;
 	__u8 pdata_len; /* <= CEPM_REP_PDATA_MAX, else E2BIG */
-	__u8 reserved[2];
+	__u8 flow_control; /* ABI 8: 0 or 1, else EINVAL */
+	__u8 reserved;
 	__u8 pdata[CEPM_REP_PDATA_MAX];
 	__u32 ece_vendor_id; /* ABI 7 */
 	__u32 ece_attr_mod;  /* ABI 7 */

@@ -122,7 +122,8 @@ impl Cep {
         }
     }
 
-    /// The private data of the last message received, and the peer's ECE.
+    /// The private data of the last message received, and the peer's ECE and connection
+    /// parameters.
     pub(crate) fn private_data(&self, out: &mut uapi::cepm_private_data) {
         let inner = self.inner.lock();
         out.attr_id = inner.pdata.attr;
@@ -131,6 +132,7 @@ impl Cep {
         if let Some(c) = inner.kind.connection() {
             out.ece_vendor_id = c.remote_ece.vendor_id;
             out.ece_attr_mod = c.remote_ece.attr_mod;
+            out.peer = c.remote_params;
         }
     }
 }

@@ -103,8 +103,10 @@ impl Cep {
         info.rnr_retry_count = req.rnr_retry_count;
         info.max_cm_retries = req.max_cm_retries;
         info.srq = req.srq.into();
+        info.flow_control = req.end_to_end_flow_control.into();
         // A REQ's private data field has a fixed size: the user gets all of it.
         info.pdata_len = uapi::CEPM_REQ_PDATA_MAX as u8;
+        let req_path = received_path(req, &ah_info);
 
         let (sm, actions) = state::Cep::spawned_from_req();
         let connection = Connection {
@@ -114,9 +116,19 @@ impl Cep {
                 0,
                 u8::try_from(port.num()).unwrap_or(0),
             )),
+            req_path,
             remote_ece: Ece {
                 vendor_id: req.vendor_id,
                 attr_mod,
+            },
+            remote_params: uapi::cepm_conn_params {
+                responder_resources: req.responder_resources,
+                initiator_depth: req.initiator_depth,
+                flow_control: req.end_to_end_flow_control.into(),
+                retry_count: req.retry_count,
+                rnr_retry_count: req.rnr_retry_count,
+                srq: req.srq.into(),
+                reserved: [0; 2],
             },
             ..Connection::new()
         };
@@ -209,6 +221,7 @@ impl Cep {
                 rnr_retry_count: args.rnr_retry_count,
                 max_cm_retries: args.max_cm_retries,
                 srq: args.srq != 0,
+                end_to_end_flow_control: args.flow_control != 0,
                 primary_path: CmPath {
                     local_gid: route.local_gid,
                     remote_gid: path.dgid,
@@ -320,6 +333,15 @@ impl Cep {
                 vendor_id: rep.vendor_id,
                 attr_mod,
             };
+            c.remote_params = uapi::cepm_conn_params {
+                responder_resources: rep.responder_resources,
+                initiator_depth: rep.initiator_depth,
+                flow_control: rep.end_to_end_flow_control.into(),
+                retry_count: 0,
+                rnr_retry_count: rep.rnr_retry_count,
+                srq: rep.srq.into(),
+                reserved: [0; 2],
+            };
             if let Some(n) = c.negotiated.as_mut() {
                 n.apply_received_rep(rep);
             }
@@ -358,6 +380,7 @@ impl Cep {
             target_ack_delay: peer.port.ack_delay(),
             rnr_retry_count: args.rnr_retry_count,
             srq: args.srq != 0,
+            end_to_end_flow_control: args.flow_control != 0,
             local_ca_guid: peer.port.ca_guid(),
             private_data,
             vendor_id: args.ece_vendor_id,
@@ -758,5 +781,26 @@ impl<'a> Received<'a> {
             pdata,
             tid: Some(tid),
         }
+    }
+}
+
+/// A REQ's primary path as its receiver sees it, turned round as Linux's
+/// `cm_format_paths_from_req` (drivers/infiniband/core/cm.c) does: the peer's GID is the
+/// destination, and the packet lifetime is the REQ's local ACK timeout less one. The source
+/// GID's index and the next hop's MAC are those of the REQ's arrival, `from`.
+fn received_path(req: &Req, from: &AhInfo) -> uapi::cepm_path_rec {
+    let path = &req.primary_path;
+    uapi::cepm_path_rec {
+        dgid: path.local_gid,
+        dmac: from.dmac,
+        sgid_index: from.sgid_index,
+        hop_limit: path.hop_limit,
+        flow_label: path.flow_label,
+        traffic_class: path.traffic_class,
+        sl: path.sl,
+        mtu: req.path_mtu,
+        packet_life_time: timing::passive_packet_life_time(path.local_ack_timeout),
+        pkey: req.pkey,
+        reserved: [0; 2],
     }
 }

@@ -65,6 +65,8 @@ pub(super) struct Pending {
 pub(super) struct Connection {
     /// Passive side: the REQ as the user will see it.
     pub(super) req: Option<KBox<uapi::cepm_req_info>>,
+    /// Passive side: the REQ's primary path as this side sees it (`GET_REQUEST`).
+    pub(super) req_path: uapi::cepm_path_rec,
     /// The key this CEP holds in the remote-QPN table while its connection is live.
     pub(super) remote_qpn_key: Option<PeerId>,
     /// QP parameters agreed so far (from the REQ and REP).
@@ -89,6 +91,8 @@ pub(super) struct Connection {
     pub(super) ece_attr_mod: u32,
     /// The peer's ECE, from its REQ or REP.
     pub(super) remote_ece: Ece,
+    /// The connection parameters of the peer's REQ or REP (`GET_PRIVATE_DATA`).
+    pub(super) remote_params: uapi::cepm_conn_params,
 }
 
 /// ECE (Enhanced Connection Establishment) as a REQ or REP carries it: the VendorID field
@@ -130,6 +134,7 @@ impl Connection {
     pub(super) fn new() -> Self {
         Self {
             req: None,
+            req_path: uapi::cepm_path_rec::default(),
             remote_qpn_key: None,
             negotiated: None,
             req_msg: None,
@@ -141,6 +146,7 @@ impl Connection {
             mra_timeout_out: 24,
             ece_attr_mod: 0,
             remote_ece: Ece::default(),
+            remote_params: uapi::cepm_conn_params::default(),
         }
     }
 }

@@ -177,6 +177,10 @@ impl Cep {
         let checked = inner.check(Event::Claim)?;
         let info = inner.kind.request_info().ok_or(EINVAL)?;
         let req = *info;
+        let path = inner
+            .kind
+            .connection()
+            .map_or_else(Default::default, |c| c.req_path);
         // Spawned by the MAD layer's work, the CEP and its request were charged to no one:
         // the claimer pays for them from now on, as accept(2) pays for a socket born of a
         // SYN (docs/abi.md, "Privileges and limits").
@@ -203,7 +207,11 @@ impl Cep {
         inner.owner = Some(owner);
         drop(inner);
         drop(parked);
-        Ok(Claimed { req, local_psn })
+        Ok(Claimed {
+            req,
+            local_psn,
+            path,
+        })
     }
 }
 
@@ -213,4 +221,6 @@ pub(crate) struct Claimed {
     pub(crate) req: uapi::cepm_req_info,
     /// The receive PSN chosen for a connection (RTR's, and the REP's); 0 for a SIDR_REQ.
     pub(crate) local_psn: u32,
+    /// The REQ's primary path as this side sees it; zero for a SIDR_REQ.
+    pub(crate) path: uapi::cepm_path_rec,
 }

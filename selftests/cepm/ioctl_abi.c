@@ -472,10 +472,18 @@ TEST_F(cepm, get_request_without_request)
 	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
 	EXPECT_EQ(EAGAIN, errno);
 	/* The reserved bytes of its output part must be zero on input too (docs/abi.md). */
-	g.req.reserved[2] = 1;
+	g.req.reserved[1] = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
 	EXPECT_EQ(EINVAL, errno);
-	g.req.reserved[2] = 0;
+	g.req.reserved[1] = 0;
+	g.req.flow_control = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
+	EXPECT_EQ(EINVAL, errno);
+	g.req.flow_control = 0;
+	g.path.hop_limit = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
+	EXPECT_EQ(EINVAL, errno);
+	g.path.hop_limit = 0;
 	g.local_psn = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g));
 	EXPECT_EQ(EINVAL, errno);
@@ -1066,7 +1074,7 @@ TEST_F(cepm, get_request_first_version_is_served)
 	struct cepm_get_request g;
 
 	ASSERT_EQ(216, first);
-	ASSERT_EQ(224, sizeof(g));
+	ASSERT_EQ(264, sizeof(g));
 	l.handle = create_cep(self->fd, 0);
 	ASSERT_GT(l.handle, 0);
 	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
@@ -1089,6 +1097,63 @@ TEST_F(cepm, get_request_first_version_is_served)
 	EXPECT_GT(g.handle, 0);
 	EXPECT_EQ(0xa5a5a5a5, g.local_psn);
 	EXPECT_EQ(0x5a5a5a5a, g.reserved);
+}
+
+/*
+ * ABI 8: GET_REQUEST grew by the REQ's path, which an ABI 7 caller (224 bytes) does without;
+ * the path is the forged REQ's turned round (its sender's GID, this port's own, as the
+ * destination; its MTU, hop limit and P_Key; its local ACK timeout 14 less one), and the
+ * REQ's flow control bit and the REP's parameters may not be set on input.
+ */
+TEST_F(cepm, conn_params_grew_in_abi_8)
+{
+	const size_t abi7 = offsetof(struct cepm_get_request, path);
+	struct cepm_listen l = { .service_id = 0x1064e82 };
+	struct cepm_private_data p = { 0 };
+	struct cepm_accept a = { .local_qpn = 0x1234, .flow_control = 2 };
+	struct cepm_get_request g;
+	__u8 own_gid[16] = { [10] = 0xff, [11] = 0xff, 10, 77, 0, 1 };
+
+	ASSERT_EQ(224, abi7);
+	ASSERT_EQ(240, offsetof(struct cepm_private_data, peer));
+	l.handle = create_cep(self->fd, 0);
+	ASSERT_GT(l.handle, 0);
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_LISTEN, &l));
+	send_req("0x0000000001064e82", 0xc1a300c1);
+	send_req("0x0000000001064e82", 0xc1a300c2);
+	ASSERT_EQ(2, wait_pending(self->fd, l.handle, 2));
+
+	memset(&g, 0, sizeof(g));
+	g.listen_handle = l.handle;
+	ASSERT_EQ(0, ioctl(self->fd, _IOC(_IOC_READ | _IOC_WRITE, CEPM_IOC_MAGIC,
+					  _IOC_NR(CEPM_IOC_GET_REQUEST), abi7), &g))
+		TH_LOG("%s", strerror(errno));
+	EXPECT_GT(g.handle, 0);
+	EXPECT_EQ(0, g.path.mtu);
+
+	memset(&g, 0, sizeof(g));
+	g.listen_handle = l.handle;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_GET_REQUEST, &g)) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(0, memcmp(own_gid, g.path.dgid, sizeof(own_gid)));
+	EXPECT_EQ(3, g.path.mtu);
+	EXPECT_EQ(64, g.path.hop_limit);
+	EXPECT_EQ(0xffff, g.path.pkey);
+	EXPECT_EQ(13, g.path.packet_life_time);
+	EXPECT_EQ(0, g.req.flow_control);
+
+	/* The REQ's parameters, as it carried them (the forged one's retry counts are 7). */
+	p.handle = g.handle;
+	ASSERT_EQ(0, ioctl(self->fd, CEPM_IOC_GET_PRIVATE_DATA, &p)) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(7, p.peer.retry_count);
+	EXPECT_EQ(7, p.peer.rnr_retry_count);
+	p.peer.srq = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_GET_PRIVATE_DATA, &p));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* A flow control bit that is not a bit. */
+	a.handle = g.handle;
+	EXPECT_EQ(-1, ioctl(self->fd, CEPM_IOC_PREPARE_REP, &a));
+	EXPECT_EQ(EINVAL, errno);
 }
 
 /*
@@ -1120,7 +1185,7 @@ TEST_F(cepm, ece_fields_grew_in_abi_7)
 	ASSERT_EQ(216, accept_first);
 	ASSERT_EQ(224, sizeof(a));
 	ASSERT_EQ(232, pdata_first);
-	ASSERT_EQ(240, sizeof(p));
+	ASSERT_EQ(248, sizeof(p));
 	strcpy(c.dev_name, "rxe0");
 	d.handle = c.handle = create_cep(self->fd, 0);
 	ASSERT_GT(c.handle, 0);

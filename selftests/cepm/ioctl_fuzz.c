@@ -1588,6 +1588,9 @@ static void check_request(struct icall *c, const struct cepm_get_request *g,
 	if (g->local_psn >> 24 || (r->sidr && g->local_psn))
 		fail_call(c, "returned local_psn %#x for a %s", g->local_psn,
 			  r->sidr ? "SIDR_REQ (0 expected)" : "REQ (24 bits expected)");
+	if (r->flow_control > 1 || (r->sidr && r->flow_control))
+		fail_call(c, "returned flow_control %u for a %s", r->flow_control,
+			  r->sidr ? "SIDR_REQ (0 expected)" : "REQ (0 or 1 expected)");
 	if (!r->sidr && r->pdata_len != CEPM_REQ_PDATA_MAX)
 		fail_call(c, "returned pdata_len %u; a REQ's is always %u", r->pdata_len,
 			  CEPM_REQ_PDATA_MAX);
@@ -1604,6 +1607,8 @@ static const struct mutation get_request_mutation[] = {
 	MAY_FAIL(0, "garbage in output fields handle or req", FILL(struct cepm_get_request, req)),
 	MUST_FAIL(0, "local_psn != 0", SET(struct cepm_get_request, local_psn, NONZERO32)),
 	MUST_FAIL(0, "reserved != 0", SET(struct cepm_get_request, reserved, NONZERO32)),
+	MUST_FAIL(0, "garbage in output field path", FILL(struct cepm_get_request, path)),
+	MUST_FAIL(0, "reserved2 != 0", SET_ONE_OF(struct cepm_get_request, reserved2, NONZERO8)),
 };
 static const struct mutations get_request_mutations = TABLE(get_request_mutation);
 
@@ -1705,6 +1710,7 @@ static const struct mutation get_private_data_mutation[] = {
 	MUST_FAIL(0, "reserved != 0", SET(struct cepm_private_data, reserved, NONZERO8)),
 	MUST_FAIL(0, "ece_vendor_id != 0", SET(struct cepm_private_data, ece_vendor_id, NONZERO32)),
 	MUST_FAIL(0, "ece_attr_mod != 0", SET(struct cepm_private_data, ece_attr_mod, NONZERO32)),
+	MUST_FAIL(0, "garbage in output field peer", FILL(struct cepm_private_data, peer)),
 	MAY_FAIL(0, "garbage in output fields",
 		 SET(struct cepm_private_data, attr_id, RANGE(0, 65536)),
 		 SET(struct cepm_private_data, len, RANGE(0, 256)),
@@ -1771,8 +1777,9 @@ static void connect_fields(struct cepm_connect *k, uint32_t handle)
 					 SET(T, port_num, GEN(G_PORT)))
 
 static const struct mutation connect_mutation[] = {
-	MUST_FAIL(0, "reserved != 0", SET_ONE_OF(struct cepm_connect, reserved, NONZERO8)),
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_connect, reserved, NONZERO8)),
 	MUST_FAIL(0, "reserved2 != 0", SET_ONE_OF(struct cepm_connect, reserved2, NONZERO8)),
+	MUST_FAIL(0, "flow_control over 1", SET(struct cepm_connect, flow_control, RANGE(2, 254))),
 	MUST_FAIL(PROV_E2BIG, "pdata_len over CEPM_REQ_PDATA_MAX",
 		  SET(struct cepm_connect, pdata_len, OVER(CEPM_REQ_PDATA_MAX))),
 	BROKEN_PATH(struct cepm_connect),
@@ -1849,7 +1856,8 @@ static void op_sidr_req(struct file *f, struct cep *t)
 static const struct mutation prepare_rep_mutation[] = {
 	MUST_FAIL(0, "reserved_ack_delay != 0",
 		  SET(struct cepm_accept, reserved_ack_delay, NONZERO8)),
-	MUST_FAIL(0, "reserved != 0", SET_ONE_OF(struct cepm_accept, reserved, NONZERO8)),
+	MUST_FAIL(0, "reserved != 0", SET(struct cepm_accept, reserved, NONZERO8)),
+	MUST_FAIL(0, "flow_control over 1", SET(struct cepm_accept, flow_control, RANGE(2, 254))),
 	MUST_FAIL(PROV_E2BIG, "pdata_len over CEPM_REP_PDATA_MAX",
 		  SET(struct cepm_accept, pdata_len, OVER(CEPM_REP_PDATA_MAX))),
 	MAY_FAIL(0, "a QPN or PSN out of 24 bits",
