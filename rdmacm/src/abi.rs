@@ -28,3 +28,9 @@ pub(crate) fn binds_ports(cepm: &Cepm) -> bool {
 pub(crate) fn carries_ece(cepm: &Cepm) -> bool {
     version(cepm) >= 7
 }
+
+/// Whether the module sends and reports the end-to-end flow control bit, reports the
+/// connection parameters of a REP and gives a REQ's path (ABI 8).
+pub(crate) fn carries_conn_params(cepm: &Cepm) -> bool {
+    version(cepm) >= 8
+}

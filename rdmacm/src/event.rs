@@ -29,7 +29,7 @@ use crate::{
     multicast::{self, Group},
     qp::{self, Depths},
     resolve::address,
-    sys, ud,
+    route, sys, ud,
 };
 
 /// Private data lengths an application sees, as the kernel's `rdma_cm` reports them: each
@@ -327,6 +327,10 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
     let remote = SocketAddr::new(src, hdr.src_port);
     new_ref.set_address(true, local);
     new_ref.set_address(false, remote);
+    route::set_ib_gids(new_ref, local.ip(), remote.ip());
+    if !sidr && crate::abi::carries_conn_params(&channel.cepm) {
+        route::set_path(new_ref, route::received_path(&info.path, local.ip()));
+    }
     {
         let mut state = new_ref.state();
         state.phase = Phase::Requested;
@@ -371,9 +375,11 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
     let conn = event.conn();
     conn.responder_resources = info.initiator_depth;
     conn.initiator_depth = info.responder_resources;
+    conn.flow_control = info.flow_control;
     conn.qp_num = info.remote_qpn;
     conn.retry_count = info.retry_count;
     conn.rnr_retry_count = info.rnr_retry_count;
+    conn.srq = info.srq;
     Some(event)
 }
 
@@ -382,26 +388,34 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
 /// application calls `rdma_establish`.
 fn connect_response(channel: &Channel, id: &Id) -> Box<Event> {
     let idp = id.as_ptr();
-    let pdata = channel
-        .cepm
-        .private_data(id.handle())
-        .map(|(_, d)| d)
-        .unwrap_or_default();
+    let received = channel.cepm.received(id.handle()).unwrap_or_default();
     let remote_qpn = channel
         .cepm
         .query_cep(id.handle())
         .map_or(0, |i| i.remote_qpn);
     let remote_ece = ece::remote_of(&channel.cepm, id.handle());
+    // What the kernel's rdma_cm reports of a REP (`cma_set_rep_event_data` in
+    // drivers/infiniband/core/cma.c): its parameters, the first two swapped for this side.
+    let rep_event = |kind| {
+        let mut event = Event::new(idp, kind, 0);
+        event.set_conn_pdata(&received.private_data, REP_PDATA);
+        let params = &received.params;
+        let conn = event.conn();
+        conn.responder_resources = params.initiator_depth;
+        conn.initiator_depth = params.responder_resources;
+        conn.flow_control = params.flow_control;
+        conn.rnr_retry_count = params.rnr_retry_count;
+        conn.srq = params.srq;
+        conn.qp_num = remote_qpn;
+        event
+    };
     let qp: *mut sys::ibv_qp = id.public().qp;
     if qp.is_null() {
         // Likewise for the REP (`cma_ib_handler`): the application sends the RTU when it
         // calls `rdma_establish`, and a retry of the REP meanwhile gets an MRA.
         let _ = channel.cepm.prepare_mra(id.handle());
         id.state().remote_ece = remote_ece;
-        let mut event = Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
-        event.set_conn_pdata(&pdata, REP_PDATA);
-        event.conn().qp_num = remote_qpn;
-        return event;
+        return rep_event(sys::RDMA_CM_EVENT_CONNECT_RESPONSE);
     }
     let ack_timeout = id.state().options.ack_timeout;
     let port = id.public().port_num;
@@ -425,10 +439,7 @@ fn connect_response(channel: &Channel, id: &Id) -> Box<Event> {
         return Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_ERROR, -1);
     }
     id.state().phase = Phase::Connected;
-    let mut event = Event::new(idp, sys::RDMA_CM_EVENT_ESTABLISHED, 0);
-    event.set_conn_pdata(&pdata, REP_PDATA);
-    event.conn().qp_num = remote_qpn;
-    event
+    rep_event(sys::RDMA_CM_EVENT_ESTABLISHED)
 }
 
 /// A SIDR_REP answered `id`'s SIDR_REQ: `ESTABLISHED` with what an address handle to the

@@ -164,6 +164,7 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
         rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),
         max_cm_retries: max_cm_retries(),
         srq,
+        flow_control: flow_control(cepm, param),
         qp_type: cepm_sys::CEPM_TRANSPORT_RC as u8,
         pdata_len: (CMA_HDR_SIZE + pdata.len()) as u8,
         ece_vendor_id,
@@ -177,6 +178,17 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
     cepm.connect(&args).map_err(errno::of_io)?;
     this.state().phase = Phase::Connecting;
     Ok(())
+}
+
+/// The end-to-end flow control bit of a REQ or REP: the parameter's low bit, as the kernel's
+/// `IBA_SET` masks it into the message (`cm_format_req`, `cm_format_rep`), where the module
+/// sends it (ABI 8).
+fn flow_control(cepm: &cepm::Cepm, param: Option<&sys::rdma_conn_param>) -> u8 {
+    if crate::abi::carries_conn_params(cepm) {
+        param.map_or(0, |p| p.flow_control & 1)
+    } else {
+        0
+    }
 }
 
 /// `int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)`: with a QP,
@@ -259,6 +271,7 @@ fn accept(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int> 
         initiator_depth,
         rnr_retry_count: param.map_or(7, |p| p.rnr_retry_count.min(7)),
         srq,
+        flow_control: flow_control(cepm, param),
         pdata_len: pdata.len() as u8,
         ece_vendor_id,
         ece_attr_mod,

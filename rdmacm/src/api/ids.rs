@@ -23,6 +23,7 @@ use crate::{
         gid_table,
         pending::{self, Completion, Ticket},
     },
+    route::{self, Route},
     sync, sys,
 };
 
@@ -374,6 +375,7 @@ fn addr_resolved(
             });
             let local = SocketAddr::new(resolved.source, port.unwrap_or_else(ephemeral_port));
             this.set_address(true, local);
+            route::set_ib_gids(this, local.ip(), dst.ip());
             let mut state = this.state();
             state.local = Some(local);
             state.remote = Some(dst);
@@ -411,33 +413,20 @@ pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_m
     };
     let idp = this.as_ptr();
     let mut state = this.state();
-    let (Phase::AddrResolved | Phase::RouteResolved, Some(resolved)) =
-        (state.phase, state.resolved.clone())
+    let (Phase::AddrResolved | Phase::RouteResolved, Some(resolved), Some(local), Some(remote)) =
+        (state.phase, state.resolved.clone(), state.local, state.remote)
     else {
         return errno::fail(libc::EINVAL);
     };
-    let mut path = Box::new(sys::ibv_sa_path_rec {
-        traffic_class: state.options.tos.unwrap_or(0),
-        hop_limit: 64,
-        reversible: 1,
-        numb_path: 1,
-        pkey: 0xffffu16.to_be(),
-        mtu_selector: 2, // exactly
-        mtu: resolved.mtu,
-        packet_life_time_selector: 2,
-        packet_life_time: ROCE_PACKET_LIFETIME,
-        ..Default::default()
-    });
-    path.dgid.raw = resolved.dgid;
-    path.sgid.raw = gid_table::gid_of(resolved.source);
-    let raw: *mut sys::ibv_sa_path_rec = &mut *path;
-    state.path = Some(path);
+    let route = Route {
+        resolved,
+        local,
+        remote,
+        tos: state.options.tos.unwrap_or(0),
+    };
     state.phase = Phase::RouteResolved;
     drop(state);
-    this.update(|p| {
-        p.route.path_rec = raw;
-        p.route.num_paths = 1;
-    });
+    route::set_path(this, route.path_record());
     this.channel()
         .post_made(idp, this.handle(), sys::RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
     errno::status(sync::complete(this))
