@@ -21,9 +21,15 @@
  * as an XRC target's (cm_format_req and cm_format_rep in
  * drivers/infiniband/core/cm.c).
  *
- * Usage: rdma_conn_params server|client ADDRESS PORT [xrc]
+ * With "ib", the endpoint is an RC one of rdma_create_ep in the IB port space:
+ * an "ib" client's REQ to an "xrc" server is of the wrong transport, which
+ * rdma_cm's listener refuses (cma_ib_check_req_qp_type).
+ *
+ * Usage: rdma_conn_params server|client ADDRESS PORT [xrc|ib]
  * The server prints "listening" once it listens.  Exits 0 after one
- * connection and its disconnect, 1 on any failure (the failed call first).
+ * connection and its disconnect, or once a client is rejected (it prints the
+ * REJECTED event's parameters); 1 on any other failure (the failed call
+ * first).
  */
 #include <arpa/inet.h>
 #include <string.h>
@@ -223,8 +229,18 @@ static int connect_to(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 	print_route("route", id, 0);
 	if (rdma_connect(id, &connect))
 		return fail("rdma_connect");
-	if (next_event(channel, RDMA_CM_EVENT_CONNECT_RESPONSE, &event))
+	if (rdma_get_cm_event(channel, &event))
+		return fail("rdma_get_cm_event");
+	if (event->event == RDMA_CM_EVENT_REJECTED) {
+		print_conn("rejected", event);
+		rdma_ack_cm_event(event);
+		return 0;
+	}
+	if (event->event != RDMA_CM_EVENT_CONNECT_RESPONSE) {
+		fprintf(stderr, "rdma_conn_params: %s (status %d), not CONNECT_RESPONSE\n",
+			rdma_event_str(event->event), event->status);
 		return 1;
+	}
 	print_conn("response", event);
 	rdma_ack_cm_event(event);
 	if (rdma_establish(id))
@@ -238,16 +254,16 @@ static int connect_to(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 }
 
 /*
- * An XRC endpoint for @server's side of ADDRESS:PORT (bound, or resolved to it), on
- * @channel: 0, or 1 after saying which call failed.
+ * An endpoint in the IB port space for @server's side of ADDRESS:PORT (bound, or resolved to
+ * it), on @channel, XRC or (!@xrc) RC: 0, or 1 after saying which call failed.
  */
-static int xrc_endpoint(int server, const char *address, const char *port,
-			struct rdma_event_channel *channel, struct rdma_cm_id **id)
+static int ib_endpoint(int server, int xrc, const char *address, const char *port,
+		       struct rdma_event_channel *channel, struct rdma_cm_id **id)
 {
 	struct rdma_addrinfo hints = {
 		.ai_flags = server ? RAI_PASSIVE : 0,
 		.ai_port_space = RDMA_PS_IB,
-		.ai_qp_type = server ? IBV_QPT_XRC_RECV : IBV_QPT_XRC_SEND,
+		.ai_qp_type = !xrc ? IBV_QPT_RC : server ? IBV_QPT_XRC_RECV : IBV_QPT_XRC_SEND,
 	};
 	struct rdma_addrinfo *res;
 
@@ -266,11 +282,12 @@ int main(int argc, char **argv)
 	struct rdma_event_channel *channel;
 	struct addrinfo *addr = NULL;
 	struct rdma_cm_id *id;
-	int server, xrc, rc;
+	int server, xrc, ib, rc;
 
 	xrc = argc == 5 && !strcmp(argv[4], "xrc");
-	if ((argc != 4 && !xrc) || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
-		fprintf(stderr, "usage: %s server|client ADDRESS PORT [xrc]\n", argv[0]);
+	ib = argc == 5 && !strcmp(argv[4], "ib");
+	if ((argc != 4 && !xrc && !ib) || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
+		fprintf(stderr, "usage: %s server|client ADDRESS PORT [xrc|ib]\n", argv[0]);
 		return 2;
 	}
 	server = !strcmp(argv[1], "server");
@@ -278,8 +295,8 @@ int main(int argc, char **argv)
 	channel = rdma_create_event_channel();
 	if (!channel)
 		return fail("rdma_create_event_channel");
-	if (xrc) {
-		if (xrc_endpoint(server, argv[2], argv[3], channel, &id))
+	if (xrc || ib) {
+		if (ib_endpoint(server, xrc, argv[2], argv[3], channel, &id))
 			return 1;
 	} else {
 		if (getaddrinfo(argv[2], argv[3], NULL, &addr))

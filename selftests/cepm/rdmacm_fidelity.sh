@@ -9,12 +9,13 @@
 # must print the same, line for line. The same again for an XRC connection made without QPs
 # (rdma_create_ep's XRC send and receive IDs in the IB port space), whose REQ and REP between
 # the two stacks tshark reads on veth0: the library's REQ names an XRC initiator, its REP
-# carries the QPN as an XRC target's. Afterwards no CEP is left.
+# carries the QPN as an XRC target's. An RC REQ for an XRC listener is rejected with reason 28,
+# as rdma_cm's listener refuses a request of another QP type. Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 interop_begin dumpcap tshark
 need_library
 need_progs rdma_conn_params
-ktap_set_plan 20
+ktap_set_plan 23
 
 out=$CEPM_ROOT/out/rdmacm_fidelity.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -23,12 +24,12 @@ ON_STOCK=("${PEER[@]}" timeout 60 "$progs/rdma_conn_params")
 ktap_check "cepm manages rxe0 only, ib_cm has rxe1 in namespace $PEER_NS" stock_up
 
 listening() { file_has '^listening' "$out.$1-s"; }
-# run NAME PORT ADDRESS SERVER_PREFIX CLIENT_PREFIX [xrc]: the server on ADDRESS:PORT, then
-# the client to it; each must exit 0.
+# run NAME PORT ADDRESS SERVER_PREFIX CLIENT_PREFIX [MODE [CLIENT_MODE]]: the server on
+# ADDRESS:PORT, then the client to it (in MODE, xrc or ib, or CLIENT_MODE); each must exit 0.
 run() {
 	local name=$1 port=$2 addr=$3
 	tool_pair "$name" "listening $name" -- "${!4}" server "$addr" "$port" ${6:-} -- \
-		"${!5}" client "$addr" "$port" ${6:-}
+		"${!5}" client "$addr" "$port" ${7:-${6:-}}
 }
 # same NAME SIDE [ORACLE]: NAME's SIDE (s or c) printed what the stock stack's (run ORACLE,
 # "stock" by default) printed, or the diff.
@@ -68,6 +69,18 @@ run from-stock-xrc 7537 $OURS ON_CEPM[@] ON_STOCK[@] xrc
 ktap_check "XRC, stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
 ktap_check "XRC: cepm's server, reached from stock, saw what the stock server saw" \
 	same from-stock-xrc s stock-xrc
+
+# An RC client of the IB port space and an XRC server: the client is rejected, the server
+# hears nothing and is stopped.
+stop_server=1 run stock-mixed 7538 $STOCK ON_STOCK[@] ON_STOCK[@] xrc ib
+ktap_check "RC REQ to an XRC listener, stock: rejected with reason 28 ($crc)" \
+	file_has '^rejected: status 28 ' "$out.stock-mixed-c"
+stop_server=1 run cepm-mixed 7539 $OURS ON_CEPM[@] ON_CEPM[@] xrc ib
+ktap_check "RC REQ to an XRC listener, cepm: the client saw what the stock client saw" \
+	same cepm-mixed c stock-mixed
+stop_server=1 run from-stock-mixed 7540 $OURS ON_CEPM[@] ON_STOCK[@] xrc ib
+ktap_check "stock's RC REQ to cepm's XRC listener: the client saw what the stock client saw" \
+	same from-stock-mixed c stock-mixed
 
 # Each cross run's DREQ and DREP crossed veth0: two DREPs, and the capture is whole.
 wait_until 10 capture_has_mads "$out.pcap" 0016 2
