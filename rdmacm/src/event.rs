@@ -278,8 +278,20 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         None
     };
     // Each port space has its own service IDs, so a UD listener hears SIDR_REQs alone.
-    if sidr != (listener.public().qp_type == sys::IBV_QPT_UD) {
+    let listens_for = listener.public().qp_type;
+    if sidr != (listens_for == sys::IBV_QPT_UD) {
         return refuse(cepm_sys::CEPM_REJ_INVALID_SERVICE_ID as u16);
+    }
+    // A connected listener takes the REQs of its own QP type, as rdma_cm's
+    // `cma_ib_check_req_qp_type` does (drivers/infiniband/core/cma.c): RC for RC, XRC for an
+    // XRC receive ID. Another is the consumer's reject.
+    let requested = match u32::from(info.transport) {
+        cepm_sys::CEPM_TRANSPORT_UC => sys::IBV_QPT_UC,
+        cepm_sys::CEPM_TRANSPORT_XRC => sys::IBV_QPT_XRC_RECV,
+        _ => sys::IBV_QPT_RC,
+    };
+    if !sidr && requested != listens_for {
+        return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16);
     }
     let Ok(hdr) = CmaHdr::decode(&info.private_data) else {
         return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16);

@@ -129,6 +129,13 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
     if tcp && qp.is_null() && param.is_none() {
         return Err(libc::EINVAL);
     }
+    // An XRC send ID is the initiator of an XRC connection; a receive ID (a target) sends no
+    // REQ, as `cm_validate_req_param` in drivers/infiniband/core/cm.c refuses it.
+    let transport = match public.qp_type {
+        sys::IBV_QPT_XRC_SEND => cepm_sys::CEPM_TRANSPORT_XRC,
+        sys::IBV_QPT_XRC_RECV => return Err(libc::EINVAL),
+        _ => cepm_sys::CEPM_TRANSPORT_RC,
+    };
     let resolved = &route.resolved;
     let dev = device::by_name(&resolved.device)?;
     let responder_resources = negotiate(
@@ -165,7 +172,7 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
         max_cm_retries: max_cm_retries(),
         srq,
         flow_control: flow_control(cepm, param),
-        qp_type: cepm_sys::CEPM_TRANSPORT_RC as u8,
+        qp_type: transport as u8,
         pdata_len: (CMA_HDR_SIZE + pdata.len()) as u8,
         ece_vendor_id,
         ece_attr_mod,
