@@ -7,6 +7,8 @@
 #    cm_format_rej and cm_format_drep put it back);
 #  - the REP's TargetAckDelay is the device's local CA ACK delay, set by the kernel
 #    (cm_format_rep), not whatever the user passed;
+#  - a REQ on a path of more than one hop (RoCE's, hop limit 64) carries the permissive LID
+#    0xFFFF as both port LIDs, and SubnetLocal 0 (cm_format_req);
 #  - a REQ whose primary path names a GID the port does not have gets REJ 12 with the port's
 #    GID 0 in its 16-byte ARI (cm_req_handler);
 #  - a DREQ the CEP ignores does not become the TID its later answers carry (cm_dreq_handler
@@ -22,7 +24,7 @@
 need_root
 ktap_print_header
 [ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology (a capture on veth0)"; exit "$KSFT_SKIP"; }
-ktap_set_plan 9
+ktap_set_plan 10
 
 SID1=0x0000000001064e7a SID2=0x0000000001064e7b SID3=0x0000000001064e7c SID4=0x0000000001064e7d
 SID5=0x0000000001064e7e SID6=0x0000000001064e7f
@@ -130,6 +132,23 @@ replies_answer() {
 	return 0
 }
 ktap_check "tshark dissected the capture" sh -c "test $trc = 0 && test -s '$out.frames'"
+# One line per REQ: hop limit, local and remote port LIDs, SubnetLocal.
+tshark -r "$out.pcap" -Y 'infiniband.mad.attributeid == 0x0010' -T fields \
+	-e infiniband.cm.req.prim_hoplim -e infiniband.cm.req.prim_locallid \
+	-e infiniband.cm.req.prim_remotelid -e infiniband.cm.req.prim_subnetlocal >"$out.reqs" 2>/dev/null
+show_file '# REQ hop limit, LIDs, SubnetLocal: ' "$out.reqs"
+# Every REQ, the client's and the forged ones alike, crosses more than one hop.
+permissive_lids() {
+	local hops local_lid remote_lid subnet_local n=0
+	while IFS=$'\t' read -r hops local_lid remote_lid subnet_local; do
+		[ $((hops)) -gt 1 ] || return 1
+		[ "$((local_lid)) $((remote_lid)) $((subnet_local))" = "65535 65535 0" ] || return 1
+		n=$((n + 1))
+	done <"$out.reqs"
+	[ $n -gt 0 ]
+}
+ktap_check "every REQ carries the permissive LID 0xFFFF as both port LIDs, and SubnetLocal 0" \
+	permissive_lids
 ktap_check "REP, RTU, MRA and REJ carry the TID of the REQ they answer" replies_answer 0x0010 0x0013 0x0014 0x0011 0x0012
 ktap_check "the DREP carries the TID of the DREQ it answers" replies_answer 0x0015 0x0016
 rtu_after_ignored_dreq() {
