@@ -5,7 +5,8 @@
 # ucmatose, rdma_server/rdma_client, udaddy, cmtime, perftest's ib_send_bw and ib_write_bw,
 # rping and ucmatose over IPv6, a consumer reject with private data (rdma_reject_server and
 # rdma_reject_client, ours), an SRQ (rdma_srq_server, ours), a QP readied before rdma_accept
-# (rdma_qp_before_accept, ours), ECE (rdma_ece, ours), an extended QP (rdma_qp_ex, ours), an event channel's fd (rdma_channel_events, ours) and
+# (rdma_qp_before_accept, ours), ECE (rdma_ece, ours, its REQ, REP and REJ also seen on veth0 by
+# tshark), an extended QP (rdma_qp_ex, ours), an event channel's fd (rdma_channel_events, ours) and
 # asynchronous address resolution (rdma_async_resolve, ours) and port reservation at bind (rdma_bind_ports, ours, on
 # the stock end only, its output compared with rdmacm_ports.sh's). cepm manages rxe0 alone
 # (10.77.0.1, this namespace); the stock CM owns rxe1 (10.77.0.2, namespace cepm_peer), as in
@@ -13,7 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 interop_begin ucmatose cmtime rdma_server rdma_client udaddy rping ib_send_bw ib_write_bw
 need_library
-ktap_set_plan 33
+ktap_set_plan 35
 
 out=$CEPM_ROOT/out/rdmacm_stock.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -96,12 +97,54 @@ check_unless_lost_ack "rdma_qp_ex over cepm -> stock rdma_server: the same ($crc
 	qpex-to '^rdma_qp_ex: end 0' '^rdma_server: end 0' qpex_ok qpex-to
 
 # ECE (rdma_ece): vendor ID and options in REQ and REP, and rdma_reject_ece's REJ 35, between
-# cepm and the stock rdma_cm, which forwards them whatever the device.
+# cepm and the stock rdma_cm, which forwards them whatever the device. Both pairs are
+# captured on veth0, so that each end's MADs are seen as sent, not only as the peer reads them.
+dumpcap -i veth0 -f "udp port 4791" -w "$out.ece.pcap" >"$out.ece.dumpcap" 2>&1 &
+tpid=$!
+wait_until 30 file_has "Capturing on" "$out.ece.dumpcap"
 ece_ok() { both_ok && file_has '^rdma_ece: end 0' "$out.$1-c" && file_has '^rdma_ece: end 0' "$out.$1-s"; }
 pair ece-to 7519 to-stock "$progs/rdma_ece" server $STOCK 7519 -- "$progs/rdma_ece" client $STOCK 7519
 ktap_check "rdma_ece over cepm -> stock rdma_ece: ECE both ways, REJECTED status 35 ($crc, $src)" ece_ok ece-to
 pair ece-from 7520 from-stock "$progs/rdma_ece" server $OURS 7520 -- "$progs/rdma_ece" client $OURS 7520
 ktap_check "stock rdma_ece -> rdma_ece over cepm: the same ($crc, $src)" ece_ok ece-from
+# Each pair ends with its REJ: once dumpcap has both, the capture is whole.
+wait_until 10 capture_has_mads "$out.ece.pcap" 0012 2
+kill -INT $tpid
+wait $tpid
+# One line per CM MAD: sender, attribute ID, attribute modifier, REJ reason, the MAD's data
+# (hex). tshark 4.0 names no field for the vendor ID: it is read from the data, where Linux's
+# CM puts it (ib_cm's CM_REQ_VENDOR_ID: bytes 5 to 7 of a REQ; CM_REP_VENDOR_ID_H, _M and _L:
+# bytes 15, 19 and 23 of a REP, in that order).
+tshark -r "$out.ece.pcap" -Y infiniband.mad.attributeid -T fields -e ip.src -e infiniband.mad.attributeid \
+	-e infiniband.mad.attributemodifier -e infiniband.cm.rej.reason -e infiniband.mad.data \
+	>"$out.ece.frames" 2>"$out.ece.tshark-err"
+show_file '# tshark: ' "$out.ece.tshark-err"
+# ece_wire SENDER: what SENDER's REQs, REPs and REJs carried, each distinct line once: "REQ
+# vendor V attr_mod M", "REP vendor V attr_mod M", "REJ reason R attr_mod M" (all in hex, as
+# tshark prints them), sorted.
+ece_wire() {
+	awk -F'\t' -v ip="$1" '$1 == ip {
+		attr = $2; mod = $3; d = $5
+		if (attr == "0x0010")
+			print "REQ vendor 0x" substr(d, 11, 6) " attr_mod " mod
+		else if (attr == "0x0013")
+			print "REP vendor 0x" substr(d, 31, 2) substr(d, 39, 2) substr(d, 47, 2) " attr_mod " mod
+		else if (attr == "0x0012")
+			print "REJ reason " $4 " attr_mod " mod
+	}' "$out.ece.frames" | sort -u | tr '\n' ';'
+}
+# What rdma_ece sets: the client's vendor ID 0x0015b3 and options 0x12345678 in its REQs; the
+# server's options 0x0badcafe in the REP, with the vendor ID the REQ gave (librdmacm's
+# rdma_accept returns the one received); reason 35 (0x23) in the REJ of rdma_reject_ece, whose
+# attribute modifier Linux leaves 0 (cm_format_rej takes no ECE).
+ECE_CLIENT="REQ vendor 0x0015b3 attr_mod 0x12345678;"
+ECE_SERVER="REJ reason 0x0023 attr_mod 0x00000000;REP vendor 0x0015b3 attr_mod 0x0badcafe;"
+stock_ece=$(ece_wire $STOCK) ours_ece=$(ece_wire $OURS)
+ktap_print_msg "on the wire from the stock end: $stock_ece"
+ktap_print_msg "on the wire from cepm's end: $ours_ece"
+ktap_check "the stock stack's ECE on the wire (veth0): its client's REQ, its server's REP and REJ carry what rdma_ece set" \
+	test "$stock_ece" = "$ECE_SERVER$ECE_CLIENT"
+ktap_check "cepm's ECE on the wire: the same as the stock stack's" test "$ours_ece" = "$stock_ece"
 
 # An event channel's fd: readable for ADDR_RESOLVED and ROUTE_RESOLVED, which cepm's library
 # makes in userspace (POST_EVENT), and after rdma_migrate_id on the new channel only. The
