@@ -8,7 +8,9 @@
 # the receiver is joined its netdev is a member of the group (ip maddr), and once it has left
 # it is not. rdma_multicast (ours) checks the rest of what librdmacm promises of a join (its
 # argument checks, MULTICAST_JOIN's fields, a leave that waits for the event's
-# acknowledgement), over the library here and, as the oracle, over the stock stack.
+# acknowledgement), over the library here and, as the oracle, over the stock stack;
+# rdma_multicast_full (ours) joins one more QP to a group than rxe attaches
+# (max_mcast_qp_attach), whose join's event is then MULTICAST_ERROR, likewise on both.
 # In the loopback topology both ends are on rxe0; in two-hosts the receiver runs in the peer
 # namespace on rxe1, and then against the stock stack (rdma-core's librdmacm, the kernel's
 # rdma_cm) in both directions, after the stock stack alone across the namespaces, as the
@@ -18,8 +20,8 @@ need_root
 ktap_print_header
 command -v mckey >/dev/null || { ktap_skip_all "mckey missing"; exit "$KSFT_SKIP"; }
 need_library
-need_progs ah_linger.so rdma_multicast
-[ "$TOPOLOGY" = two-hosts ] && ktap_set_plan 13 || ktap_set_plan 6
+need_progs ah_linger.so rdma_multicast rdma_multicast_full
+[ "$TOPOLOGY" = two-hosts ] && ktap_set_plan 16 || ktap_set_plan 7
 
 out=$CEPM_ROOT/out/rdmacm_multicast.$$
 stock=0
@@ -75,6 +77,19 @@ ours() {
 	show_file "# $name: " "$out.$name"
 }
 ours_ok() { [ "$ours_rc" = 0 ] && file_has '^rdma_multicast: end 0' "$out.$1"; }
+# full NAME PREFIX... -- ARGS...: rdma_multicast_full ARGS under PREFIX, its output in
+# $out.NAME, its results to compare ("= " lines) in $out.NAME.results.
+full() {
+	local name=$1 prefix=()
+	shift
+	while [ "$1" != -- ]; do prefix+=("$1"); shift; done
+	shift
+	"${prefix[@]}" timeout 120 "$progs/rdma_multicast_full" "$@" >"$out.$name" 2>&1
+	full_rc=$?
+	show_file "# $name: " "$out.$name"
+	grep '^= ' "$out.$name" >"$out.$name.results"
+}
+full_ok() { [ "$full_rc" = 0 ] && file_has '^rdma_multicast_full: end 0' "$out.$1"; }
 # received NAME GROUP: both exited 0, each joined the group's MGID, the receiver got its 10.
 received() {
 	[ "$rrc" = 0 ] && [ "$src" = 0 ] &&
@@ -100,6 +115,9 @@ ktap_check "mckey -s -o (a send-only join) -> mckey, both over cepm: 10 datagram
 ours ours "${OVER_CEPM[@]}" -- $HERE 239.77.0.6
 ktap_check "rdma_multicast over cepm: argument checks, MULTICAST_JOIN's fields, membership, a leave that waits for the acknowledgement ($ours_rc)" \
 	ours_ok ours
+full full "${OVER_CEPM[@]}" -- $HERE 239.77.0.8
+ktap_check "rdma_multicast_full over cepm: max_mcast_qp_attach joins, then MULTICAST_ERROR with a negative status, all left and destroyed ($full_rc)" \
+	full_ok full
 
 if [ "$TOPOLOGY" = two-hosts ]; then
 	topology_down
@@ -107,6 +125,12 @@ if [ "$TOPOLOGY" = two-hosts ]; then
 	ktap_check "cepm manages rxe0 only, rdma_cm serves rxe1 in namespace $PEER_NS" stock_up
 	ours ours-stock "${PEER[@]}" -- 10.77.0.2 239.77.0.7
 	ktap_check "rdma_multicast over the stock stack: the same ($ours_rc)" ours_ok ours-stock
+	full full-stock "${PEER[@]}" -- 10.77.0.2 239.77.0.9
+	diff -u "$out.full-stock.results" "$out.full.results" >"$out.full.diff"
+	show_file '# stock -> cepm: ' "$out.full.diff"
+	ktap_check "rdma_multicast_full over the stock stack: the same ($full_rc)" full_ok full-stock
+	ktap_check "... with the results it has over cepm: the MULTICAST_ERROR's status, errno and param.ud, the leaves, the destroys" \
+		sh -c "test -s '$out.full.results' && test ! -s '$out.full.diff'"
 	# The oracle: rdma-core's librdmacm on both ends, the sender here on rxe0 (rdma_cm needs no
 	# CM MAD for multicast), the receiver on rxe1.
 	RX=("${PEER[@]}") RX_NS=("${PEER[@]}") RX_ADDR=10.77.0.2 RX_DEV=veth1
