@@ -61,6 +61,9 @@ pub(crate) struct Event {
     pdata: [u8; 256],
     /// The multicast join it reports, whose leave waits for its acknowledgement.
     pub(crate) group: Option<Arc<Group>>,
+    /// The `errno` that `rdma_get_cm_event` leaves behind with it (0: none), as librdmacm
+    /// leaves one where making the event failed (`rdma_seterrno`).
+    pub(crate) errno: i32,
 }
 
 impl Event {
@@ -76,6 +79,7 @@ impl Event {
             owner: id,
             pdata: [0; 256],
             group: None,
+            errno: 0,
         })
     }
 

@@ -240,15 +240,16 @@ pub(crate) fn posted_event(this: &Id) -> Option<Box<Event>> {
 }
 
 /// `group`'s `MULTICAST_JOIN` for `this`, once librdmacm's `ucma_process_join` has attached
-/// the ID's QP (if any, and not for a send-only join): `MULTICAST_ERROR` with the negative
-/// errno if that fails. `None` if the group was left.
+/// the ID's QP (if any, and not for a send-only join): `MULTICAST_ERROR` if that fails, with
+/// the join's parameters still, status -1 and `errno` the attach's error, as
+/// `rdma_seterrno` makes it. `None` if the group was left.
 fn make(this: &Id, group: &Arc<Group>) -> Option<Box<Event>> {
     let mut state = group.state();
     if state.left {
         return None;
     }
     let qp: *mut sys::ibv_qp = this.public().qp;
-    let mut status = 0;
+    let mut attach_error = 0;
     if !qp.is_null() && !group.send_only && !state.attached {
         let dgid = group.ah_attr.grh.dgid;
         // SAFETY: The ID's QP is alive while the ID has it; `dgid` lives for the call.
@@ -256,25 +257,24 @@ fn make(this: &Id, group: &Arc<Group>) -> Option<Box<Event>> {
         if rc == 0 {
             state.attached = true;
         } else {
-            status = -rc;
+            attach_error = rc;
         }
     }
     drop(state);
-    let kind = if status == 0 {
-        sys::RDMA_CM_EVENT_MULTICAST_JOIN
+    let (kind, status) = if attach_error == 0 {
+        (sys::RDMA_CM_EVENT_MULTICAST_JOIN, 0)
     } else {
-        sys::RDMA_CM_EVENT_MULTICAST_ERROR
+        (sys::RDMA_CM_EVENT_MULTICAST_ERROR, -1)
     };
     let mut event = Event::new(this.as_ptr(), kind, status);
+    event.errno = attach_error;
     event.group = Some(Arc::clone(group));
     // SAFETY: `ud` is the member of the parameter union multicast events use.
     let ud = unsafe { &mut event.public.param.ud };
     ud.private_data = group.context as *const c_void;
-    if status == 0 {
-        ud.ah_attr = group.ah_attr;
-        ud.qp_num = MULTICAST_QPN;
-        ud.qkey = UDP_QKEY;
-    }
+    ud.ah_attr = group.ah_attr;
+    ud.qp_num = MULTICAST_QPN;
+    ud.qkey = UDP_QKEY;
     Some(event)
 }
 

@@ -566,6 +566,9 @@ pub unsafe extern "C" fn rdma_get_cm_event(
     drop(live_channel);
     match next {
         Ok(e) => {
+            if e.errno != 0 {
+                errno::set(e.errno);
+            }
             // SAFETY: The caller passes `event` valid for a write.
             unsafe { *event = Box::into_raw(e).cast() };
             0
