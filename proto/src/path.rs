@@ -126,7 +126,25 @@ pub const LAP_ALTERNATE: PathLayout = PathLayout {
     local_ack_timeout: Field::new("lap.alternate.local_ack_timeout", 63, 0, 5),
 };
 
+/// The permissive LID, which a RoCE REQ names as both ports' LIDs on a path of more than one
+/// hop.
+pub const PERMISSIVE_LID: u16 = 0xffff;
+
 impl CmPath {
+    /// This RoCE path with its LIDs and SubnetLocal bit as Linux's `cm_format_req`
+    /// (drivers/infiniband/core/cm.c) sets them from its hop limit: beyond one hop, the
+    /// permissive LID both ways and not subnet-local; within one, the path's own LIDs, of
+    /// which RoCE has none (0), and subnet-local.
+    #[must_use]
+    pub fn with_roce_lids(mut self) -> Self {
+        let local = self.hop_limit <= 1;
+        let lid = if local { 0 } else { PERMISSIVE_LID };
+        self.local_lid = lid;
+        self.remote_lid = lid;
+        self.subnet_local = local;
+        self
+    }
+
     /// Whether the block is all zero, i.e. "no alternate path".
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
@@ -168,5 +186,32 @@ impl CmPath {
         layout
             .local_ack_timeout
             .set(mad, self.local_ack_timeout.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roce_lids_follow_the_hop_limit_as_cm_format_req_sets_them() {
+        for (hop_limit, lid, subnet_local) in [
+            (0, 0, true),
+            (1, 0, true),
+            (2, PERMISSIVE_LID, false),
+            (64, PERMISSIVE_LID, false),
+            (255, PERMISSIVE_LID, false),
+        ] {
+            let path = CmPath {
+                hop_limit,
+                ..Default::default()
+            }
+            .with_roce_lids();
+            assert_eq!(
+                (path.local_lid, path.remote_lid, path.subnet_local),
+                (lid, lid, subnet_local),
+                "hop limit {hop_limit}"
+            );
+        }
     }
 }

@@ -229,10 +229,10 @@ impl Cep {
                     traffic_class: path.traffic_class,
                     hop_limit: path.hop_limit,
                     sl: path.sl,
-                    subnet_local: path.hop_limit <= 1,
                     local_ack_timeout: timing::ack_timeout(port.ack_delay(), path.packet_life_time),
                     ..Default::default()
-                },
+                }
+                .with_roce_lids(),
                 private_data: PrivateData::new(
                     args.pdata.get(..usize::from(args.pdata_len)).ok_or(E2BIG)?,
                 )
