@@ -7,19 +7,22 @@
 # by no one, the call returns before its ADDR_ERROR exists; toward 198.51.100.1 (an
 # "unreachable" route) the call fails itself; a synchronous ID waits. rdma_user_events checks
 # RDMACM_1.4's asynchronous calls: rdma_write_cm_event's USER events and rdma_resolve_addrinfo's
-# ADDRINFO_RESOLVED, with rdma_query_addrinfo. Two hosts only: on loopback every address on
-# the link is this host's own.
+# ADDRINFO_RESOLVED, with rdma_query_addrinfo. An IPv6 link-local destination leaves through
+# the interface its scope ID names (rdma_cm's bound_dev_if), even where another interface's
+# route to fe80::/64 is preferred: rping over cepm to fe80::77:2%veth0, with a dummy netdev's
+# route to fe80::/64 at a lower metric than veth0's. Two hosts only: on loopback every address
+# on the link is this host's own.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
 [ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology"; exit "$KSFT_SKIP"; }
 need_library
 need_progs rdma_async_resolve rdma_user_events
-ktap_set_plan 3
+ktap_set_plan 4
 
 out=$CEPM_ROOT/out/rdmacm_async.$$
 UNROUTABLE=198.51.100.1
-trap 'ip route del unreachable $UNROUTABLE/32 2>/dev/null; topology_down; rm -f "$out".*' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait; ip route del unreachable $UNROUTABLE/32 2>/dev/null; ip link del cepm_decoy 2>/dev/null; ip addr del fe80::77:1/64 dev veth0 2>/dev/null; topology_down; rm -f "$out".*' EXIT
 up() { topology_up && ip route add unreachable $UNROUTABLE/32; }
 ktap_check "topology $TOPOLOGY is up, $UNROUTABLE unreachable" up
 
@@ -34,4 +37,22 @@ rc=$?
 show_file '# ' "$out.user"
 user_ok() { [ $rc = 0 ] && file_has '^rdma_user_events: end 0' "$out.user"; }
 ktap_check "RDMACM_1.4: rdma_write_cm_event's USER events, rdma_resolve_addrinfo's event and result ($rc)" user_ok
+
+# Link-local addresses of our own on both ends, and a decoy: a dummy netdev whose route to
+# fe80::/64 the routing table prefers to veth0's.
+link_local_up() {
+	ip addr add fe80::77:1/64 dev veth0 nodad &&
+		"${SERVER[@]}" ip addr add fe80::77:2/64 dev veth1 nodad &&
+		wait_until 20 has_gid rxe0 fe80:0000:0000:0000:0000:0000:0077:0001 &&
+		wait_until 20 has_gid rxe1 fe80:0000:0000:0000:0000:0000:0077:0002 &&
+		ip link add cepm_decoy type dummy && ip link set cepm_decoy up &&
+		ip -6 route add fe80::/64 dev cepm_decoy metric 1 &&
+		ip -6 route get fe80::77:2 | grep -q 'dev cepm_decoy'
+}
+link_local_up || ktap_print_msg "link-local setup failed"
+tool_pair scoped "cepm_listens 7192" -- \
+	"${SERVER[@]}" env LD_LIBRARY_PATH="$LIB" timeout 60 rping -s -a fe80::77:2%veth1 -p 7192 -C 3 -v -V -- \
+	env LD_LIBRARY_PATH="$LIB" timeout 60 rping -c -a fe80::77:2%veth0 -p 7192 -C 3 -v -V
+scoped_pings() { [ "$crc$src" = 00 ] && [ "$(grep -c '^ping data: rdma-ping-' "$out.scoped-c")" = 3 ]; }
+ktap_check "rping to fe80::77:2%veth0 leaves by veth0, not by the preferred route's netdev ($crc, $src)" scoped_pings
 ktap_finished
