@@ -108,8 +108,8 @@ host-test:
 SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma_reject_server \
 	rdma_reject_client rdma_srq_server ucp_client_server rdma_qp_before_accept rdma_channel_events \
 	rdma_stale_pointers rdma_listener_race rdma_async_resolve rdma_multicast rdma_ece rdma_user_events \
-	rdma_qp_ex rdma_bind_ports rdma_portals rdma_conn_params rdma_multicast_full cm_clock.so ah_linger.so \
-	busy_clock)
+	rdma_qp_ex rdma_bind_ports rdma_portals rdma_conn_params rdma_multicast_full rdma_devices cm_clock.so \
+	ah_linger.so busy_clock)
 SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
 selftest-progs: $(SELFTEST_PROGS)
 
@@ -126,7 +126,7 @@ out/selftests/rdma_reject_server out/selftests/rdma_reject_client out/selftests/
 	out/selftests/rdma_user_events out/selftests/rdma_bind_ports out/selftests/rdma_conn_params: \
 	PROG_LIBS = -lrdmacm
 out/selftests/rdma_srq_server out/selftests/rdma_qp_before_accept out/selftests/rdma_qp_ex \
-	out/selftests/rdma_portals out/selftests/rdma_multicast_full: \
+	out/selftests/rdma_portals out/selftests/rdma_multicast_full out/selftests/rdma_devices: \
 	PROG_LIBS = -lrdmacm -libverbs
 out/selftests/rdma_multicast: PROG_LIBS = -lrdmacm -libverbs -lpthread
 # Its own ioctl stands in front of glibc's for the library too: exported (-rdynamic).

@@ -11,18 +11,20 @@
 # the interface its scope ID names (rdma_cm's bound_dev_if), even where another interface's
 # route to fe80::/64 is preferred: rping over cepm to fe80::77:2%veth0, with a dummy netdev's
 # route to fe80::/64 at a lower metric than veth0's. Two hosts only: on loopback every address
-# on the link is this host's own.
+# on the link is this host's own. rdma_get_devices lists a device added while the process
+# runs (rdma_devices: rxe2 on a dummy netdev, between two calls), as librdmacm's
+# sync_devices_list does.
 . "$(dirname "$0")/lib.sh"
 need_root
 ktap_print_header
 [ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology"; exit "$KSFT_SKIP"; }
 need_library
-need_progs rdma_async_resolve rdma_user_events
-ktap_set_plan 4
+need_progs rdma_async_resolve rdma_user_events rdma_devices
+ktap_set_plan 5
 
 out=$CEPM_ROOT/out/rdmacm_async.$$
 UNROUTABLE=198.51.100.1
-trap 'kill $(jobs -p) 2>/dev/null; wait; ip route del unreachable $UNROUTABLE/32 2>/dev/null; ip link del cepm_decoy 2>/dev/null; ip addr del fe80::77:1/64 dev veth0 2>/dev/null; topology_down; rm -f "$out".*' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait; ip route del unreachable $UNROUTABLE/32 2>/dev/null; ip link del cepm_decoy 2>/dev/null; rdma link del rxe2 2>/dev/null; ip link del cepm_dev2 2>/dev/null; ip addr del fe80::77:1/64 dev veth0 2>/dev/null; topology_down; rm -f "$out".*' EXIT
 up() { topology_up && ip route add unreachable $UNROUTABLE/32; }
 ktap_check "topology $TOPOLOGY is up, $UNROUTABLE unreachable" up
 
@@ -55,4 +57,24 @@ tool_pair scoped "cepm_listens 7192" -- \
 	env LD_LIBRARY_PATH="$LIB" timeout 60 rping -c -a fe80::77:2%veth0 -p 7192 -C 3 -v -V
 scoped_pings() { [ "$crc$src" = 00 ] && [ "$(grep -c '^ping data: rdma-ping-' "$out.scoped-c")" = 3 ]; }
 ktap_check "rping to fe80::77:2%veth0 leaves by veth0, not by the preferred route's netdev ($crc, $src)" scoped_pings
+
+env LD_LIBRARY_PATH="$LIB" timeout 90 "$progs/rdma_devices" "$out.added" >"$out.devices" 2>&1 &
+dpid=$!
+wait_until 30 file_has '^first: ' "$out.devices"
+ip link add cepm_dev2 type dummy && ip link set cepm_dev2 up &&
+	rdma link add rxe2 type rxe netdev cepm_dev2 && wait_until 20 port_listed rxe2 1
+touch "$out.added"
+wait $dpid
+rc=$?
+show_file '# ' "$out.devices"
+# The second call lists one device more than the first, rxe2 among them.
+added_listed() {
+	local first then
+	first=$(awk '$1 == "first:" { print $2 }' "$out.devices")
+	then=$(awk '$1 == "then:" { print $2 }' "$out.devices")
+	[ $rc = 0 ] && [ -n "$first" ] && [ "$then" = $((first + 1)) ] && file_has '^then: .* rxe2( |$)' "$out.devices"
+}
+ktap_check "rdma_get_devices lists rxe2, added after its first call ($rc)" added_listed
+rdma link del rxe2
+ip link del cepm_dev2
 ktap_finished
