@@ -1,6 +1,8 @@
 //! The RDMA devices, each opened once for the life of the process as librdmacm opens them:
 //! the IDs bound to a device share its verbs context and one protection domain, and the
-//! connection parameters are bounded by its limits.
+//! connection parameters are bounded by its limits. The list follows libibverbs' as
+//! librdmacm's does: a device added later is opened when the application lists the devices or
+//! names it, and one removed is no longer listed.
 
 use core::ffi::{c_int, CStr};
 use std::sync::Mutex;
@@ -22,38 +24,82 @@ pub(crate) struct Device {
 
 struct Opened {
     name: String,
+    /// libibverbs' device, as its lists name it: the same pointer in every list while the
+    /// device stays (a device removed and added again is another).
+    ibv_device: *mut sys::ibv_device,
     device: Device,
+    /// No longer listed by libibverbs: hidden from the application and from lookups. Its
+    /// context stays open, since IDs and QPs of the application may still use it.
+    gone: bool,
 }
 
 // SAFETY: The verbs objects may be used from any thread (libibverbs is thread-safe).
 unsafe impl Send for Opened {}
 
-static DEVICES: Mutex<Option<Vec<Opened>>> = Mutex::new(None);
+/// The devices opened, and libibverbs' last device list, kept so that its devices stay
+/// allocated to be compared with the next list's, as librdmacm keeps its `dev_list`.
+struct Devices {
+    opened: Vec<Opened>,
+    list: *mut *mut sys::ibv_device,
+}
 
-/// Opens every device on the first call.
-fn with_devices<T>(f: impl FnOnce(&[Opened]) -> T) -> Result<T, c_int> {
+// SAFETY: As for `Opened`: the list is libibverbs' and may be freed from any thread.
+unsafe impl Send for Devices {}
+
+static DEVICES: Mutex<Devices> = Mutex::new(Devices {
+    opened: Vec::new(),
+    list: core::ptr::null_mut(),
+});
+
+/// When [`with_devices`] compares the devices opened with libibverbs' list.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Refresh {
+    /// Only before the first use.
+    First,
+    /// Now, as librdmacm's `rdma_get_devices` does on each call.
+    Always,
+}
+
+/// `f` on the devices the application may use (those libibverbs still lists), opened on the
+/// first call, and synced with libibverbs' list as `refresh` says.
+fn with_devices<T>(refresh: Refresh, f: impl FnOnce(&[&Opened]) -> T) -> Result<T, c_int> {
     let mut guard = DEVICES.lock().map_err(|_| libc::EIO)?;
-    if guard.is_none() {
-        let mut count: c_int = 0;
-        // SAFETY: `count` is valid for a write.
-        let list = unsafe { sys::ibv_get_device_list(&mut count) };
-        if list.is_null() {
-            return Err(crate::errno::last_or(libc::ENODEV));
-        }
-        let mut opened = Vec::new();
-        for i in 0..usize::try_from(count).unwrap_or(0) {
-            // SAFETY: The list has `count` entries.
-            let device = unsafe { *list.add(i) };
-            if let Some(o) = open(device) {
-                opened.push(o);
-            }
-        }
-        // SAFETY: The list came from ibv_get_device_list; the contexts outlive it.
-        unsafe { sys::ibv_free_device_list(list) };
-        crate::debug!("{} of {count} devices opened", opened.len());
-        *guard = Some(opened);
+    if refresh == Refresh::Always || guard.list.is_null() {
+        sync_with_ibverbs(&mut guard)?;
     }
-    Ok(f(guard.as_deref().unwrap_or_default()))
+    let listed: Vec<&Opened> = guard.opened.iter().filter(|o| !o.gone).collect();
+    Ok(f(&listed))
+}
+
+/// Opens the devices libibverbs lists that are not open yet, and hides those it no longer
+/// lists (`sync_devices_list` in rdma-core's librdmacm/cma.c).
+fn sync_with_ibverbs(devices: &mut Devices) -> Result<(), c_int> {
+    let mut count: c_int = 0;
+    // SAFETY: `count` is valid for a write.
+    let list = unsafe { sys::ibv_get_device_list(&mut count) };
+    if list.is_null() {
+        return Err(crate::errno::last_or(libc::ENODEV));
+    }
+    // SAFETY: The list has `count` entries.
+    let listed = unsafe { core::slice::from_raw_parts(list, usize::try_from(count).unwrap_or(0)) };
+    for o in &mut devices.opened {
+        o.gone |= !listed.contains(&o.ibv_device);
+    }
+    for &device in listed {
+        if devices.opened.iter().all(|o| o.ibv_device != device) {
+            devices.opened.extend(open(device));
+        }
+    }
+    let old = core::mem::replace(&mut devices.list, list);
+    if !old.is_null() {
+        // SAFETY: The previous list, from ibv_get_device_list; no one reads it any more.
+        unsafe { sys::ibv_free_device_list(old) };
+    }
+    crate::debug!(
+        "{} of {count} devices open",
+        devices.opened.iter().filter(|o| !o.gone).count()
+    );
+    Ok(())
 }
 
 /// Opens one device, with its shared PD and limits.
@@ -79,6 +125,8 @@ fn open(device: *mut sys::ibv_device) -> Option<Opened> {
     }
     Some(Opened {
         name,
+        ibv_device: device,
+        gone: false,
         device: Device {
             context,
             pd,
@@ -88,25 +136,34 @@ fn open(device: *mut sys::ibv_device) -> Option<Opened> {
     })
 }
 
-/// Every device's context, in the order libibverbs lists them; `ENODEV` if there is none.
+/// Every device's context, libibverbs' list synced first (devices added since the last call
+/// are opened); `ENODEV` if there is none.
 pub(crate) fn contexts() -> Result<Vec<*mut sys::ibv_context>, c_int> {
-    let contexts = with_devices(|d| d.iter().map(|o| o.device.context).collect::<Vec<_>>())?;
+    let contexts = with_devices(Refresh::Always, |d| {
+        d.iter().map(|o| o.device.context).collect::<Vec<_>>()
+    })?;
     if contexts.is_empty() {
         return Err(libc::ENODEV);
     }
     Ok(contexts)
 }
 
-/// Every device's name and context.
+/// Every device's name and context, libibverbs' list synced first (the GID tables are read
+/// again only when a lookup misses: a new device's GIDs are found then).
 pub(crate) fn all() -> Result<Vec<(String, *mut sys::ibv_context)>, c_int> {
-    with_devices(|d| {
+    with_devices(Refresh::Always, |d| {
         d.iter()
             .map(|o| (o.name.clone(), o.device.context))
             .collect()
     })
 }
 
-/// The device called `name`; `ENODEV` if none is.
+/// The device called `name`, libibverbs' list synced first if none is open (a device added
+/// since), as librdmacm's `ucma_get_cma_device` does; `ENODEV` if none is.
 pub(crate) fn by_name(name: &str) -> Result<Device, c_int> {
-    with_devices(|d| d.iter().find(|o| o.name == name).map(|o| o.device))?.ok_or(libc::ENODEV)
+    let find = |d: &[&Opened]| d.iter().find(|o| o.name == name).map(|o| o.device);
+    match with_devices(Refresh::First, find)? {
+        Some(device) => Ok(device),
+        None => with_devices(Refresh::Always, find)?.ok_or(libc::ENODEV),
+    }
 }
