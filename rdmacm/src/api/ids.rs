@@ -289,6 +289,19 @@ pub unsafe extern "C" fn rdma_resolve_addr(
     errno::status(resolve_addr(this, given, dst, timeout).and_then(|()| sync::complete(this)))
 }
 
+/// The interface an IPv6 link-local source, else destination, names by its scope ID: where
+/// rdma_cm binds the ID (`bound_dev_if`, set by `cma_check_linklocal` and `cma_bind_addr` in
+/// drivers/infiniband/core/cma.c), and so where the route lookup leaves. 0 for none.
+fn scope_interface(src: Option<SocketAddr>, dst: SocketAddr) -> u32 {
+    let link_local = |a: SocketAddr| match a {
+        SocketAddr::V6(v6) if v6.ip().is_unicast_link_local() => Some(v6.scope_id()),
+        _ => None,
+    };
+    src.and_then(link_local)
+        .or_else(|| link_local(dst))
+        .unwrap_or(0)
+}
+
 /// [`rdma_resolve_addr`]'s checks and route lookup, in the call; the rest is handed to the
 /// process's resolving thread.
 fn resolve_addr(
@@ -329,7 +342,8 @@ fn resolve_addr(
         src = Some(held);
     }
     let source = src.map(|s| s.ip()).filter(|ip| !address::is_any_addr(*ip));
-    let resolution = address::start(dst.ip(), source, timeout).map_err(errno::of_io)?;
+    let oif = scope_interface(src, dst);
+    let resolution = address::start(dst.ip(), source, oif, timeout).map_err(errno::of_io)?;
     this.set_address(false, dst);
     let ticket = Ticket::new();
     {
@@ -413,9 +427,12 @@ pub unsafe extern "C" fn rdma_resolve_route(id: *mut sys::rdma_cm_id, _timeout_m
     };
     let idp = this.as_ptr();
     let mut state = this.state();
-    let (Phase::AddrResolved | Phase::RouteResolved, Some(resolved), Some(local), Some(remote)) =
-        (state.phase, state.resolved.clone(), state.local, state.remote)
-    else {
+    let (Phase::AddrResolved | Phase::RouteResolved, Some(resolved), Some(local), Some(remote)) = (
+        state.phase,
+        state.resolved.clone(),
+        state.local,
+        state.remote,
+    ) else {
         return errno::fail(libc::EINVAL);
     };
     let route = Route {

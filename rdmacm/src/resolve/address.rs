@@ -77,18 +77,20 @@ pub(crate) struct Resolution {
     started: Instant,
 }
 
-/// Starts resolving `destination`, from `source` if given, within `timeout`: the route
-/// lookup, whose failure (`ENETUNREACH`, `EHOSTUNREACH`, ... as the routing table answers)
-/// is the caller's own, as `rdma_resolve_ip` (drivers/infiniband/core/addr.c) returns
-/// `addr_resolve`'s route errors from the call.
+/// Starts resolving `destination`, from `source` if given, within `timeout`, through the
+/// interface `oif` if not 0 (an IPv6 link-local address's scope): the route lookup, whose
+/// failure (`ENETUNREACH`, `EHOSTUNREACH`, ... as the routing table answers) is the caller's
+/// own, as `rdma_resolve_ip` (drivers/infiniband/core/addr.c) returns `addr_resolve`'s route
+/// errors from the call.
 pub(crate) fn start(
     destination: IpAddr,
     source: Option<IpAddr>,
+    oif: u32,
     timeout: Duration,
 ) -> io::Result<Resolution> {
     let started = Instant::now();
     netlink::follow_namespace();
-    let route = route::lookup(destination, source)?;
+    let route = route::lookup(destination, source, oif)?;
     crate::debug!("route to {destination}: {:?}", started.elapsed());
     Ok(Resolution {
         destination,

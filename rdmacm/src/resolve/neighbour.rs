@@ -6,7 +6,7 @@
 
 use std::{
     io,
-    net::{IpAddr, SocketAddr, UdpSocket},
+    net::{IpAddr, SocketAddr, SocketAddrV6, UdpSocket},
 };
 
 use netlink_packet_route::{
@@ -83,16 +83,27 @@ fn lookup(ifindex: u32, ip: IpAddr) -> io::Result<Entry> {
     })
 }
 
-/// Makes the kernel resolve `ip` by sending it an empty datagram from `source`.
-fn provoke(ip: IpAddr, source: Option<IpAddr>) -> io::Result<()> {
-    let bind: SocketAddr = match (source, ip) {
-        (Some(s), _) => (s, 0).into(),
+/// Makes the kernel resolve `ip`, a next hop on interface `ifindex`, by sending it an empty
+/// datagram from `source`. An IPv6 link-local address names the interface as its scope, which
+/// both ends of the datagram need (`bind` and `sendto` refuse a link-local address without
+/// one).
+fn provoke(ip: IpAddr, source: Option<IpAddr>, ifindex: u32) -> io::Result<()> {
+    let scoped = |ip: IpAddr, port: u16| -> SocketAddr {
+        match ip {
+            IpAddr::V6(v6) if v6.is_unicast_link_local() => {
+                SocketAddrV6::new(v6, port, 0, ifindex).into()
+            }
+            _ => (ip, port).into(),
+        }
+    };
+    let bind = match (source, ip) {
+        (Some(s), _) => scoped(s, 0),
         (None, IpAddr::V4(_)) => ([0u8; 4], 0).into(),
         (None, IpAddr::V6(_)) => ([0u16; 8], 0).into(),
     };
     let socket = UdpSocket::bind(bind)?;
     // Refused or unreachable later is fine: the resolution has started.
-    let _ = socket.send_to(&[], (ip, DISCARD_PORT));
+    let _ = socket.send_to(&[], scoped(ip, DISCARD_PORT));
     Ok(())
 }
 
@@ -126,7 +137,7 @@ impl Probe {
             Entry::Known(mac) => Ok(Some(mac)),
             Entry::Failed if self.provoked => Err(io::Error::from_raw_os_error(libc::EHOSTUNREACH)),
             Entry::Missing | Entry::Failed if !self.provoked => {
-                provoke(self.ip, self.source)?;
+                provoke(self.ip, self.source, self.ifindex)?;
                 self.provoked = true;
                 Ok(None)
             }

@@ -274,7 +274,7 @@ mod tests {
     /// A resolution toward this host's loopback address, which has no RoCE GID: it finishes
     /// at its first look, with `EADDRNOTAVAIL`.
     fn no_gid() -> Resolution {
-        super::super::address::start(loopback(), None, Duration::from_secs(1)).unwrap()
+        super::super::address::start(loopback(), None, 0, Duration::from_secs(1)).unwrap()
     }
 
     #[test]

@@ -38,9 +38,10 @@ fn ip_of(address: &RouteAddress) -> Option<IpAddr> {
     }
 }
 
-/// The route from `source` (any, if `None`) to `destination`. `ENETUNREACH` (and the like,
-/// as the kernel answers) when there is none.
-pub(crate) fn lookup(destination: IpAddr, source: Option<IpAddr>) -> io::Result<Route> {
+/// The route from `source` (any, if `None`) to `destination`, leaving by the interface
+/// `oif` if it is not 0. `ENETUNREACH` (and the like, as the kernel answers) when there is
+/// none.
+pub(crate) fn lookup(destination: IpAddr, source: Option<IpAddr>, oif: u32) -> io::Result<Route> {
     let mut message = RouteMessage::default();
     let bits = if destination.is_ipv4() { 32 } else { 128 };
     message.header.address_family = if destination.is_ipv4() {
@@ -57,6 +58,9 @@ pub(crate) fn lookup(destination: IpAddr, source: Option<IpAddr>) -> io::Result<
         message
             .attributes
             .push(RouteAttribute::Source(source.into()));
+    }
+    if oif != 0 {
+        message.attributes.push(RouteAttribute::Oif(oif));
     }
     let answers = netlink::request(RouteNetlinkMessage::GetRoute(message), 0)?;
     let Some(RouteNetlinkMessage::NewRoute(answer)) = answers.into_iter().next() else {
@@ -89,7 +93,7 @@ mod tests {
 
     #[test]
     fn this_hosts_own_address_is_local_and_leaves_by_lo() {
-        let route = lookup("127.0.0.1".parse().unwrap(), None).unwrap();
+        let route = lookup("127.0.0.1".parse().unwrap(), None, 0).unwrap();
         assert!(route.local);
         // SAFETY: A C string.
         let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
@@ -103,6 +107,7 @@ mod tests {
         let route = lookup(
             "127.0.0.2".parse().unwrap(),
             Some("127.0.0.1".parse().unwrap()),
+            0,
         )
         .unwrap();
         assert!(route.local);
