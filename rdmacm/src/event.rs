@@ -113,6 +113,21 @@ impl Event {
         unsafe { &mut self.public.param.ud }
     }
 
+    /// The connection parameters of the peer's REQ or REP, `params`, and its QPN, as rdma_cm
+    /// reports them to this side (`cma_set_req_event_data`, `cma_set_rep_event_data`): the
+    /// peer's initiator depth is what this side must be able to respond to, and the other
+    /// way round.
+    fn set_peer_params(&mut self, params: &cepm_sys::cepm_conn_params, qp_num: u32) {
+        let conn = self.conn();
+        conn.responder_resources = params.initiator_depth;
+        conn.initiator_depth = params.responder_resources;
+        conn.flow_control = params.flow_control;
+        conn.retry_count = params.retry_count;
+        conn.rnr_retry_count = params.rnr_retry_count;
+        conn.srq = params.srq;
+        conn.qp_num = qp_num;
+    }
+
     fn conn(&mut self) -> &mut sys::rdma_conn_param {
         // SAFETY: `conn` is the member of the parameter union connected events use.
         unsafe { &mut self.public.param.conn }
@@ -388,14 +403,16 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         info.private_data.get(CMA_HDR_SIZE..).unwrap_or_default(),
         REQ_USER_PDATA,
     );
-    let conn = event.conn();
-    conn.responder_resources = info.initiator_depth;
-    conn.initiator_depth = info.responder_resources;
-    conn.flow_control = info.flow_control;
-    conn.qp_num = info.remote_qpn;
-    conn.retry_count = info.retry_count;
-    conn.rnr_retry_count = info.rnr_retry_count;
-    conn.srq = info.srq;
+    let req = cepm_sys::cepm_conn_params {
+        responder_resources: info.responder_resources,
+        initiator_depth: info.initiator_depth,
+        flow_control: info.flow_control,
+        retry_count: info.retry_count,
+        rnr_retry_count: info.rnr_retry_count,
+        srq: info.srq,
+        reserved: [0; 2],
+    };
+    event.set_peer_params(&req, info.remote_qpn);
     Some(event)
 }
 
@@ -411,18 +428,12 @@ fn connect_response(channel: &Channel, id: &Id) -> Box<Event> {
         .map_or(0, |i| i.remote_qpn);
     let remote_ece = ece::remote_of(&channel.cepm, id.handle());
     // What the kernel's rdma_cm reports of a REP (`cma_set_rep_event_data` in
-    // drivers/infiniband/core/cma.c): its parameters, the first two swapped for this side.
+    // drivers/infiniband/core/cma.c): its parameters, with no retry count (the module
+    // reports 0).
     let rep_event = |kind| {
         let mut event = Event::new(idp, kind, 0);
         event.set_conn_pdata(&received.private_data, REP_PDATA);
-        let params = &received.params;
-        let conn = event.conn();
-        conn.responder_resources = params.initiator_depth;
-        conn.initiator_depth = params.responder_resources;
-        conn.flow_control = params.flow_control;
-        conn.rnr_retry_count = params.rnr_retry_count;
-        conn.srq = params.srq;
-        conn.qp_num = remote_qpn;
+        event.set_peer_params(&received.params, remote_qpn);
         event
     };
     let qp: *mut sys::ibv_qp = id.public().qp;
