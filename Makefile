@@ -110,7 +110,8 @@ SELFTEST_PROGS = $(addprefix out/selftests/,ioctl_abi ioctl_fuzz privileges rdma
 	rdma_stale_pointers rdma_listener_race rdma_async_resolve rdma_multicast rdma_ece rdma_user_events \
 	rdma_qp_ex rdma_bind_ports rdma_portals rdma_conn_params rdma_multicast_full rdma_devices cm_clock.so \
 	ah_linger.so busy_clock)
-SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h
+SELFTEST_HEADERS = include/uapi/cepm.h selftests/cepm/rdma_test.h selftests/cepm/roce_route.h \
+	selftests/cepm/multicast_test.h
 selftest-progs: $(SELFTEST_PROGS)
 
 out/selftests/%: selftests/cepm/%.c $(SELFTEST_HEADERS)

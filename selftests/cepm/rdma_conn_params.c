@@ -55,23 +55,6 @@ static const struct rdma_conn_param server_param = {
 	.qp_num = 0x654321,
 };
 
-/* The RoCE GID of a socket address (an IPv4 one as ::ffff:a.b.c.d); 0 for another family. */
-static int gid_of(const struct sockaddr *sa, union ibv_gid *gid)
-{
-	memset(gid, 0, sizeof(*gid));
-	if (sa->sa_family == AF_INET) {
-		gid->raw[10] = 0xff;
-		gid->raw[11] = 0xff;
-		memcpy(&gid->raw[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		return 1;
-	}
-	if (sa->sa_family == AF_INET6) {
-		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-		return 1;
-	}
-	return 0;
-}
-
 /*
  * @gid by the address of @id it maps to, else in hex.  A source GID is looked for among the
  * local addresses first, a destination GID among the peer's, so that a connection within one
@@ -160,20 +143,6 @@ static void print_route(const char *what, struct rdma_cm_id *id, int passive)
 	}
 }
 
-/* The next event on @channel, which must be @expected: 0, or 1 after saying why not. */
-static int next_event(struct rdma_event_channel *channel, enum rdma_cm_event_type expected,
-		      struct rdma_cm_event **event)
-{
-	if (rdma_get_cm_event(channel, event))
-		return fail("rdma_get_cm_event");
-	if ((*event)->event != expected) {
-		fprintf(stderr, "rdma_conn_params: %s (status %d), not %s\n",
-			rdma_event_str((*event)->event), (*event)->status, rdma_event_str(expected));
-		return 1;
-	}
-	return 0;
-}
-
 /* Serves one connection on @listener, bound to @addr unless it is bound already (NULL). */
 static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *listener,
 		 struct addrinfo *addr)
@@ -187,7 +156,7 @@ static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *listener
 	if (rdma_listen(listener, 1))
 		return fail("rdma_listen");
 	printf("listening\n");
-	if (next_event(channel, RDMA_CM_EVENT_CONNECT_REQUEST, &event))
+	if (expect_event(channel, RDMA_CM_EVENT_CONNECT_REQUEST, &event))
 		return 1;
 	id = event->id;
 	print_conn("request", event);
@@ -195,11 +164,11 @@ static int serve(struct rdma_event_channel *channel, struct rdma_cm_id *listener
 	rdma_ack_cm_event(event);
 	if (rdma_accept(id, &accept))
 		return fail("rdma_accept");
-	if (next_event(channel, RDMA_CM_EVENT_ESTABLISHED, &event))
+	if (expect_event(channel, RDMA_CM_EVENT_ESTABLISHED, &event))
 		return 1;
 	print_conn("established", event);
 	rdma_ack_cm_event(event);
-	if (next_event(channel, RDMA_CM_EVENT_DISCONNECTED, &event))
+	if (expect_event(channel, RDMA_CM_EVENT_DISCONNECTED, &event))
 		return 1;
 	rdma_ack_cm_event(event);
 	rdma_destroy_id(id);
@@ -216,13 +185,13 @@ static int connect_to(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 	if (addr) {
 		if (rdma_resolve_addr(id, NULL, addr->ai_addr, 2000))
 			return fail("rdma_resolve_addr");
-		if (next_event(channel, RDMA_CM_EVENT_ADDR_RESOLVED, &event))
+		if (expect_event(channel, RDMA_CM_EVENT_ADDR_RESOLVED, &event))
 			return 1;
 		rdma_ack_cm_event(event);
 		print_route("address", id, 0);
 		if (rdma_resolve_route(id, 2000))
 			return fail("rdma_resolve_route");
-		if (next_event(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, &event))
+		if (expect_event(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, &event))
 			return 1;
 		rdma_ack_cm_event(event);
 	}
@@ -243,14 +212,7 @@ static int connect_to(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 	}
 	print_conn("response", event);
 	rdma_ack_cm_event(event);
-	if (rdma_establish(id))
-		return fail("rdma_establish");
-	if (rdma_disconnect(id))
-		return fail("rdma_disconnect");
-	if (next_event(channel, RDMA_CM_EVENT_DISCONNECTED, &event))
-		return 1;
-	rdma_ack_cm_event(event);
-	return 0;
+	return establish_and_disconnect(channel, id);
 }
 
 /*

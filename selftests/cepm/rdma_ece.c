@@ -38,20 +38,6 @@ static void check(int ok, const char *what)
 		failed = 1;
 }
 
-/* The next event on @channel, which must be @expected: 0, or 1 after saying why not. */
-static int expect_event(struct rdma_event_channel *channel, enum rdma_cm_event_type expected,
-			struct rdma_cm_event **event)
-{
-	if (rdma_get_cm_event(channel, event))
-		return fail("rdma_get_cm_event");
-	if ((*event)->event != expected) {
-		fprintf(stderr, "rdma_ece: %s (status %d), not %s\n",
-			rdma_event_str((*event)->event), (*event)->status, rdma_event_str(expected));
-		return 1;
-	}
-	return 0;
-}
-
 /* rdma_get_remote_ece on @id, checked against @vendor and @options. */
 static void check_remote(struct rdma_cm_id *id, uint32_t vendor, uint32_t options,
 			 const char *what)
@@ -176,13 +162,8 @@ static int client(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 		return 1;
 	rdma_ack_cm_event(event);
 	check_remote(id, VENDOR, SERVER_OPTIONS, "REP");
-	if (rdma_establish(id))
-		return fail("rdma_establish");
-	if (rdma_disconnect(id))
-		return fail("rdma_disconnect");
-	if (expect_event(channel, RDMA_CM_EVENT_DISCONNECTED, &event))
+	if (establish_and_disconnect(channel, id))
 		return 1;
-	rdma_ack_cm_event(event);
 	rdma_destroy_id(id);
 
 	if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP))

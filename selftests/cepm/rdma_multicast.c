@@ -22,33 +22,9 @@
 #include <string.h>
 #include <time.h>
 #include "rdma_test.h"
+#include "multicast_test.h"
 
 #define KERNEL_ENOTSUPP 524
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-	printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-	failures += !ok;
-}
-
-/* Whether some netdev of this namespace is a member of @group (/proc/net/igmp's hex). */
-static int member(struct in_addr group)
-{
-	char want[16], line[256];
-	FILE *f = fopen("/proc/net/igmp", "r");
-	int found = 0;
-
-	if (!f)
-		return -1;
-	snprintf(want, sizeof(want), "%08X", group.s_addr);
-	while (fgets(line, sizeof(line), f))
-		if (line[0] == '\t' && strstr(line, want))
-			found = 1;
-	fclose(f);
-	return found;
-}
 
 struct leave {
 	struct rdma_cm_id *id;
@@ -64,13 +40,6 @@ static void *leave_thread(void *arg)
 	l->err = errno;
 	__atomic_store_n(&l->done, 1, __ATOMIC_SEQ_CST);
 	return NULL;
-}
-
-static void nap_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
-
-	nanosleep(&ts, NULL);
 }
 
 int main(int argc, char **argv)

@@ -26,38 +26,7 @@
 #include <string.h>
 #include <time.h>
 #include "rdma_test.h"
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-	printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-	failures += !ok;
-}
-
-/* Whether some netdev of this namespace is a member of @group (/proc/net/igmp's hex). */
-static int member(struct in_addr group)
-{
-	char want[16], line[256];
-	FILE *f = fopen("/proc/net/igmp", "r");
-	int found = 0;
-
-	if (!f)
-		return -1;
-	snprintf(want, sizeof(want), "%08X", group.s_addr);
-	while (fgets(line, sizeof(line), f))
-		if (line[0] == '\t' && strstr(line, want))
-			found = 1;
-	fclose(f);
-	return found;
-}
-
-static void nap_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
+#include "multicast_test.h"
 
 /* A UD ID on @channel, resolved from @src to @grp, with a UD QP: 0, or 1 after saying why not. */
 static int make_id(struct rdma_event_channel *channel, struct sockaddr_in *src,

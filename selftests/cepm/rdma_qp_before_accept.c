@@ -34,40 +34,6 @@ static int complain(const char *what)
 	return 1;
 }
 
-/* The next event on @channel, which must be @expected: 0, or 1 after saying why not. */
-static int expect_event(struct rdma_event_channel *channel, enum rdma_cm_event_type expected,
-			struct rdma_cm_event **event)
-{
-	if (rdma_get_cm_event(channel, event))
-		return fail("rdma_get_cm_event");
-	if ((*event)->event != expected) {
-		fprintf(stderr, "rdma_qp_before_accept: %s (status %d), not %s\n",
-			rdma_event_str((*event)->event), (*event)->status, rdma_event_str(expected));
-		return 1;
-	}
-	return 0;
-}
-
-/*
- * The GID an address maps to on RoCE (an IPv4 address as ::ffff:a.b.c.d), in
- * @gid: 0, or 1 for a family that has none.
- */
-static int gid_of(const struct sockaddr *sa, union ibv_gid *gid)
-{
-	memset(gid, 0, sizeof(*gid));
-	if (sa->sa_family == AF_INET) {
-		gid->raw[10] = 0xff;
-		gid->raw[11] = 0xff;
-		memcpy(&gid->raw[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		return 0;
-	}
-	if (sa->sa_family == AF_INET6) {
-		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-		return 0;
-	}
-	return 1;
-}
-
 /* Moves @qp to @state with the attributes rdma_init_qp_attr gives @id for it. */
 static int move_qp(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state,
 		   const char *what, struct ibv_qp_attr *attr)

@@ -7,15 +7,71 @@
 #ifndef CEPM_RDMA_TEST_H
 #define CEPM_RDMA_TEST_H
 
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
 
 static inline int fail(const char *what)
 {
 	perror(what);
+	return 1;
+}
+
+/* The next event on @channel, which must be @expected: 0, or 1 after saying why not. */
+static inline int expect_event(struct rdma_event_channel *channel,
+			       enum rdma_cm_event_type expected, struct rdma_cm_event **event)
+{
+	if (rdma_get_cm_event(channel, event))
+		return fail("rdma_get_cm_event");
+	if ((*event)->event != expected) {
+		fprintf(stderr, "%s: %s (status %d), not %s\n", program_invocation_short_name,
+			rdma_event_str((*event)->event), (*event)->status, rdma_event_str(expected));
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A CM-only active side's end of its connection, once CONNECT_RESPONSE is read: the RTU
+ * (rdma_establish), then a disconnect and its DISCONNECTED event.  0, or 1 after saying why
+ * not.
+ */
+static inline int establish_and_disconnect(struct rdma_event_channel *channel,
+					   struct rdma_cm_id *id)
+{
+	struct rdma_cm_event *event;
+
+	if (rdma_establish(id))
+		return fail("rdma_establish");
+	if (rdma_disconnect(id))
+		return fail("rdma_disconnect");
+	if (expect_event(channel, RDMA_CM_EVENT_DISCONNECTED, &event))
+		return 1;
+	rdma_ack_cm_event(event);
+	return 0;
+}
+
+/*
+ * The GID an address maps to on RoCE (an IPv4 address as ::ffff:a.b.c.d), in @gid: 0, or 1
+ * for a family that has none (@gid is then zero).
+ */
+static inline int gid_of(const struct sockaddr *sa, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (sa->sa_family == AF_INET) {
+		gid->raw[10] = 0xff;
+		gid->raw[11] = 0xff;
+		memcpy(&gid->raw[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return 0;
+	}
 	return 1;
 }
 

@@ -66,28 +66,26 @@ mcast() {
 	show_side "$name receiver" "$out.$name-r" $rrc
 	show_side "$name sender" "$out.$name-s" $src
 }
-# ours NAME PREFIX... -- ARGS...: rdma_multicast ARGS under PREFIX, its output in $out.NAME.
-ours() {
-	local name=$1 prefix=()
-	shift
+# run_prog PROG SECONDS NAME PREFIX... -- ARGS...: our program PROG with ARGS under PREFIX,
+# within SECONDS, its output in $out.NAME (shown), its exit status in $prog_rc.
+run_prog() {
+	local prog=$1 seconds=$2 name=$3 prefix=()
+	shift 3
 	while [ "$1" != -- ]; do prefix+=("$1"); shift; done
 	shift
-	"${prefix[@]}" timeout 60 "$progs/rdma_multicast" "$@" >"$out.$name" 2>&1
-	ours_rc=$?
+	"${prefix[@]}" timeout "$seconds" "$progs/$prog" "$@" >"$out.$name" 2>&1
+	prog_rc=$?
 	show_file "# $name: " "$out.$name"
 }
+# ours NAME PREFIX... -- ARGS...: rdma_multicast ARGS under PREFIX, its output in $out.NAME.
+ours() { run_prog rdma_multicast 60 "$@"; ours_rc=$prog_rc; }
 ours_ok() { [ "$ours_rc" = 0 ] && file_has '^rdma_multicast: end 0' "$out.$1"; }
 # full NAME PREFIX... -- ARGS...: rdma_multicast_full ARGS under PREFIX, its output in
 # $out.NAME, its results to compare ("= " lines) in $out.NAME.results.
 full() {
-	local name=$1 prefix=()
-	shift
-	while [ "$1" != -- ]; do prefix+=("$1"); shift; done
-	shift
-	"${prefix[@]}" timeout 120 "$progs/rdma_multicast_full" "$@" >"$out.$name" 2>&1
-	full_rc=$?
-	show_file "# $name: " "$out.$name"
-	grep '^= ' "$out.$name" >"$out.$name.results"
+	run_prog rdma_multicast_full 120 "$@"
+	full_rc=$prog_rc
+	grep '^= ' "$out.$1" >"$out.$1.results"
 }
 full_ok() { [ "$full_rc" = 0 ] && file_has '^rdma_multicast_full: end 0' "$out.$1"; }
 # received NAME GROUP: both exited 0, each joined the group's MGID, the receiver got its 10.
