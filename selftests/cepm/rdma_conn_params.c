@@ -23,9 +23,11 @@
  *
  * With "ib", the endpoint is an RC one of rdma_create_ep in the IB port space:
  * an "ib" client's REQ to an "xrc" server is of the wrong transport, which
- * rdma_cm's listener refuses (cma_ib_check_req_qp_type).
+ * rdma_cm's listener refuses (cma_ib_check_req_qp_type).  With "uc", a UC
+ * one, whose REQ names UC (cma_connect_ib sends the ID's QP type).  With
+ * "any", a server of QP type 0, which that check lets every request through.
  *
- * Usage: rdma_conn_params server|client ADDRESS PORT [xrc|ib]
+ * Usage: rdma_conn_params server|client ADDRESS PORT [xrc|ib|uc|any]
  * The server prints "listening" once it listens.  Exits 0 after one
  * connection and its disconnect, or once a client is rejected (it prints the
  * REJECTED event's parameters); 1 on any other failure (the failed call
@@ -134,10 +136,10 @@ static void print_route(const char *what, struct rdma_cm_id *id, int passive)
 		print_gid("sgid", id, &p->sgid);
 		print_gid("dgid", id, &p->dgid);
 		print_flow_label(id, p->flow_label, passive);
-		printf(" hop_limit %u traffic_class %u reversible %u numb_path %u "
+		printf(" hop_limit %u traffic_class %u reversible %u numb_path %u preference %#x "
 		       "pkey %#x sl %u mtu %u/%u rate %u/%u packet_life_time %u/%u\n",
-		       p->hop_limit, p->traffic_class, p->reversible,
-		       p->numb_path, ntohs(p->pkey), p->sl, p->mtu_selector, p->mtu,
+		       p->hop_limit, p->traffic_class, p->reversible, p->numb_path, p->preference,
+		       ntohs(p->pkey), p->sl, p->mtu_selector, p->mtu,
 		       p->rate_selector, p->rate, p->packet_life_time_selector,
 		       p->packet_life_time);
 	}
@@ -216,16 +218,16 @@ static int connect_to(struct rdma_event_channel *channel, struct rdma_cm_id *id,
 }
 
 /*
- * An endpoint in the IB port space for @server's side of ADDRESS:PORT (bound, or resolved to
- * it), on @channel, XRC or (!@xrc) RC: 0, or 1 after saying which call failed.
+ * An endpoint of QP type @qp_type in the IB port space for @server's side of ADDRESS:PORT
+ * (bound, or resolved to it), on @channel: 0, or 1 after saying which call failed.
  */
-static int ib_endpoint(int server, int xrc, const char *address, const char *port,
-		       struct rdma_event_channel *channel, struct rdma_cm_id **id)
+static int ib_endpoint(int server, enum ibv_qp_type qp_type, const char *address,
+		       const char *port, struct rdma_event_channel *channel, struct rdma_cm_id **id)
 {
 	struct rdma_addrinfo hints = {
 		.ai_flags = server ? RAI_PASSIVE : 0,
 		.ai_port_space = RDMA_PS_IB,
-		.ai_qp_type = !xrc ? IBV_QPT_RC : server ? IBV_QPT_XRC_RECV : IBV_QPT_XRC_SEND,
+		.ai_qp_type = qp_type,
 	};
 	struct rdma_addrinfo *res;
 
@@ -244,21 +246,33 @@ int main(int argc, char **argv)
 	struct rdma_event_channel *channel;
 	struct addrinfo *addr = NULL;
 	struct rdma_cm_id *id;
-	int server, xrc, ib, rc;
+	const char *mode = argc == 5 ? argv[4] : "";
+	int server, ib, rc;
+	enum ibv_qp_type qp_type;
 
-	xrc = argc == 5 && !strcmp(argv[4], "xrc");
-	ib = argc == 5 && !strcmp(argv[4], "ib");
-	if ((argc != 4 && !xrc && !ib) || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
-		fprintf(stderr, "usage: %s server|client ADDRESS PORT [xrc|ib]\n", argv[0]);
+	server = argc >= 4 && !strcmp(argv[1], "server");
+	ib = 1;
+	if (!strcmp(mode, "xrc"))
+		qp_type = server ? IBV_QPT_XRC_RECV : IBV_QPT_XRC_SEND;
+	else if (!strcmp(mode, "ib"))
+		qp_type = IBV_QPT_RC;
+	else if (!strcmp(mode, "uc"))
+		qp_type = IBV_QPT_UC;
+	else if (!strcmp(mode, "any"))
+		qp_type = 0;
+	else
+		ib = 0;
+	if ((argc != 4 && !ib) || (argc != 4 && argc != 5) ||
+	    (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
+		fprintf(stderr, "usage: %s server|client ADDRESS PORT [xrc|ib|uc|any]\n", argv[0]);
 		return 2;
 	}
-	server = !strcmp(argv[1], "server");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	channel = rdma_create_event_channel();
 	if (!channel)
 		return fail("rdma_create_event_channel");
-	if (xrc || ib) {
-		if (ib_endpoint(server, xrc, argv[2], argv[3], channel, &id))
+	if (ib) {
+		if (ib_endpoint(server, qp_type, argv[2], argv[3], channel, &id))
 			return 1;
 	} else {
 		if (getaddrinfo(argv[2], argv[3], NULL, &addr))

@@ -10,7 +10,9 @@
 # ADDRINFO_RESOLVED, with rdma_query_addrinfo. An IPv6 link-local destination leaves through
 # the interface its scope ID names (rdma_cm's bound_dev_if), even where another interface's
 # route to fe80::/64 is preferred: rping over cepm to fe80::77:2%veth0, with a dummy netdev's
-# route to fe80::/64 at a lower metric than veth0's. Two hosts only: on loopback every address
+# route to fe80::/64 at a lower metric than veth0's; and from the source fe80::77:1%veth0 to
+# fe80::77:2 without a scope, where the source's scope names the interface
+# (cma_check_linklocal). Two hosts only: on loopback every address
 # on the link is this host's own. rdma_get_devices lists a device added while the process
 # runs (rdma_devices: rxe2 on a dummy netdev, between two calls), as librdmacm's
 # sync_devices_list does.
@@ -20,7 +22,7 @@ ktap_print_header
 [ "$TOPOLOGY" = two-hosts ] || { ktap_skip_all "needs the two-hosts topology"; exit "$KSFT_SKIP"; }
 need_library
 need_progs rdma_async_resolve rdma_user_events rdma_devices
-ktap_set_plan 5
+ktap_set_plan 6
 
 out=$CEPM_ROOT/out/rdmacm_async.$$
 UNROUTABLE=198.51.100.1
@@ -57,6 +59,11 @@ tool_pair scoped "cepm_listens 7192" -- \
 	env LD_LIBRARY_PATH="$LIB" timeout 60 rping -c -a fe80::77:2%veth0 -p 7192 -C 3 -v -V
 scoped_pings() { [ "$crc$src" = 00 ] && [ "$(grep -c '^ping data: rdma-ping-' "$out.scoped-c")" = 3 ]; }
 ktap_check "rping to fe80::77:2%veth0 leaves by veth0, not by the preferred route's netdev ($crc, $src)" scoped_pings
+tool_pair scoped_source "cepm_listens 7193" -- \
+	"${SERVER[@]}" env LD_LIBRARY_PATH="$LIB" timeout 60 rping -s -a fe80::77:2%veth1 -p 7193 -C 3 -v -V -- \
+	env LD_LIBRARY_PATH="$LIB" timeout 60 rping -c -I fe80::77:1%veth0 -a fe80::77:2 -p 7193 -C 3 -v -V
+source_pings() { [ "$crc$src" = 00 ] && [ "$(grep -c '^ping data: rdma-ping-' "$out.scoped_source-c")" = 3 ]; }
+ktap_check "rping from fe80::77:1%veth0 to fe80::77:2 leaves by the source's interface ($crc, $src)" source_pings
 
 env LD_LIBRARY_PATH="$LIB" timeout 90 "$progs/rdma_devices" "$out.added" >"$out.devices" 2>&1 &
 dpid=$!

@@ -10,12 +10,14 @@
 # (rdma_create_ep's XRC send and receive IDs in the IB port space), whose REQ and REP between
 # the two stacks tshark reads on veth0: the library's REQ names an XRC initiator, its REP
 # carries the QPN as an XRC target's. An RC REQ for an XRC listener is rejected with reason 28,
-# as rdma_cm's listener refuses a request of another QP type. Afterwards no CEP is left.
+# as rdma_cm's listener refuses a request of another QP type; a UC connection of the IB port
+# space connects, and so does an RC client to a listener of QP type 0, which takes every
+# request. Afterwards no CEP is left.
 . "$(dirname "$0")/lib.sh"
 interop_begin dumpcap tshark
 need_library
 need_progs rdma_conn_params
-ktap_set_plan 23
+ktap_set_plan 36
 
 out=$CEPM_ROOT/out/rdmacm_fidelity.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -48,9 +50,11 @@ ktap_check "cepm's client saw what the stock client saw" same cepm c
 run to-stock 7532 $STOCK ON_STOCK[@] ON_CEPM[@]
 ktap_check "cepm -> stock: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
 ktap_check "cepm's client, connected to stock, saw what the stock client saw" same to-stock c
+ktap_check "the stock server saw cepm's REQ as it sees its own" same to-stock s
 run from-stock 7533 $OURS ON_CEPM[@] ON_STOCK[@]
 ktap_check "stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
 ktap_check "cepm's server, reached from stock, saw what the stock server saw" same from-stock s
+ktap_check "the stock client saw cepm's REP as it sees its own" same from-stock c
 
 dumpcap -i veth0 -f "udp port 4791" -w "$out.pcap" >"$out.dumpcap" 2>&1 &
 tpid=$!
@@ -65,10 +69,12 @@ run to-stock-xrc 7536 $STOCK ON_STOCK[@] ON_CEPM[@] xrc
 ktap_check "XRC, cepm -> stock: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
 ktap_check "XRC: cepm's client, connected to stock, saw what the stock client saw" \
 	same to-stock-xrc c stock-xrc
+ktap_check "XRC: the stock server saw cepm's REQ as it sees its own" same to-stock-xrc s stock-xrc
 run from-stock-xrc 7537 $OURS ON_CEPM[@] ON_STOCK[@] xrc
 ktap_check "XRC, stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
 ktap_check "XRC: cepm's server, reached from stock, saw what the stock server saw" \
 	same from-stock-xrc s stock-xrc
+ktap_check "XRC: the stock client saw cepm's REP as it sees its own" same from-stock-xrc c stock-xrc
 
 # An RC client of the IB port space and an XRC server: the client is rejected, the server
 # hears nothing and is stopped.
@@ -82,8 +88,26 @@ stop_server=1 run from-stock-mixed 7540 $OURS ON_CEPM[@] ON_STOCK[@] xrc ib
 ktap_check "stock's RC REQ to cepm's XRC listener: the client saw what the stock client saw" \
 	same from-stock-mixed c stock-mixed
 
-# Each cross run's DREQ and DREP crossed veth0: two DREPs, and the capture is whole.
-wait_until 10 capture_has_mads "$out.pcap" 0016 2
+# UC endpoints of the IB port space: the REQ names UC, and a UC listener takes it.
+run stock-uc 7541 $STOCK ON_STOCK[@] ON_STOCK[@] uc
+ktap_check "UC, stock -> stock on rxe1: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+run cepm-uc 7542 $OURS ON_CEPM[@] ON_CEPM[@] uc
+ktap_check "UC, cepm -> cepm on rxe0: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+ktap_check "UC: cepm's server saw what the stock server saw" same cepm-uc s stock-uc
+ktap_check "UC: cepm's client saw what the stock client saw" same cepm-uc c stock-uc
+run from-stock-uc 7543 $OURS ON_CEPM[@] ON_STOCK[@] uc
+ktap_check "UC, stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+ktap_check "UC: cepm's server, reached from stock, saw what the stock server saw" \
+	same from-stock-uc s stock-uc
+# A listener of QP type 0 and an RC client of the IB port space.
+run stock-any 7544 $STOCK ON_STOCK[@] ON_STOCK[@] any ib
+ktap_check "QP type 0 listener, stock: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+run cepm-any 7545 $OURS ON_CEPM[@] ON_CEPM[@] any ib
+ktap_check "QP type 0 listener, cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+ktap_check "QP type 0 listener: cepm's client saw what the stock client saw" same cepm-any c stock-any
+
+# Each cross run's DREQ and DREP crossed veth0: three DREPs, and the capture is whole.
+wait_until 10 capture_has_mads "$out.pcap" 0016 3
 kill -INT $tpid
 wait $tpid
 # The XRC REQs (service ID of the IB port space, ports 7536 and 7537): TransportServiceType,
