@@ -296,21 +296,30 @@ fn connect_request(channel: &Channel, listener: &Id) -> Option<Box<Event>> {
         let _ = channel.cepm.destroy(handle);
         None
     };
-    // Each port space has its own service IDs, so a UD listener hears SIDR_REQs alone.
-    let listens_for = listener.public().qp_type;
-    if sidr != (listens_for == sys::IBV_QPT_UD) {
-        return refuse(cepm_sys::CEPM_REJ_INVALID_SERVICE_ID as u16);
-    }
-    // A connected listener takes the REQs of its own QP type, as rdma_cm's
-    // `cma_ib_check_req_qp_type` does (drivers/infiniband/core/cma.c): RC for RC, XRC for an
-    // XRC receive ID. Another is the consumer's reject.
-    let requested = match u32::from(info.transport) {
-        cepm_sys::CEPM_TRANSPORT_UC => sys::IBV_QPT_UC,
-        cepm_sys::CEPM_TRANSPORT_XRC => sys::IBV_QPT_XRC_RECV,
-        _ => sys::IBV_QPT_RC,
+    // A listener takes the requests of its own QP type, as rdma_cm's
+    // `cma_ib_check_req_qp_type` does (drivers/infiniband/core/cma.c): SIDR_REQs for UD, REQs
+    // of its transport otherwise (RC, UC, XRC for an XRC receive ID), and every request for
+    // QP type 0, which only the IB port space leaves as given (`ucma_get_qp_type` makes
+    // the TCP space's RC and the UDP and IPoIB spaces' UD). A SIDR_REQ for another answers
+    // REJECT, a REQ gets the reject this library always gave (REJ 8) if the listener is UD,
+    // else the consumer's (REJ 28), as rdma_cm's handler's error gives.
+    let listens_for = match listener.public().ps {
+        sys::RDMA_PS_TCP => Some(sys::IBV_QPT_RC),
+        sys::RDMA_PS_UDP | sys::RDMA_PS_IPOIB => Some(sys::IBV_QPT_UD),
+        _ => Some(listener.public().qp_type).filter(|t| *t != 0),
     };
-    if !sidr && requested != listens_for {
-        return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16);
+    let requested = match (sidr, u32::from(info.transport)) {
+        (true, _) => sys::IBV_QPT_UD,
+        (false, cepm_sys::CEPM_TRANSPORT_UC) => sys::IBV_QPT_UC,
+        (false, cepm_sys::CEPM_TRANSPORT_XRC) => sys::IBV_QPT_XRC_RECV,
+        (false, _) => sys::IBV_QPT_RC,
+    };
+    match listens_for {
+        Some(t) if t != requested && (sidr || t == sys::IBV_QPT_UD) => {
+            return refuse(cepm_sys::CEPM_REJ_INVALID_SERVICE_ID as u16)
+        }
+        Some(t) if t != requested => return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16),
+        _ => {}
     }
     let Ok(hdr) = CmaHdr::decode(&info.private_data) else {
         return refuse(cepm_sys::CEPM_REJ_CONSUMER_DEFINED as u16);

@@ -129,9 +129,11 @@ fn connect(this: &Id, param: Option<&sys::rdma_conn_param>) -> Result<(), c_int>
     if tcp && qp.is_null() && param.is_none() {
         return Err(libc::EINVAL);
     }
-    // An XRC send ID is the initiator of an XRC connection; a receive ID (a target) sends no
-    // REQ, as `cm_validate_req_param` in drivers/infiniband/core/cm.c refuses it.
+    // The REQ names the ID's QP type, as `cma_connect_ib` sends it: an XRC send ID is the
+    // initiator of an XRC connection; a receive ID (a target) sends no REQ, as
+    // `cm_validate_req_param` in drivers/infiniband/core/cm.c refuses it.
     let transport = match public.qp_type {
+        sys::IBV_QPT_UC => cepm_sys::CEPM_TRANSPORT_UC,
         sys::IBV_QPT_XRC_SEND => cepm_sys::CEPM_TRANSPORT_XRC,
         sys::IBV_QPT_XRC_RECV => return Err(libc::EINVAL),
         _ => cepm_sys::CEPM_TRANSPORT_RC,
