@@ -196,7 +196,9 @@ pub(crate) fn reserve_port(
         .cepm
         .bind(this.handle(), ps.value(), addr, flags, dst)
         .map_err(errno::of_io)?;
-    let held = SocketAddr::new(addr.ip(), port);
+    // The address as given, its IPv6 scope and flow label kept, on the port held.
+    let mut held = addr;
+    held.set_port(port);
     this.state().bound = Some(held);
     Ok(held)
 }
@@ -222,6 +224,10 @@ pub unsafe extern "C" fn rdma_bind_addr(
         _ => return errno::fail(libc::EINVAL),
     };
     if this.state().phase != Phase::Idle || this.state().local.is_some() {
+        return errno::fail(libc::EINVAL);
+    }
+    if scope_of(addr) == Some(0) {
+        // A link-local address names its link by its scope (`cma_check_linklocal`).
         return errno::fail(libc::EINVAL);
     }
     if !address::is_any_addr(addr.ip()) {
@@ -289,17 +295,27 @@ pub unsafe extern "C" fn rdma_resolve_addr(
     errno::status(resolve_addr(this, given, dst, timeout).and_then(|()| sync::complete(this)))
 }
 
-/// The interface an IPv6 link-local source, else destination, names by its scope ID: where
-/// rdma_cm binds the ID (`bound_dev_if`, set by `cma_check_linklocal` and `cma_bind_addr` in
-/// drivers/infiniband/core/cma.c), and so where the route lookup leaves. 0 for none.
-fn scope_interface(src: Option<SocketAddr>, dst: SocketAddr) -> u32 {
-    let link_local = |a: SocketAddr| match a {
+/// The scope ID of an IPv6 link-local address (`None` for any other address).
+fn scope_of(addr: SocketAddr) -> Option<u32> {
+    match addr {
         SocketAddr::V6(v6) if v6.ip().is_unicast_link_local() => Some(v6.scope_id()),
         _ => None,
-    };
-    src.and_then(link_local)
-        .or_else(|| link_local(dst))
-        .unwrap_or(0)
+    }
+}
+
+/// The interface the ID is bound to, as rdma_cm binds it (`bound_dev_if` in
+/// drivers/infiniband/core/cma.c), and so where the route lookup leaves: a specific source's,
+/// if it is link-local (`cma_check_linklocal`), else, with no specific source, a link-local
+/// destination's (`cma_bind_addr`). 0 for none. `EINVAL` for a link-local source without a
+/// scope.
+fn scope_interface(src: Option<SocketAddr>, dst: SocketAddr) -> Result<u32, c_int> {
+    match src.filter(|s| !address::is_any_addr(s.ip())) {
+        Some(src) => match scope_of(src) {
+            Some(0) => Err(libc::EINVAL),
+            scope => Ok(scope.unwrap_or(0)),
+        },
+        None => Ok(scope_of(dst).unwrap_or(0)),
+    }
 }
 
 /// [`rdma_resolve_addr`]'s checks and route lookup, in the call; the rest is handed to the
@@ -342,7 +358,7 @@ fn resolve_addr(
         src = Some(held);
     }
     let source = src.map(|s| s.ip()).filter(|ip| !address::is_any_addr(*ip));
-    let oif = scope_interface(src, dst);
+    let oif = scope_interface(src, dst)?;
     let resolution = address::start(dst.ip(), source, oif, timeout).map_err(errno::of_io)?;
     this.set_address(false, dst);
     let ticket = Ticket::new();
@@ -351,13 +367,12 @@ fn resolve_addr(
         state.phase = Phase::AddrQuery;
         state.resolving = Some(Arc::clone(&ticket));
     }
-    let port = src.map(|s| s.port()).filter(|p| *p != 0);
     let idp = IdPtr(this.as_ptr());
     let complete: Completion = Box::new(move |outcome| {
         let idp = idp;
         // SAFETY: The ticket was open when this began: the ID's destroy, which cancels it
         // before anything else, has not begun, and waits for this to return.
-        addr_resolved(unsafe { &*idp.0 }, before, dst, port, outcome);
+        addr_resolved(unsafe { &*idp.0 }, before, dst, src, outcome);
     });
     pending::submit(resolution, ticket, complete).map_err(|e| {
         let mut state = this.state();
@@ -367,13 +382,13 @@ fn resolve_addr(
     })
 }
 
-/// An address resolution of `this` (in phase `before` when it began) finished: records what
-/// it found, and queues `ADDR_RESOLVED`, or `ADDR_ERROR` with the ID back in `before`.
+/// An address resolution of `this` (in phase `before` when it began, from `src` if bound or
+/// given) finished: records what it found, and queues `ADDR_RESOLVED`, or `ADDR_ERROR` with the ID back in `before`.
 fn addr_resolved(
     this: &Id,
     before: Phase,
     dst: SocketAddr,
-    port: Option<u16>,
+    src: Option<SocketAddr>,
     outcome: std::io::Result<Resolved>,
 ) {
     let outcome = outcome.map_err(errno::of_io).and_then(|r| {
@@ -387,7 +402,16 @@ fn addr_resolved(
                 p.pd = dev.pd;
                 p.port_num = resolved.port;
             });
-            let local = SocketAddr::new(resolved.source, port.unwrap_or_else(ephemeral_port));
+            // The source as bound or given (an IPv6 one's scope and flow label with it), if it
+            // is the address resolution chose; on its port, or an ephemeral one.
+            let mut local = src
+                .filter(|s| s.ip() == resolved.source)
+                .unwrap_or_else(|| SocketAddr::new(resolved.source, 0));
+            local.set_port(
+                src.map(|s| s.port())
+                    .filter(|p| *p != 0)
+                    .unwrap_or_else(ephemeral_port),
+            );
             this.set_address(true, local);
             route::set_ib_gids(this, local.ip(), dst.ip());
             let mut state = this.state();
