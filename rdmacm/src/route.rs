@@ -77,6 +77,7 @@ impl Route {
             rate: 0, // IB_RATE_PORT_CURRENT
             packet_life_time_selector: EXACTLY,
             packet_life_time: ROCE_PACKET_LIFETIME,
+            preference: PATH_PREFERENCE,
             ..Default::default()
         };
         rec.dgid.raw = self.resolved.dgid;
@@ -126,6 +127,11 @@ impl Route {
 
 /// A path record's selector for "exactly this value" (`IB_SA_EQ`).
 pub(crate) const EXACTLY: u8 = 2;
+
+/// The preference librdmacm gives every path the kernel hands it: the path's flags,
+/// `IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL` (`ucma_query_path` in
+/// drivers/infiniband/core/ucma.c sets them, and rdma-core's `ucma_convert_path` copies them).
+const PATH_PREFERENCE: u8 = 0x2b;
 
 /// The hop limit of a RoCE path: IP's default TTL, which rdma_cm takes from the route
 /// (`addr->dev_addr.hoplimit`, set from `ip4_dst_hoplimit`).
@@ -181,6 +187,7 @@ pub(crate) fn received_path(path: &cepm_sys::cepm_path_rec, local: IpAddr) -> sy
         rate_selector: EXACTLY,
         packet_life_time_selector: EXACTLY,
         packet_life_time: path.packet_life_time,
+        preference: PATH_PREFERENCE,
         ..Default::default()
     };
     rec.dgid.raw = path.dgid;
