@@ -340,9 +340,9 @@ struct cepm_list {
 
 /*
  * The connection parameters of a REQ or REP, each as the message carries it
- * (rdma_cm swaps the first two for its receiver: the peer's initiator depth
- * is what the receiver must be able to respond to).  retry_count is a REQ's
- * alone (0 for a REP).
+ * (Linux's ib_cm swaps the first two for the receiver, in cm_format_req_event
+ * and cm_format_rep_event: the peer's initiator depth is what the receiver
+ * must be able to respond to).  retry_count is a REQ's alone (0 for a REP).
  */
 struct cepm_conn_params {
 	__u8 responder_resources;

@@ -114,9 +114,9 @@ impl Event {
     }
 
     /// The connection parameters of the peer's REQ or REP, `params`, and its QPN, as rdma_cm
-    /// reports them to this side (`cma_set_req_event_data`, `cma_set_rep_event_data`): the
-    /// peer's initiator depth is what this side must be able to respond to, and the other
-    /// way round.
+    /// reports them to this side (`cma_set_req_event_data`, `cma_set_rep_event_data`), from
+    /// ib_cm's event, which swaps the depths (`cm_format_req_event`, `cm_format_rep_event`):
+    /// the peer's initiator depth is what this side must be able to respond to.
     fn set_peer_params(&mut self, params: &cepm_sys::cepm_conn_params, qp_num: u32) {
         let conn = self.conn();
         conn.responder_resources = params.initiator_depth;
