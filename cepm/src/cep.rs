@@ -505,8 +505,10 @@ mod tests {
     fn abi_structs_have_the_sizes_the_kernel_asserts() {
         use std::mem::size_of;
         assert_eq!(size_of::<sys::cepm_req_info>(), 200);
-        assert_eq!(size_of::<sys::cepm_get_request>(), 224);
+        assert_eq!(size_of::<sys::cepm_get_request>(), 264);
         assert_eq!(size_of::<sys::cepm_listen>(), 48);
         assert_eq!(size_of::<sys::cepm_reject>(), 228);
+        assert_eq!(size_of::<sys::cepm_private_data>(), 248);
+        assert_eq!(size_of::<sys::cepm_conn_params>(), 8);
     }
 }
