@@ -233,6 +233,11 @@ static int ib_endpoint(int server, enum ibv_qp_type qp_type, const char *address
 
 	if (rdma_getaddrinfo(address, port, &hints, &res))
 		return fail("rdma_getaddrinfo");
+	/*
+	 * rdma_getaddrinfo makes QP type 0 RC (a stream socket's): an application that fills in
+	 * its own rdma_addrinfo can leave it 0, as this one does.
+	 */
+	res->ai_qp_type = qp_type;
 	if (rdma_create_ep(id, res, NULL, NULL))
 		return fail("rdma_create_ep");
 	rdma_freeaddrinfo(res);
@@ -259,7 +264,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "uc"))
 		qp_type = IBV_QPT_UC;
 	else if (!strcmp(mode, "any"))
-		qp_type = 0;
+		qp_type = 0; /* IBV_QPT_RC is 2: 0 names no QP type */
 	else
 		ib = 0;
 	if ((argc != 4 && !ib) || (argc != 4 && argc != 5) ||
