@@ -1784,7 +1784,7 @@ static const struct mutation connect_mutation[] = {
 		  SET(struct cepm_connect, pdata_len, OVER(CEPM_REQ_PDATA_MAX))),
 	BROKEN_PATH(struct cepm_connect),
 	MUST_FAIL(0, "a qp_type that is neither RC, UC nor XRC",
-		  SET(struct cepm_connect, qp_type, RANGE(3, 254))),
+		  SET(struct cepm_connect, qp_type, RANGE(3, 253))),
 	TOO_MANY_RETRIES(struct cepm_connect),
 	ANOTHER_PORT(struct cepm_connect),
 	MUST_FAIL(0, "ece_vendor_id over 24 bits",
