@@ -39,10 +39,12 @@ nic() {
 setup() {
 	local dev
 	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-	# A distribution kernel has virtio_console as a module, and the port may appear a
-	# moment after it loads.
+	# A distribution kernel has virtio_console and virtio_net as modules, and their devices
+	# may appear a moment after they load.
 	modprobe virtio_console 2>/dev/null || :
-	dev=$(nic) || die "no interface with MAC $PAIR_MAC"
+	modprobe virtio_net 2>/dev/null || :
+	for _ in $(seq 100); do dev=$(nic) && break; sleep 0.1; done
+	[ -n "${dev:-}" ] || die "no interface with MAC $PAIR_MAC"
 	ip addr add "${PAIR_IP:?}/24" dev "$dev"
 	ip link set "$dev" up
 	modprobe rdma_rxe
@@ -68,7 +70,7 @@ setup() {
 # serve: guest B's loop.  Reads return at once (EOF) while no QEMU holds the other end of
 # the socket, so the port is reopened until guest A's QEMU connects.
 serve() {
-	local dev line verb id b64 rc out=/tmp/vm-pair-out
+	local dev verb id b64 rc out=/tmp/vm-pair-out
 	for _ in $(seq 100); do dev=$(port) && break; sleep 0.1; done
 	[ -n "${dev:-}" ] || die "no virtio port cepm.pair"
 	while :; do
@@ -114,7 +116,7 @@ peer() {
 	deadline=$((SECONDS + ${PEER_WAIT:-600}))
 	while [ $SECONDS -lt $deadline ]; do
 		IFS=' ' read -r -t $((deadline - SECONDS)) verb rid rc b64 <&3 || break
-		[ "$verb" = DONE ] && [ "$rid" = "$id" ] || continue
+		if [ "$verb" != DONE ] || [ "$rid" != "$id" ]; then continue; fi
 		exec 3>&-
 		base64 -d <<<"$b64"
 		return "$rc"
