@@ -104,26 +104,34 @@ open_port() {
 	die "$dev stays busy"
 }
 
+# b_down: scripts/vm-pair saw guest B's QEMU end (PAIR_RUN is the run's directory in out/).
+b_down() { [ -e "${PAIR_RUN:?}/b.down" ]; }
+
 # peer CMD: guest A's client.  A request may reach B before it serves, or be lost while B's
 # end of the channel is not open yet, so each waits PEER_WAIT seconds for its reply (default
 # 600), and B's readiness is awaited once with short probes first (wait_peer).  Replies to
-# earlier, abandoned requests are skipped by their ID.
+# earlier, abandoned requests are skipped by their ID.  sed reads the reply, a block at a
+# time (bash's read takes a byte a syscall, 10 KB/s here); it ends at EOF, which the port
+# gives once guest B's QEMU is gone.
 peer() {
-	local id verb rid rc b64 deadline
+	local id reply rc b64
 	open_port
 	id=$$.$RANDOM
-	echo "RUN $id $(printf '%s' "$*" | base64 -w0)" >&3
-	deadline=$((SECONDS + ${PEER_WAIT:-600}))
-	while [ $SECONDS -lt $deadline ]; do
-		IFS=' ' read -r -t $((deadline - SECONDS)) verb rid rc b64 <&3 || break
-		if [ "$verb" != DONE ] || [ "$rid" != "$id" ]; then continue; fi
+	# A write blocks while no QEMU holds the channel's other end (guest B's is gone).
+	if b_down || ! timeout 10 cat >&3 <<<"RUN $id $(printf '%s' "$*" | base64 -w0)"; then
 		exec 3>&-
-		base64 -d <<<"$b64"
-		return "$rc"
-	done
+		echo "vm-pair-guest: the channel to guest B is closed; not run: $*" >&2
+		return 124
+	fi
+	reply=$(timeout "${PEER_WAIT:-600}" sed -n "/^DONE $id /{p;q}" <&3) || :
 	exec 3>&-
-	echo "vm-pair-guest: no reply from guest B within ${PEER_WAIT:-600} s to: $*" >&2
-	return 124
+	if [ -z "$reply" ]; then
+		echo "vm-pair-guest: no reply from guest B to: $*" >&2
+		return 124
+	fi
+	IFS=' ' read -r _ _ rc b64 <<<"$reply"
+	base64 -d <<<"$b64"
+	return "$rc"
 }
 
 # wait_peer: guest A waits for B to serve: probes of 2 s each, for PEER_BOOT_WAIT seconds.
@@ -131,6 +139,7 @@ wait_peer() {
 	local deadline=$((SECONDS + ${PEER_BOOT_WAIT:-600}))
 	while [ $SECONDS -lt $deadline ]; do
 		PEER_WAIT=2 peer true 2>/dev/null && return 0
+		! b_down || die "guest B is down before it served"
 	done
 	die "guest B did not answer within ${PEER_BOOT_WAIT:-600} s"
 }
@@ -144,7 +153,7 @@ a)
 	echo "vm-pair-guest: guest B answers, A up $(cut -d" " -f1 /proc/uptime) s" >&2
 	rc=0
 	PEER="$0 peer" "$@" || rc=$?
-	open_port && echo QUIT >&3
+	(b_down || { open_port && timeout 10 cat >&3 <<<QUIT; }) || :
 	exit "$rc"
 	;;
 b)
