@@ -17,7 +17,7 @@
 set -euo pipefail
 dir=/tmp/pair
 
-# pid_of NAME: the timeout process that runs NAME's command.
+# pid_of NAME: the timeout process that runs NAME's command, and its process group.
 pid_of() { cat "$dir/$1.pid"; }
 
 case ${1:?start, listens, said or finish} in
@@ -27,8 +27,10 @@ start)
 	mkdir -p "$dir"
 	rm -f "$dir/$name" "$dir/$name.pid" "$dir/$name.rc"
 	# The request that starts it returns at once: nothing of the job holds its output.
+	# In a session of its own: finish signals the whole group, the command's children too,
+	# so that nothing of it keeps a port into the next test.
 	(
-		timeout "$secs" "$@" </dev/null >"$dir/$name" 2>&1 &
+		setsid timeout "$secs" "$@" </dev/null >"$dir/$name" 2>&1 &
 		echo $! >"$dir/$name.pid"
 		rc=0
 		wait $! || rc=$?
@@ -57,10 +59,11 @@ said)
 	;;
 finish)
 	name=$2 secs=$3
-	[ "${4:-}" != stop ] || kill "$(pid_of "$name")" 2>/dev/null || :
+	pid=$(pid_of "$name")
+	[ "${4:-}" != stop ] || kill -TERM -- "-$pid" 2>/dev/null || :
 	for _ in $(seq $((secs * 5))); do [ -s "$dir/$name.rc" ] && break; sleep 0.2; done
 	if [ ! -s "$dir/$name.rc" ]; then
-		kill -KILL "$(pid_of "$name")" 2>/dev/null || :
+		kill -KILL -- "-$pid" 2>/dev/null || :
 		cat "$dir/$name" 2>/dev/null || :
 		echo "side.sh: $name still running after $secs s more: killed"
 		exit 124
