@@ -9,6 +9,9 @@
 #   make host-test host-side Rust tests
 #   make selftest  boot the test kernel and run every selftest in it (scripts/selftest.sh)
 #   make check     all of the above, as CI runs it
+#   make check-pair   the pair suite on two guests, cepm against Debian 12's kernel, the
+#                  test kernel's stock CM and cepm on a second kernel (scripts/check-pair.sh;
+#                  make check runs its short lane)
 #   make check-kasan  the selftests and fuzzers at full scale on a KASAN kernel (not in check;
 #                  CEPM_KASAN_PART=mad-fuzz|stress|tools|protocol runs one of its four parts)
 #   make stress    connection storms of 10^6 iterations per topology (CEPM_STORM_ITERATIONS)
@@ -47,7 +50,7 @@ MODULE_MAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(OBJDIR)
 
 CARGO ?= cargo
 
-.PHONY: all module deps kernel user host-test selftest selftest-progs check check-kasan stress demo bench bench-listen lint fmt fmt-check clean need-kdir install
+.PHONY: all module deps kernel user host-test selftest selftest-progs check check-pair check-kasan stress demo bench bench-listen lint fmt fmt-check clean need-kdir install
 
 all: module
 
@@ -152,6 +155,9 @@ selftest: module user selftest-progs
 
 check:
 	scripts/check.sh
+
+check-pair: module user selftest-progs
+	scripts/check-pair.sh
 
 check-kasan:
 	scripts/check-kasan.sh

@@ -73,6 +73,9 @@ else
 	log "venv: virtme-ng $CEPM_VIRTME_NG_VERSION, libclang $CEPM_LIBCLANG_VERSION present"
 fi
 
+# Debian 12's kernel, the stock peer of make check-pair (scripts/vm-pair's guest B).
+log "peer kernel: $("$CEPM_ROOT/scripts/peer-kernel.sh")"
+
 # The protocol core's extra needs (its crates, fetched ahead of the offline-friendly checks).
 "$CEPM_ROOT/proto/deps.sh"
 

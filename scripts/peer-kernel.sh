@@ -26,7 +26,9 @@ fetch_deb() {
 	mkdir -p "$dir"
 	if [ ! -s "$deb" ]; then
 		log "downloading $pkg $version"
-		(cd "$dir" && apt-get download -qq "$pkg=$version")
+		# apt's lists may not hold the package before an update (a fresh machine).
+		(cd "$dir" && { apt-get download -qq "$pkg=$version" 2>/dev/null ||
+			{ apt-get update -qq && apt-get download -qq "$pkg=$version"; }; })
 	fi
 	# Unpacked into a temporary directory first, so that an interrupted run leaves no
 	# half tree behind that a later run would take for complete.
