@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make check: everything CI runs, in order, each step timed.  Stops at the first failure.
 #   deps -> kernel (cached) -> cepm.ko (-Werror) -> clippy (kernel + host) -> userspace ->
-#   selftests in one VM boot (its redirected log checked complete), with the host tests beside
+#   selftests in one VM boot (its redirected log checked complete), then the short pair lane
+#   (two guests, cepm against Debian 12's kernel), with the host tests beside
 set -euo pipefail
 CEPM_LOG_TAG=check
 . "$(dirname "$0")/common.sh"
@@ -36,6 +37,9 @@ guest_steps() {
 	# output whole (scripts/check-vm-log.sh): one boot fewer than a check of its own.  What
 	# `make selftest` would build first, the steps above have built.
 	step selftest scripts/check-vm-log.sh --selftest
+	# Then two kernels across a link: cepm against Debian 12's 6.1 (make check-pair's short
+	# lane; the whole suite on three pairings is make check-pair).
+	step pair scripts/check-pair.sh --short
 	printf '%s\n' "${summary[@]:first}" >"$guest_summary"
 }
 guest_steps &
