@@ -279,12 +279,14 @@ splats='WARNING:|BUG:|Oops|general protection|Call Trace:|INFO: (lockdep|task .*
 # not the kernel's: perftest 4.5's retry after a REJ crashes in rdma-core's librdmacm
 # (docs/rdmacm.md), on the stock peer. Shown, not counted.
 clean_log() {
-	local log
-	log=$(run_on "$1" dmesg) || return 1
-	grep -E '^\[ *[0-9.]+\] traps: ' <<<"$log" | sed "s/^/# $1, a user process's fault: /"
-	grep -Ev '^\[ *[0-9.]+\] traps: ' <<<"$log" | grep -Eq "$splats" || return 0
-	echo "# $1's kernel log:"
-	printf "%s\n" "$log" | tail -n 80 | sed "s/^/# /"
+	local log=$out.dmesg-$1 first
+	run_on "$1" dmesg >"$log" || return 1
+	grep -E '^\[ *[0-9.]+\] traps: ' "$log" | sed "s/^/# $1, a user process's fault: /"
+	first=$(grep -Evn '^\[ *[0-9.]+\] traps: ' "$log" | grep -Em1 "$splats" | cut -d: -f1)
+	[ -n "$first" ] || return 0
+	# From a little before the first report on: lockdep and WARN print their cause first.
+	echo "# $1's kernel log from line $((first > 10 ? first - 10 : 1)) (all of it: $log):"
+	tail -n +$((first > 10 ? first - 10 : 1)) "$log" | head -n 150 | sed "s/^/# /"
 	return 1
 }
 ktap_check "A's kernel log has no BUG, WARN or lockdep report" clean_log A
