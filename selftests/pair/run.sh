@@ -278,19 +278,40 @@ splats='WARNING:|BUG:|Oops|general protection|Call Trace:|INFO: (lockdep|task .*
 # A user process's fault is logged as "traps: COMM[PID] general protection fault ..." and is
 # not the kernel's: perftest 4.5's retry after a REJ crashes in rdma-core's librdmacm
 # (docs/rdmacm.md), on the stock peer. Shown, not counted.
-clean_log() {
-	local log=$out.dmesg-$1 first
-	run_on "$1" dmesg >"$log" || return 1
-	grep -E '^\[ *[0-9.]+\] traps: ' "$log" | sed "s/^/# $1, a user process's fault: /"
-	first=$(grep -Evn '^\[ *[0-9.]+\] traps: ' "$log" | grep -Em1 "$splats" | cut -d: -f1)
-	[ -n "$first" ] || return 0
+user_fault='^\[ *[0-9.]+\] traps: '
+# rxe_page_pool_only LOG: the only reports in LOG are those of rxe freeing a page-pool skb with
+# interrupts off (docs/interop.md, "rxe on virtio-net"): rxe_receiver drains a QP's queued
+# requests under its state_lock, taken with spin_lock_irqsave, and virtio-net's page pool
+# re-enables softirqs as it takes the page back: __local_bh_enable_ip's WARN, then lockdep's
+# inconsistent lock state on &qp->state_lock. Any other report, or a third call trace, fails.
+rxe_page_pool_only() {
+	local other traces
+	grep -q 'page_pool_put_unrefed_netmem' "$1" && grep -q 'rxe_receiver' "$1" &&
+		grep -q 'lock(&qp->state_lock);' "$1" || return 1
+	traces=$(grep -Ev "$user_fault" "$1" | grep -c 'Call Trace:')
+	other=$(grep -Ev "$user_fault" "$1" | grep -E "$splats" | grep -v 'Call Trace:' |
+		grep -Ev 'WARNING: inconsistent lock state$|WARNING: CPU: [0-9]+ PID: [0-9]+ at kernel/softirq\.c:[0-9]+ __local_bh_enable_ip')
+	[ -z "$other" ] && [ "$traces" -le 2 ]
+}
+# check_log GUEST: one result for GUEST's kernel log.
+check_log() {
+	local log=$out.dmesg-$1 first what="$1's kernel log has no BUG, WARN or lockdep report"
+	run_on "$1" dmesg >"$log" || { ktap_test_fail "$what (dmesg failed)"; return; }
+	grep -E "$user_fault" "$log" | sed "s/^/# $1, a user process's fault: /"
+	first=$(grep -Evn "$user_fault" "$log" | grep -Em1 "$splats" | cut -d: -f1)
+	[ -n "$first" ] || { ktap_test_pass "$what"; return; }
 	# From a little before the first report on: lockdep and WARN print their cause first.
 	echo "# $1's kernel log from line $((first > 10 ? first - 10 : 1)) (all of it: $log):"
 	tail -n +$((first > 10 ? first - 10 : 1)) "$log" | head -n 150 | sed "s/^/# /"
-	return 1
+	if rxe_page_pool_only "$log"; then
+		# Lockdep is off for the rest of that boot: a later lock bug would go unseen.
+		ktap_test_xfail "$what: rxe freed a page-pool skb with interrupts off (docs/interop.md), and lockdep stopped there"
+	else
+		ktap_test_fail "$what"
+	fi
 }
-ktap_check "A's kernel log has no BUG, WARN or lockdep report" clean_log A
-ktap_check "B's kernel log has no BUG, WARN or lockdep report" clean_log B
+check_log A
+check_log B
 
 [ "$KTAP_CNT_FAIL" != 0 ] || rm -rf "${out%/t}"
 ktap_finished
