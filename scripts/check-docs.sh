@@ -41,6 +41,7 @@ OUT_PRODUCTS=(
 	'out/selftest-*.log'              # make selftest, with guests side by side: one a guest
 	out/check-kasan.ktap              # make check-kasan: the guest's KTAP as it runs
 	out/artefacts/interop-rping.pcap  # interop_rping.sh (make selftest): its capture
+	out/artefacts/pair.pcap           # selftests/pair/run.sh (make check-pair): its capture
 )
 # Linux's files under the names of our top-level directories: cited, never ours.
 FOREIGN=(
