@@ -21,7 +21,7 @@
 # The kernel logs of both guests are checked for splats at the end, whatever the groups.
 # A server on B runs in the background through $PEER (selftests/pair/side.sh), its output
 # fetched once it has exited; the channel carries one request at a time. Files of the run are
-# in out/pair-tests/PID, removed if every check passed; the capture is kept as
+# in out/pair-tests/TIME.PID, removed if every check passed; the capture is kept as
 # out/artefacts/pair.pcap.
 set -uo pipefail
 : "${PEER:?run by scripts/vm-pair, which sets PEER}"
@@ -44,7 +44,8 @@ ktap_print_header
 ktap_set_plan "$plan"
 A=10.78.0.1 B=10.78.0.2
 side=$here/side.sh progs=$CEPM_ROOT/out/selftests
-out=$CEPM_ROOT/out/pair-tests/$$
+# The guest's PIDs repeat from boot to boot: the time names the run.
+out=$CEPM_ROOT/out/pair-tests/$(date +%Y%m%d-%H%M%S).$$
 mkdir -p "$out"
 out=$out/t
 
