@@ -17,7 +17,7 @@
 interop_begin dumpcap tshark
 need_library
 need_progs rdma_conn_params
-ktap_set_plan 36
+ktap_set_plan 40
 
 out=$CEPM_ROOT/out/rdmacm_fidelity.$$
 OURS=10.77.0.1 STOCK=10.77.0.2
@@ -41,40 +41,36 @@ same() {
 	return 1
 }
 
-run stock 7530 $STOCK ON_STOCK[@] ON_STOCK[@]
-ktap_check "stock -> stock on rxe1: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-run cepm 7531 $OURS ON_CEPM[@] ON_CEPM[@]
-ktap_check "cepm -> cepm on rxe0: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-ktap_check "cepm's server saw what the stock server saw" same cepm s
-ktap_check "cepm's client saw what the stock client saw" same cepm c
-run to-stock 7532 $STOCK ON_STOCK[@] ON_CEPM[@]
-ktap_check "cepm -> stock: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-ktap_check "cepm's client, connected to stock, saw what the stock client saw" same to-stock c
-ktap_check "the stock server saw cepm's REQ as it sees its own" same to-stock s
-run from-stock 7533 $OURS ON_CEPM[@] ON_STOCK[@]
-ktap_check "stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-ktap_check "cepm's server, reached from stock, saw what the stock server saw" same from-stock s
-ktap_check "the stock client saw cepm's REP as it sees its own" same from-stock c
+# four_ways PORT [MODE]: an RC connection (or MODE's) made four ways, on PORT and the three after,
+# each with its checks: stock -> stock (the oracle, on rxe1), cepm -> cepm (rxe0), cepm ->
+# stock and stock -> cepm; cepm's ends, and the stock end's view of cepm, must print what
+# the oracle's ends print.
+four_ways() {
+	local port=$1 mode=${2:-} stock=stock${2:+-$2} x=${2:+-$2} label=${2:+${2^^}: }
+	run "$stock" "$port" $STOCK ON_STOCK[@] ON_STOCK[@] $mode
+	ktap_check "${label}stock -> stock on rxe1: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+	run "cepm$x" $((port + 1)) $OURS ON_CEPM[@] ON_CEPM[@] $mode
+	ktap_check "${label}cepm -> cepm on rxe0: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+	ktap_check "${label}cepm's server saw what the stock server saw" same "cepm$x" s "$stock"
+	ktap_check "${label}cepm's client saw what the stock client saw" same "cepm$x" c "$stock"
+	run "to-stock$x" $((port + 2)) $STOCK ON_STOCK[@] ON_CEPM[@] $mode
+	ktap_check "${label}cepm -> stock: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+	ktap_check "${label}cepm's client, connected to stock, saw what the stock client saw" \
+		same "to-stock$x" c "$stock"
+	ktap_check "${label}the stock server saw cepm's REQ as it sees its own" same "to-stock$x" s "$stock"
+	run "from-stock$x" $((port + 3)) $OURS ON_CEPM[@] ON_STOCK[@] $mode
+	ktap_check "${label}stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
+	ktap_check "${label}cepm's server, reached from stock, saw what the stock server saw" \
+		same "from-stock$x" s "$stock"
+	ktap_check "${label}the stock client saw cepm's REP as it sees its own" same "from-stock$x" c "$stock"
+}
+
+four_ways 7530
 
 dumpcap -i veth0 -f "udp port 4791" -w "$out.pcap" >"$out.dumpcap" 2>&1 &
 tpid=$!
 wait_until 30 file_has "Capturing on" "$out.dumpcap"
-run stock-xrc 7534 $STOCK ON_STOCK[@] ON_STOCK[@] xrc
-ktap_check "XRC, stock -> stock on rxe1: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-run cepm-xrc 7535 $OURS ON_CEPM[@] ON_CEPM[@] xrc
-ktap_check "XRC, cepm -> cepm on rxe0: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-ktap_check "XRC: cepm's server saw what the stock server saw" same cepm-xrc s stock-xrc
-ktap_check "XRC: cepm's client saw what the stock client saw" same cepm-xrc c stock-xrc
-run to-stock-xrc 7536 $STOCK ON_STOCK[@] ON_CEPM[@] xrc
-ktap_check "XRC, cepm -> stock: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-ktap_check "XRC: cepm's client, connected to stock, saw what the stock client saw" \
-	same to-stock-xrc c stock-xrc
-ktap_check "XRC: the stock server saw cepm's REQ as it sees its own" same to-stock-xrc s stock-xrc
-run from-stock-xrc 7537 $OURS ON_CEPM[@] ON_STOCK[@] xrc
-ktap_check "XRC, stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-ktap_check "XRC: cepm's server, reached from stock, saw what the stock server saw" \
-	same from-stock-xrc s stock-xrc
-ktap_check "XRC: the stock client saw cepm's REP as it sees its own" same from-stock-xrc c stock-xrc
+four_ways 7534 xrc
 
 # An RC client of the IB port space and an XRC server: the client is rejected, the server
 # hears nothing and is stopped.
@@ -89,25 +85,16 @@ ktap_check "stock's RC REQ to cepm's XRC listener: the client saw what the stock
 	same from-stock-mixed c stock-mixed
 
 # UC endpoints of the IB port space: the REQ names UC, and a UC listener takes it.
-run stock-uc 7541 $STOCK ON_STOCK[@] ON_STOCK[@] uc
-ktap_check "UC, stock -> stock on rxe1: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-run cepm-uc 7542 $OURS ON_CEPM[@] ON_CEPM[@] uc
-ktap_check "UC, cepm -> cepm on rxe0: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-ktap_check "UC: cepm's server saw what the stock server saw" same cepm-uc s stock-uc
-ktap_check "UC: cepm's client saw what the stock client saw" same cepm-uc c stock-uc
-run from-stock-uc 7543 $OURS ON_CEPM[@] ON_STOCK[@] uc
-ktap_check "UC, stock -> cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-ktap_check "UC: cepm's server, reached from stock, saw what the stock server saw" \
-	same from-stock-uc s stock-uc
+four_ways 7541 uc
 # A listener of QP type 0 and an RC client of the IB port space.
-run stock-any 7544 $STOCK ON_STOCK[@] ON_STOCK[@] any ib
+run stock-any 7546 $STOCK ON_STOCK[@] ON_STOCK[@] any ib
 ktap_check "QP type 0 listener, stock: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
-run cepm-any 7545 $OURS ON_CEPM[@] ON_CEPM[@] any ib
+run cepm-any 7547 $OURS ON_CEPM[@] ON_CEPM[@] any ib
 ktap_check "QP type 0 listener, cepm: both ends exit 0 ($crc, $src)" test "$crc$src" = 00
 ktap_check "QP type 0 listener: cepm's client saw what the stock client saw" same cepm-any c stock-any
 
-# Each cross run's DREQ and DREP crossed veth0: three DREPs, and the capture is whole.
-wait_until 10 capture_has_mads "$out.pcap" 0016 3
+# Each cross run's DREQ and DREP crossed veth0: four DREPs, and the capture is whole.
+wait_until 10 capture_has_mads "$out.pcap" 0016 4
 kill -INT $tpid
 wait $tpid
 # The XRC REQs (service ID of the IB port space, ports 7536 and 7537): TransportServiceType,
