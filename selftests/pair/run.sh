@@ -98,6 +98,8 @@ xpair() {
 	show_side "$name client on $(other "$s")" "$out.$name-c" "$crc"
 }
 both_zero() { [ "$crc" = 0 ] && [ "$src" = 0 ]; }
+# both_status_zero NAME: both ends of NAME exited 0 and printed rdma-core's "return status 0".
+both_status_zero() { both_zero && grep -q 'return status 0' "$out.$1-c" && grep -q 'return status 0' "$out.$1-s"; }
 # direction SERVER_ON: the words of a check's description for that way.
 direction() { echo "client on $(other "$1") -> server on $1"; }
 
@@ -117,8 +119,8 @@ group_ucmatose() {
 	for s in B A; do
 		show_lines=4 xpair "ucma-$s" "$s" 7175 TCP ucmatose -p 7175 -c 10 -- \
 			ucmatose -s "$(addr_of "$s")" -p 7175 -c 10
-		ucma_ok() { both_zero && grep -q 'return status 0' "$out.ucma-$1-c" && grep -q 'return status 0' "$out.ucma-$1-s"; }
-		ktap_check "ucmatose -c 10, $(direction "$s"): both complete with status 0 ($crc, $src)" ucma_ok "$s"
+		ktap_check "ucmatose -c 10, $(direction "$s"): both complete with status 0 ($crc, $src)" \
+			both_status_zero "ucma-$s"
 	done
 }
 
@@ -127,8 +129,8 @@ group_udaddy() {
 	# udaddy's only port: 7174 of rdma_cm's UDP port space, resolved by SIDR.
 	for s in B A; do
 		show_lines=4 xpair "udaddy-$s" "$s" 7174 UDP udaddy -C 10 -- udaddy -s "$(addr_of "$s")" -C 10
-		udaddy_ok() { both_zero && grep -q 'return status 0' "$out.udaddy-$1-c" && grep -q 'return status 0' "$out.udaddy-$1-s"; }
-		ktap_check "udaddy -C 10 (SIDR, UD), $(direction "$s"): both complete with status 0 ($crc, $src)" udaddy_ok "$s"
+		ktap_check "udaddy -C 10 (SIDR, UD), $(direction "$s"): both complete with status 0 ($crc, $src)" \
+			both_status_zero "udaddy-$s"
 	done
 }
 
@@ -138,7 +140,7 @@ group_cmtime() {
 		stop_server=1 show_lines=9 xpair "cmtime-$s" "$s" 7176 TCP cmtime -p 7176 -- \
 			cmtime -s "$(addr_of "$s")" -p 7176 -c 20
 		# Its table has one line a step: connect's (microseconds a connection, last) is not 0.
-		cmtime_ok() { [ "$crc" = 0 ] && [ "$src" = 0 ] && awk '$1 == "connect" && $NF + 0 > 0 { ok = 1 } END { exit !ok }' "$out.cmtime-$1-c"; }
+		cmtime_ok() { both_zero && awk '$1 == "connect" && $NF + 0 > 0 { ok = 1 } END { exit !ok }' "$out.cmtime-$1-c"; }
 		ktap_check "cmtime -c 20, $(direction "$s"): the client exits 0 and times its connections ($crc)" cmtime_ok "$s"
 	done
 }
