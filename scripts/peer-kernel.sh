@@ -5,7 +5,7 @@
 # Debian 12's own kernel (6.1) with its in-tree ib_cm, rdma_cm and rdma_rxe is the stock peer
 # that cepm meets in the field.  Its .deb is fetched with the machine's apt (never installed:
 # nothing goes into the host's /boot or /lib/modules) and unpacked under
-# CEPM_CACHE/peer-kernels/<package>/root, where vng finds the modules beside the image
+# CEPM_CACHE/peer-kernels/<package>/tree, where vng finds the modules beside the image
 # (boot/vmlinuz-KVER and lib/modules/KVER) and packs the ones it needs to mount its root
 # (virtio-fs, 9p, virtio-net are modules there) into its initramfs.
 set -euo pipefail
@@ -32,18 +32,18 @@ fetch_deb() {
 	fi
 	# Unpacked into a temporary directory first, so that an interrupted run leaves no
 	# half tree behind that a later run would take for complete.
-	if [ ! -e "$dir/root/.complete" ]; then
+	if [ ! -e "$dir/tree/.complete" ]; then
 		log "unpacking $pkg"
-		rm -rf "$dir/root" "$dir/root.tmp"
-		dpkg -x "$deb" "$dir/root.tmp"
+		rm -rf "$dir/tree" "$dir/tree.tmp"
+		dpkg -x "$deb" "$dir/tree.tmp"
 		# The .deb ships no modules.dep (the package's postinst runs depmod); modprobe
 		# in the guest needs it, and vng would otherwise run depmod at every boot.
-		depmod -a -b "$dir/root.tmp" "$kver"
-		touch "$dir/root.tmp/.complete"
-		mv "$dir/root.tmp" "$dir/root"
+		depmod -a -b "$dir/tree.tmp" "$kver"
+		touch "$dir/tree.tmp/.complete"
+		mv "$dir/tree.tmp" "$dir/tree"
 	fi
-	[ -f "$dir/root/boot/vmlinuz-$kver" ] || die "$pkg has no boot/vmlinuz-$kver"
-	echo "$dir/root/boot/vmlinuz-$kver"
+	[ -f "$dir/tree/boot/vmlinuz-$kver" ] || die "$pkg has no boot/vmlinuz-$kver"
+	echo "$dir/tree/boot/vmlinuz-$kver"
 }
 
 fetch_deb "$DEB61_PKG" "$DEB61_VERSION" "$DEB61_KVER"
